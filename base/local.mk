@@ -1,0 +1,17 @@
+# base/: the shared helpers every module uses (errors, logging, memory,
+# buffers, time, flags, JSON access). Depends on nothing but libc and cJSON.
+noinst_LIBRARIES += base/libbase.a
+CAIRN_MODULE_LIBS += base/libbase.a
+base_libbase_a_SOURCES = \
+	base/err.c base/err.h \
+	base/log.c base/log.h \
+	base/mem.c base/mem.h \
+	base/buf.c base/buf.h \
+	base/timeutil.c base/timeutil.h \
+	base/flags.c base/flags.h base/flags.def \
+	base/jsonutil.c base/jsonutil.h \
+	base/util.c base/util.h
+
+check_PROGRAMS += tests/unit/test_base
+tests_unit_test_base_SOURCES = tests/unit/test_base.c tests/unit/unit.h
+tests_unit_test_base_LDADD = base/libbase.a $(DEPS_LIBS)

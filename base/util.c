@@ -1,0 +1,269 @@
+/* util.c: escaping, globs, lists, randomness, see util.h. */
+#include "config.h"
+#include "base/util.h"
+#include "base/mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+/* Length of a valid UTF-8 sequence at s, or 0 if invalid. */
+static size_t
+utf8_len(const unsigned char *s)
+{
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+int
+str_escape_text(struct buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	int rc = 0;
+
+	while (*p != '\0' && rc == 0) {
+		size_t n = utf8_len(p);
+
+		if (*p == '\\')
+			rc = buf_puts(b, "\\\\");
+		else if (*p == '\n')
+			rc = buf_puts(b, "\\n");
+		else if (*p == '\r')
+			rc = buf_puts(b, "\\r");
+		else if (*p == '\t')
+			rc = buf_puts(b, "\\t");
+		else if (*p < 0x20 || *p == 0x7f || n == 0)
+			rc = buf_printf(b, "\\x%02x", *p);
+		else {
+			rc = buf_append(b, p, n);
+			p += n;
+			continue;
+		}
+		p++;
+	}
+	return rc;
+}
+
+int
+str_escape_json(struct buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	int rc = buf_putc(b, '"');
+
+	while (*p != '\0' && rc == 0) {
+		size_t n = utf8_len(p);
+
+		if (*p == '"')
+			rc = buf_puts(b, "\\\"");
+		else if (*p == '\\')
+			rc = buf_puts(b, "\\\\");
+		else if (*p == '\n')
+			rc = buf_puts(b, "\\n");
+		else if (*p == '\r')
+			rc = buf_puts(b, "\\r");
+		else if (*p == '\t')
+			rc = buf_puts(b, "\\t");
+		else if (*p < 0x20 || *p == 0x7f)
+			rc = buf_printf(b, "\\u%04x", *p);
+		else if (n == 0)
+			rc = buf_puts(b, "\\ufffd");
+		else {
+			rc = buf_append(b, p, n);
+			p += n;
+			continue;
+		}
+		p++;
+	}
+	if (rc == 0)
+		rc = buf_putc(b, '"');
+	return rc;
+}
+
+int
+str_escape_html(struct buf *b, const char *s)
+{
+	int rc = 0;
+
+	for (const char *p = s; *p != '\0' && rc == 0; p++) {
+		switch (*p) {
+		case '&': rc = buf_puts(b, "&amp;"); break;
+		case '<': rc = buf_puts(b, "&lt;"); break;
+		case '>': rc = buf_puts(b, "&gt;"); break;
+		case '"': rc = buf_puts(b, "&quot;"); break;
+		case '\'': rc = buf_puts(b, "&#39;"); break;
+		default: rc = buf_putc(b, *p);
+		}
+	}
+	return rc;
+}
+
+int
+str_glob(const char *pat, const char *s)
+{
+	const char *star = NULL, *resume = NULL;
+
+	while (*s != '\0') {
+		if (*pat == '*') {
+			star = pat++;
+			resume = s;
+		} else if (*pat == '?' || *pat == *s) {
+			pat++;
+			s++;
+		} else if (star != NULL) {
+			pat = star + 1;
+			s = ++resume;
+		} else {
+			return 0;
+		}
+	}
+	while (*pat == '*')
+		pat++;
+	return *pat == '\0';
+}
+
+int
+str_has_prefix(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int
+str_has_suffix(const char *s, const char *suffix)
+{
+	size_t ls = strlen(s), lx = strlen(suffix);
+
+	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+char **
+str_split(const char *s, char sep, size_t *n_out)
+{
+	char **v = xcalloc(1, sizeof *v);
+	size_t n = 0;
+	const char *p = s ? s : "";
+
+	while (*p != '\0') {
+		const char *end = strchr(p, sep);
+		const char *a = p, *z = end ? end : p + strlen(p);
+
+		while (a < z && (*a == ' ' || *a == '\t'))
+			a++;
+		while (z > a && (z[-1] == ' ' || z[-1] == '\t'))
+			z--;
+		if (z > a) {
+			v = xreallocarray(v, n + 2, sizeof *v);
+			v[n++] = xstrndup(a, (size_t)(z - a));
+			v[n] = NULL;
+		}
+		if (end == NULL)
+			break;
+		p = end + 1;
+	}
+	if (n_out != NULL)
+		*n_out = n;
+	return v;
+}
+
+void
+strv_free(char **v)
+{
+	if (v == NULL)
+		return;
+	for (char **p = v; *p != NULL; p++)
+		free(*p);
+	free(v);
+}
+
+size_t
+strv_len(char *const *v)
+{
+	size_t n = 0;
+
+	while (v != NULL && v[n] != NULL)
+		n++;
+	return n;
+}
+
+int
+strv_contains(char *const *v, const char *s)
+{
+	for (size_t i = 0; v != NULL && v[i] != NULL; i++)
+		if (strcmp(v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+void
+rand_bytes(void *p, size_t n)
+{
+	unsigned char *c = p;
+
+	while (n > 0) {
+		ssize_t got = getrandom(c, n, 0);
+
+		if (got <= 0)
+			continue;
+		c += got;
+		n -= (size_t)got;
+	}
+}
+
+void
+rand_uuid(char out[37])
+{
+	unsigned char u[16];
+
+	rand_bytes(u, sizeof u);
+	u[6] = (u[6] & 0x0f) | 0x40;
+	u[8] = (u[8] & 0x3f) | 0x80;
+	snprintf(out, 37,
+	    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	    u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+	    u[11], u[12], u[13], u[14], u[15]);
+}
+
+uint64_t
+rand_below(uint64_t n)
+{
+	uint64_t r, limit;
+
+	if (n <= 1)
+		return 0;
+	limit = UINT64_MAX - UINT64_MAX % n;
+	do {
+		rand_bytes(&r, sizeof r);
+	} while (r >= limit);
+	return r % n;
+}
+
+void
+fmt_bytes(uint64_t n, char out[32])
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, 32, "%llu B", (unsigned long long)n);
+	else
+		snprintf(out, 32, "%.1f %s", v, units[u]);
+}

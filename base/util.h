@@ -1,0 +1,43 @@
+/*
+ * util.h: small string helpers shared by every module: escaping untrusted
+ * text for logs, JSON and HTML, glob matching, splitting lists, randomness.
+ */
+#ifndef CAIRN_UTIL_H
+#define CAIRN_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "base/buf.h"
+
+/* Append s with control chars, backslash and non-UTF-8 bytes escaped. */
+int str_escape_text(struct buf *b, const char *s);
+/* Append s as a quoted JSON string. */
+int str_escape_json(struct buf *b, const char *s);
+/* Append s with & < > " ' replaced by entities. */
+int str_escape_html(struct buf *b, const char *s);
+
+/* Shell-style glob with '*' and '?' only (Velero's namespace globs). */
+int str_glob(const char *pattern, const char *s);
+int str_has_prefix(const char *s, const char *prefix);
+int str_has_suffix(const char *s, const char *suffix);
+
+/*
+ * Split s on sep into a NULL-terminated array of trimmed, non-empty owned
+ * strings (free with strv_free). *n_out (may be NULL) gets the count.
+ */
+char **str_split(const char *s, char sep, size_t *n_out);
+void strv_free(char **v);
+size_t strv_len(char *const *v);
+int strv_contains(char *const *v, const char *s);
+
+/* Fill p with n random bytes from getrandom(2). */
+void rand_bytes(void *p, size_t n);
+/* A random RFC 4122 version-4 UUID, 36 chars + NUL. */
+void rand_uuid(char out[37]);
+/* Uniform random in [0, n). */
+uint64_t rand_below(uint64_t n);
+
+/* Human sizes: "1.5 MiB". out has 32 bytes. */
+void fmt_bytes(uint64_t n, char out[32]);
+
+#endif

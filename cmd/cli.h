@@ -1,0 +1,46 @@
+/*
+ * cli.h: the command frame. Every command is a row in the table of
+ * cmd/commands.c: its words ("backup create"), a one-line summary, a usage
+ * line, a longer description, the flags it accepts (ids from
+ * base/flags.def) and its run function.
+ *
+ * Exit codes: 0 success, 1 the operation failed, 2 usage error (unknown
+ * command or flag, bad flag value, missing argument).
+ */
+#ifndef CAIRN_CLI_H
+#define CAIRN_CLI_H
+
+#include "base/flags.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+
+struct cli_command {
+	const char *words;		/* "backup create" */
+	const char *summary;		/* one line */
+	const char *usage;		/* after "cairn <words> " */
+	const char *description;	/* paragraphs, may be NULL */
+	const enum flag_id *flags;	/* F__END-terminated */
+	int (*run)(const struct cli_command *cmd, struct flagset *fs);
+};
+
+extern const struct cli_command cli_commands[];
+extern const size_t cli_ncommands;
+
+/* Flag groups shared by commands. */
+extern const enum flag_id cli_global_flags[];
+extern const enum flag_id cli_cluster_flags[];
+
+/* Print "cairn: <msg>" and a usage hint for cmd to stderr; returns 2. */
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+	CAIRN_PRINTF(2, 3);
+/* Print "cairn: <msg>" to stderr; returns 1. */
+int cli_fail(const char *fmt, ...) CAIRN_PRINTF(1, 2);
+/* Apply --log-level / --log-format; returns 0 or 2 after printing. */
+int cli_setup_logging(const struct cli_command *cmd, const struct flagset *fs);
+
+/* Commands. */
+int cmd_version(const struct cli_command *cmd, struct flagset *fs);
+
+#endif

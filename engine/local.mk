@@ -1,0 +1,1 @@
+# engine/: fragment owned by the engine module (see engine/README.md).

@@ -1,0 +1,1 @@
+# journal/: fragment owned by the journal module (see journal/README.md).

@@ -1,0 +1,1 @@
+# kube/: fragment owned by the kube module (see kube/README.md).

@@ -1,0 +1,1 @@
+# storage/: fragment owned by the storage module (see storage/README.md).

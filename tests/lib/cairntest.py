@@ -1,0 +1,318 @@
+"""cairntest: the small frame every cairn integration test is written in.
+
+A test file defines cases and calls main():
+
+    from cairntest import case, main, Kubesim, cairn
+    @case
+    def backup_lists_items(t):
+        sim = t.kubesim()
+        ...
+        t.check(x == y, "what went wrong")
+    main()
+
+main() runs each case in order and prints `PASS: <file>:<case>` or
+`FAIL: <file>:<case>: <why>` (tests/run.sh counts those lines). Every
+process a case starts is killed when the case ends, pass or fail. Each case
+gets its own directory under $CAIRN_TMP. Standard library only.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.parse
+import urllib.request
+
+SRCDIR = os.environ.get("CAIRN_SRCDIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILDDIR = os.environ.get("CAIRN_BUILDDIR") or SRCDIR
+BIN = os.environ.get("CAIRN_BIN") or os.path.join(BUILDDIR, "cairn")
+TMP = os.environ.get("CAIRN_TMP") or os.path.join("/tmp", "cairn-test-%d" % os.getpid())
+os.makedirs(TMP, exist_ok=True)
+
+
+class Skip(Exception):
+    """Raised by t.skip(): the case cannot run here (printed as SKIP)."""
+
+
+class CheckFailed(AssertionError):
+    pass
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1 (bound and released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, timeout=10.0, what="condition", interval=0.05):
+    """Poll pred() until it returns a true value; return it, or raise."""
+    end = time.monotonic() + timeout
+    last_exc = None
+    while time.monotonic() < end:
+        try:
+            v = pred()
+            if v:
+                return v
+        except Exception as e:  # noqa: BLE001 - reported below
+            last_exc = e
+        time.sleep(interval)
+    raise CheckFailed("timed out after %.1fs waiting for %s%s" % (
+        timeout, what, (" (last error: %r)" % last_exc) if last_exc else ""))
+
+
+class Proc:
+    """A child process in its own process group with its output in a file."""
+
+    def __init__(self, argv, log, env=None, cwd=None, stdin=None):
+        self.argv = [str(a) for a in argv]
+        self.log = log
+        self._logf = open(log, "ab")
+        full_env = dict(os.environ)
+        if env:
+            full_env.update({k: str(v) for k, v in env.items()})
+        self.p = subprocess.Popen(self.argv, stdout=self._logf, stderr=subprocess.STDOUT,
+                                  stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                                  env=full_env, cwd=cwd, start_new_session=True)
+        self.pid = self.p.pid
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def signal(self, sig):
+        if self.alive():
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def kill9(self):
+        """SIGKILL the whole group, as a crash would, and reap it."""
+        self.signal(signal.SIGKILL)
+        self.p.wait()
+
+    def stop(self, timeout=10.0):
+        """SIGTERM, wait, then SIGKILL. Returns the exit code."""
+        if self.alive():
+            self.signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+        self._logf.close()
+        return self.p.returncode
+
+    def wait(self, timeout=None):
+        return self.p.wait(timeout)
+
+    def output(self):
+        with open(self.log, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+
+class Kubesim:
+    """tests/kubesim started on a random port (contract of its command line)."""
+
+    def __init__(self, t, tls=True, tokens=None, seeds=(), name="kubesim", extra=()):
+        self.dir = t.mkdir(name)
+        ready = os.path.join(self.dir, "ready")
+        self.kubeconfig = os.path.join(self.dir, "kubeconfig")
+        if tokens is None:
+            tokens = {"admin": "admin-token"} if tls else {}
+        self.tokens = dict(tokens)
+        argv = [sys.executable, os.path.join(SRCDIR, "tests/kubesim/kubesim.py"),
+                "--port", "0", "--ready-file", ready, "--kubeconfig-out", self.kubeconfig]
+        if tls:
+            argv.append("--tls")
+        for k, v in self.tokens.items():
+            argv += ["--token", "%s=%s" % (k, v)]
+        for s in seeds:
+            argv += ["--seed", s]
+        argv += list(extra)
+        self.proc = t.spawn(argv, name=name)
+        wait_for(lambda: os.path.exists(ready) or not self.proc.alive(), 30, "kubesim ready file")
+        if not self.proc.alive():
+            raise CheckFailed("kubesim exited: %s" % self.proc.output()[-2000:])
+        with open(ready) as f:
+            self.url = f.read().strip()
+        self.token = next(iter(self.tokens.values()), None)
+        self._ctx = ssl.create_default_context()
+        self._ctx.check_hostname = False
+        self._ctx.verify_mode = ssl.CERT_NONE
+        self.cache_dir = os.path.join(self.dir, "kubectl-cache")
+
+    def request(self, method, path, body=None, token=None, content_type=None,
+                headers=None, timeout=30):
+        """Return (status, parsed JSON or raw text, headers)."""
+        data = None
+        hdrs = dict(headers or {})
+        if body is not None:
+            data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+            if isinstance(data, str):
+                data = data.encode()
+            hdrs.setdefault("Content-Type", content_type or "application/json")
+        tok = token if token is not None else self.token
+        if tok:
+            hdrs["Authorization"] = "Bearer " + tok
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=hdrs)
+        try:
+            with urllib.request.urlopen(req, context=self._ctx, timeout=timeout) as r:
+                raw, status, rh = r.read(), r.status, r.headers
+        except urllib.error.HTTPError as e:
+            raw, status, rh = e.read(), e.code, e.headers
+        try:
+            return status, json.loads(raw), rh
+        except ValueError:
+            return status, raw.decode("utf-8", "replace"), rh
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def put(self, path, body, **kw):
+        return self.request("PUT", path, body, **kw)
+
+    def patch(self, path, body, kind="merge", **kw):
+        ct = {"merge": "application/merge-patch+json", "json": "application/json-patch+json",
+              "strategic": "application/strategic-merge-patch+json"}[kind]
+        return self.request("PATCH", path, body, content_type=ct, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def ok(self, method, path, body=None, **kw):
+        """Like request() but fails the case on any non-2xx answer."""
+        status, obj, _ = self.request(method, path, body, **kw)
+        if status // 100 != 2:
+            raise CheckFailed("%s %s -> %d %s" % (method, path, status, obj))
+        return obj
+
+    def faults(self, rules):
+        return self.ok("POST", "/_sim/faults", rules)
+
+    def clear_faults(self):
+        return self.ok("DELETE", "/_sim/faults")
+
+    def requests(self):
+        return self.ok("GET", "/_sim/requests")
+
+    def kubectl(self, *args, check=True, timeout=60, input=None):
+        """Run the real kubectl against this kubesim; returns CompletedProcess."""
+        argv = ["kubectl", "--kubeconfig", self.kubeconfig, "--cache-dir", self.cache_dir] + list(args)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input)
+        if check and r.returncode != 0:
+            raise CheckFailed("kubectl %s failed (%d): %s" % (" ".join(args), r.returncode,
+                                                            r.stderr.strip()[-1500:]))
+        return r
+
+    def apply(self, obj_or_path):
+        """kubectl apply -f of a dict/list (as JSON) or a path."""
+        if isinstance(obj_or_path, str):
+            return self.kubectl("apply", "-f", obj_or_path)
+        return self.kubectl("apply", "-f", "-", input=json.dumps(obj_or_path))
+
+
+class Case:
+    """What a case function receives: temp dirs, processes, checks."""
+
+    def __init__(self, name):
+        self.name = name
+        self.dir = os.path.join(TMP, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.procs = []
+        self.cleanups = []
+
+    def mkdir(self, name):
+        d = os.path.join(self.dir, name)
+        os.makedirs(d, exist_ok=True)
+        return d
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def spawn(self, argv, name=None, env=None, cwd=None):
+        name = name or os.path.basename(str(argv[0]))
+        p = Proc(argv, os.path.join(self.dir, "%s.%d.log" % (name, len(self.procs))), env=env, cwd=cwd)
+        self.procs.append(p)
+        return p
+
+    def kubesim(self, **kw):
+        return Kubesim(self, **kw)
+
+    def on_cleanup(self, fn):
+        self.cleanups.append(fn)
+
+    def check(self, cond, why):
+        if not cond:
+            raise CheckFailed(why)
+
+    def eq(self, got, want, what="value"):
+        if got != want:
+            raise CheckFailed("%s: got %r, want %r" % (what, got, want))
+
+    def skip(self, why):
+        raise Skip(why)
+
+    def finish(self):
+        for fn in reversed(self.cleanups):
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 - cleanup must go on
+                traceback.print_exc()
+        for p in self.procs:
+            p.stop(timeout=5)
+
+
+def cairn(*args, env=None, timeout=120, check=False, input=None, cwd=None):
+    """Run the cairn binary; returns CompletedProcess (text)."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update({k: str(v) for k, v in env.items()})
+    return subprocess.run([BIN] + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, check=check, input=input, cwd=cwd)
+
+
+_cases = []
+
+
+def case(fn):
+    """Register a test case: fn(t) with t a Case."""
+    _cases.append(fn)
+    return fn
+
+
+def main():
+    """Run the registered cases (or those named in argv) and exit 1 on failure."""
+    prog = os.path.basename(sys.argv[0])
+    only = set(sys.argv[1:])
+    failed = 0
+    for fn in _cases:
+        if only and fn.__name__ not in only:
+            continue
+        t = Case(fn.__name__)
+        label = "%s:%s" % (prog, fn.__name__)
+        start = time.monotonic()
+        try:
+            fn(t)
+            status = "PASS: %s" % label
+        except Skip as e:
+            status = "SKIP: %s: %s" % (label, e)
+        except Exception as e:  # noqa: BLE001 - every failure is reported
+            traceback.print_exc(file=sys.stdout)
+            why = str(e).replace("\n", " ")[:500] or type(e).__name__
+            status = "FAIL: %s: %s" % (label, why)
+            failed += 1
+        finally:
+            t.finish()
+        print("%s  (%.1fs)" % (status, time.monotonic() - start) if status.startswith("PASS")
+              else status, flush=True)
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,312 @@
+/* test_base.c: unit tests of base/: errors, buffers, time, flags, JSON. */
+#include "config.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/flags.h"
+#include "base/jsonutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
+#include "tests/unit/unit.h"
+
+#include <stdlib.h>
+
+static void
+test_err_set_prefix(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	CHECK_INT(cairn_err_set(&err, CAIRN_ENOTFOUND, "key %s", "a/b"),
+	    CAIRN_ENOTFOUND);
+	cairn_err_prefix(&err, "reading %s", "bucket");
+	CHECK_STR(err.msg, "reading bucket: key a/b");
+	CHECK_INT(err.code, CAIRN_ENOTFOUND);
+	CHECK_INT(cairn_err_set(NULL, CAIRN_EIO, "x"), CAIRN_EIO);
+	CHECK_STR(cairn_strerror(CAIRN_ECONFLICT), "conflict");
+	cairn_err_errno(&err, CAIRN_EIO, 2, "open %s", "/x");
+	CHECK_STR(err.msg, "open /x: No such file or directory");
+}
+
+static void
+test_buf_cap(void)
+{
+	struct buf b;
+
+	buf_init(&b, 8);
+	CHECK_INT(buf_puts(&b, "12345"), 0);
+	CHECK_INT(buf_puts(&b, "6789"), CAIRN_ETOOBIG);
+	CHECK_STR(buf_cstr(&b), "12345");	/* unchanged on refusal */
+	CHECK_INT(buf_printf(&b, "%d", 678), 0);
+	CHECK_STR(buf_cstr(&b), "12345678");
+	CHECK_INT(buf_putc(&b, 'x'), CAIRN_ETOOBIG);
+	CHECK_INT(buf_printf(&b, "%s", "y"), CAIRN_ETOOBIG);
+	buf_consume(&b, 3);
+	CHECK_STR(buf_cstr(&b), "45678");
+	buf_free(&b);
+	CHECK_STR(buf_cstr(&b), "");
+}
+
+static void
+test_buf_take(void)
+{
+	struct buf b;
+	size_t len;
+	char *s;
+
+	buf_init(&b, 1 << 20);
+	for (int i = 0; i < 1000; i++)
+		buf_printf(&b, "%04d", i);
+	s = buf_take(&b, &len);
+	CHECK_INT(len, 4000);
+	CHECK(strncmp(s + 3996, "0999", 4) == 0);
+	CHECK_INT(b.len, 0);
+	free(s);
+	buf_free(&b);
+}
+
+static void
+test_time_format(void)
+{
+	char out[TIME_STR_MAX];
+	int64_t us = 1764676800LL * TIME_US_PER_SEC + 123456;	/* 2025-12-02T12:00:00 */
+
+	time_format_rfc3339(us, out);
+	CHECK_STR(out, "2025-12-02T12:00:00Z");
+	time_format_micro(us, out);
+	CHECK_STR(out, "2025-12-02T12:00:00.123456Z");
+	time_format_micro(1764676800LL * TIME_US_PER_SEC, out);
+	CHECK_STR(out, "2025-12-02T12:00:00.000000Z");
+}
+
+static void
+test_time_parse(void)
+{
+	int64_t us = 0;
+
+	CHECK_INT(time_parse("2025-12-02T12:00:00Z", &us), 0);
+	CHECK_INT(us, 1764676800LL * TIME_US_PER_SEC);
+	CHECK_INT(time_parse("2025-12-02T12:00:00.123456Z", &us), 0);
+	CHECK_INT(us % TIME_US_PER_SEC, 123456);
+	CHECK_INT(time_parse("2025-12-02T14:00:00+02:00", &us), 0);
+	CHECK_INT(us, 1764676800LL * TIME_US_PER_SEC);
+	CHECK_INT(time_parse("2025-12-02T12:00:00.5Z", &us), 0);
+	CHECK_INT(us % TIME_US_PER_SEC, 500000);
+	/* Bad input is refused and leaves the output alone. */
+	us = 42;
+	CHECK_INT(time_parse("2025-13-02T12:00:00Z", &us), CAIRN_EINVAL);
+	CHECK_INT(time_parse("2025-02-30T12:00:00Z", &us), CAIRN_EINVAL);
+	CHECK_INT(time_parse("2025-12-02 12:00:00Z", &us), CAIRN_EINVAL);
+	CHECK_INT(time_parse("2025-12-02T12:00:00", &us), CAIRN_EINVAL);
+	CHECK_INT(time_parse("2025-12-02T12:00:00Zjunk", &us), CAIRN_EINVAL);
+	CHECK_INT(time_parse("2025-12-02T12:00:00.Z", &us), CAIRN_EINVAL);
+	CHECK_INT(time_parse("", &us), CAIRN_EINVAL);
+	CHECK_INT(time_parse(NULL, &us), CAIRN_EINVAL);
+	CHECK_INT(us, 42);
+}
+
+static void
+test_duration(void)
+{
+	int64_t us;
+	char out[TIME_STR_MAX];
+
+	CHECK_INT(duration_parse("500ms", &us), 0);
+	CHECK_INT(us, 500000);
+	CHECK_INT(duration_parse("3s", &us), 0);
+	CHECK_INT(us, 3 * TIME_US_PER_SEC);
+	CHECK_INT(duration_parse("72h", &us), 0);
+	CHECK_INT(us, 72LL * 3600 * TIME_US_PER_SEC);
+	CHECK_INT(duration_parse("1h30m", &us), 0);
+	CHECK_INT(us, 5400LL * TIME_US_PER_SEC);
+	CHECK_INT(duration_parse("1.5s", &us), 0);
+	CHECK_INT(us, 1500000);
+	CHECK_INT(duration_parse("0", &us), 0);
+	CHECK_INT(us, 0);
+	CHECK_INT(duration_parse("10", &us), CAIRN_EINVAL);
+	CHECK_INT(duration_parse("-3s", &us), CAIRN_EINVAL);
+	CHECK_INT(duration_parse("3x", &us), CAIRN_EINVAL);
+	CHECK_INT(duration_parse("", &us), CAIRN_EINVAL);
+	CHECK_INT(duration_parse("h", &us), CAIRN_EINVAL);
+	duration_format(500000, out);
+	CHECK_STR(out, "500ms");
+	duration_format(5400LL * TIME_US_PER_SEC, out);
+	CHECK_STR(out, "1h30m");
+	duration_format(72LL * 3600 * TIME_US_PER_SEC, out);
+	CHECK_STR(out, "72h");
+	duration_format(1500000, out);
+	CHECK_STR(out, "1.5s");
+}
+
+static void
+test_flags_parse(void)
+{
+	static const enum flag_id fl[] = { F_WORKERS, F_LEASE_DURATION, F_WAIT,
+	    F_INCLUDE_NAMESPACES, F_NAMESPACE, F_LOG_LEVEL, F__END };
+	const enum flag_id *lists[] = { fl, NULL };
+	const char *argv[] = { "b1", "--workers=4", "--lease-duration", "3s", "--wait",
+	    "--include-namespaces", "a,b", "--include-namespaces=c", "-n", "x",
+	    "--", "--not-a-flag" };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct flagset fs;
+	char **l;
+
+	setenv("CAIRN_LOG_LEVEL", "debug", 1);
+	REQUIRE(flags_parse(&fs, lists, 12, argv, &err) == 0);
+	CHECK_INT(flag_int(&fs, F_WORKERS), 4);
+	CHECK_INT(flag_duration_us(&fs, F_LEASE_DURATION), 3 * TIME_US_PER_SEC);
+	CHECK(flag_bool(&fs, F_WAIT));
+	l = flag_list(&fs, F_INCLUDE_NAMESPACES);
+	CHECK_INT(strv_len(l), 3);
+	CHECK_STR(l[2], "c");
+	CHECK_STR(flag_str(&fs, F_NAMESPACE), "x");
+	CHECK_STR(flag_str(&fs, F_LOG_LEVEL), "debug");	/* from env */
+	CHECK_INT(fs.nargs, 2);
+	CHECK_STR(fs.args[1], "--not-a-flag");
+	flags_free(&fs);
+	unsetenv("CAIRN_LOG_LEVEL");
+}
+
+static void
+test_flags_errors(void)
+{
+	static const enum flag_id fl[] = { F_WORKERS, F_LEASE_DURATION, F_WAIT,
+	    F__END };
+	const enum flag_id *lists[] = { fl, NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct flagset fs;
+	const char *bad_int[] = { "--workers=four" };
+	const char *bad_dur[] = { "--lease-duration", "15" };
+	const char *unknown[] = { "--bogus" };
+	const char *foreign[] = { "--bucket=x" };	/* real flag, not accepted here */
+	const char *missing[] = { "--workers" };
+	const char *bad_bool[] = { "--wait=maybe" };
+
+	CHECK_INT(flags_parse(&fs, lists, 1, bad_int, &err), CAIRN_EINVAL);
+	CHECK(strstr(err.msg, "--workers") != NULL);
+	flags_free(&fs);
+	CHECK_INT(flags_parse(&fs, lists, 2, bad_dur, &err), CAIRN_EINVAL);
+	CHECK(strstr(err.msg, "invalid duration \"15\"") != NULL);
+	flags_free(&fs);
+	CHECK_INT(flags_parse(&fs, lists, 1, unknown, &err), CAIRN_EINVAL);
+	CHECK_STR(err.msg, "unknown flag --bogus");
+	flags_free(&fs);
+	CHECK_INT(flags_parse(&fs, lists, 1, foreign, &err), CAIRN_EINVAL);
+	flags_free(&fs);
+	CHECK_INT(flags_parse(&fs, lists, 1, missing, &err), CAIRN_EINVAL);
+	CHECK(strstr(err.msg, "needs a value") != NULL);
+	flags_free(&fs);
+	CHECK_INT(flags_parse(&fs, lists, 1, bad_bool, &err), CAIRN_EINVAL);
+	flags_free(&fs);
+	setenv("CAIRN_WORKERS", "-1", 1);
+	CHECK_INT(flags_parse(&fs, lists, 0, NULL, &err), CAIRN_EINVAL);
+	CHECK(strstr(err.msg, "$CAIRN_WORKERS") != NULL);
+	flags_free(&fs);
+	unsetenv("CAIRN_WORKERS");
+}
+
+static void
+test_escape(void)
+{
+	struct buf b;
+
+	buf_init(&b, 1024);
+	str_escape_text(&b, "a\nb\x01\xff\\");
+	CHECK_STR(buf_cstr(&b), "a\\nb\\x01\\xff\\\\");
+	buf_reset(&b);
+	str_escape_json(&b, "q\"\n\x02\xc3\xa9");
+	CHECK_STR(buf_cstr(&b), "\"q\\\"\\n\\u0002\xc3\xa9\"");
+	buf_reset(&b);
+	str_escape_html(&b, "<script>\"x\"&'");
+	CHECK_STR(buf_cstr(&b), "&lt;script&gt;&quot;x&quot;&amp;&#39;");
+	buf_free(&b);
+}
+
+static void
+test_glob_split(void)
+{
+	char **v;
+	size_t n;
+
+	CHECK(str_glob("*", "anything"));
+	CHECK(str_glob("kube-*", "kube-system"));
+	CHECK(!str_glob("kube-*", "default"));
+	CHECK(str_glob("a?c*z", "abcxyz"));
+	CHECK(!str_glob("a?c", "ac"));
+	v = str_split(" a, b ,,c ", ',', &n);
+	CHECK_INT(n, 3);
+	CHECK_STR(v[1], "b");
+	CHECK(strv_contains(v, "c"));
+	strv_free(v);
+}
+
+static void
+test_json_paths(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *doc = "{\"metadata\":{\"name\":\"b1\",\"generation\":3},"
+	    "\"spec\":{\"wait\":true}}";
+	cJSON *j = json_parse(doc, strlen(doc), &err);
+	char deep[200];
+
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "metadata.name"), "b1");
+	CHECK_INT(json_int(j, "metadata.generation", -1), 3);
+	CHECK(json_bool(j, "spec.wait", 0));
+	CHECK(json_str(j, "metadata.missing.x") == NULL);
+	json_set_str(j, "status.claim.holder", "s1");
+	CHECK_STR(json_str(j, "status.claim.holder"), "s1");
+	json_delete(j, "status.claim");
+	CHECK(json_get(j, "status.claim") == NULL);
+	cJSON_Delete(j);
+	memset(deep, '[', sizeof deep);
+	CHECK(json_parse(deep, sizeof deep, &err) == NULL);
+	CHECK(strstr(err.msg, "deeper") != NULL);
+	CHECK(json_parse("{\"a\":", 5, &err) == NULL);
+	CHECK_INT(err.code, CAIRN_EPROTO);
+}
+
+static void
+test_log_config(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	CHECK_INT(log_configure("loud", NULL, &err), CAIRN_EINVAL);
+	CHECK(strstr(err.msg, "loud") != NULL);
+	CHECK_INT(log_configure(NULL, "xml", &err), CAIRN_EINVAL);
+	CHECK_INT(log_configure("warn", "text", &err), 0);
+	CHECK(!log_enabled(LOG_INFO));
+	CHECK(log_enabled(LOG_ERROR));
+	log_configure("info", NULL, &err);
+}
+
+static void
+test_uuid(void)
+{
+	char a[37], b[37];
+
+	rand_uuid(a);
+	rand_uuid(b);
+	CHECK_INT(strlen(a), 36);
+	CHECK(a[14] == '4');
+	CHECK(strcmp(a, b) != 0);
+}
+
+int
+main(void)
+{
+	RUN(test_err_set_prefix);
+	RUN(test_buf_cap);
+	RUN(test_buf_take);
+	RUN(test_time_format);
+	RUN(test_time_parse);
+	RUN(test_duration);
+	RUN(test_flags_parse);
+	RUN(test_flags_errors);
+	RUN(test_escape);
+	RUN(test_glob_split);
+	RUN(test_json_paths);
+	RUN(test_log_config);
+	RUN(test_uuid);
+	return unit_done();
+}

@@ -1,0 +1,1 @@
+# web/: fragment owned by the web module (see web/README.md).
