@@ -1,0 +1,482 @@
+#!/usr/bin/env python3
+"""gen_crds.py: writes schema/crds/*.yaml, the cairn.io/v1 CustomResourceDefinitions.
+
+This file is the source of truth for cairn's CRDs: edit it, run
+`python3 schema/gen_crds.py` and commit both. Field names follow Velero's
+velero.io/v1 types wherever the concept is the same (see docs/objects.md);
+cairn's additions are status.claim, status.checkpoint, status.progress and
+status.conditions. Standard library only (a tiny YAML emitter below), so
+the output is byte-for-byte reproducible.
+"""
+import os
+import sys
+
+GROUP = "cairn.io"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# ---- schema building blocks ------------------------------------------------
+def s(desc=None, **kw):
+    d = {"type": "string"}
+    if desc:
+        d["description"] = desc
+    d.update(kw)
+    return d
+
+
+def i(desc=None, minimum=0, **kw):
+    d = {"type": "integer", "format": "int64"}
+    if minimum is not None:
+        d["minimum"] = minimum
+    if desc:
+        d["description"] = desc
+    d.update(kw)
+    return d
+
+
+def b(desc=None, **kw):
+    d = {"type": "boolean"}
+    if desc:
+        d["description"] = desc
+    d.update(kw)
+    return d
+
+
+def t(desc):
+    return {"type": "string", "format": "date-time", "description": desc}
+
+
+def arr(items, desc=None):
+    d = {"type": "array", "items": items}
+    if desc:
+        d["description"] = desc
+    return d
+
+
+def obj(props, desc=None, required=None, nullable=False):
+    d = {"type": "object"}
+    if desc:
+        d["description"] = desc
+    d["properties"] = props
+    if required:
+        d["required"] = required
+    if nullable:
+        d["nullable"] = True
+    return d
+
+
+def smap(desc):
+    return {"type": "object", "description": desc,
+            "additionalProperties": {"type": "string"}}
+
+
+def strs(desc):
+    return arr({"type": "string"}, desc)
+
+
+LABEL_SELECTOR = obj({
+    "matchLabels": smap("Labels that must all be present with these values."),
+    "matchExpressions": arr(obj({
+        "key": s("Label key."),
+        "operator": s("In, NotIn, Exists or DoesNotExist.",
+                      enum=["In", "NotIn", "Exists", "DoesNotExist"]),
+        "values": strs("Values for In and NotIn; empty for Exists and DoesNotExist."),
+    }, required=["key", "operator"]), "Label requirements, all must hold."),
+}, "A Kubernetes label selector (metav1.LabelSelector); all parts must match.",
+    nullable=True)
+
+CONDITIONS = arr(obj({
+    "type": s("Condition type, e.g. Claimed, Progressing, Ready."),
+    "status": s("True, False or Unknown.", enum=["True", "False", "Unknown"]),
+    "reason": s("One CamelCase word saying why."),
+    "message": s("Human-readable detail."),
+    "lastTransitionTime": t("When status last changed."),
+    "observedGeneration": i("metadata.generation this condition was computed for."),
+}, required=["type", "status"]), "Kubernetes-style conditions.")
+
+CLAIM = obj({
+    "holder": s("Server id (--server-id) of the server that owns this item."),
+    "worker": s("Worker id <server-id>/<n> processing the item."),
+    "attempt": i("1 for the first claim, +1 on every takeover.", minimum=1),
+    "claimedAt": t("When the claim was written."),
+}, "Who owns this item: written with the item's resourceVersion, so only one "
+   "worker in the cluster can win a claim.")
+
+CHECKPOINT_BACKUP = obj({
+    "uploadID": s("Multipart upload id of the tarball (S3), or the part "
+                  "directory token (fs)."),
+    "parts": arr(obj({
+        "number": i("Part number, 1-based.", minimum=1),
+        "etag": s("ETag the storage returned for this part."),
+        "lastItem": s("Key (group/resource/namespace/name) of the last item "
+                      "in this part."),
+        "items": i("Items in this part."),
+        "bytes": i("Compressed bytes of this part."),
+    }, required=["number"]), "Completed tarball parts, in order."),
+    "itemsDone": i("Items in all completed parts."),
+}, "Enough to resume: every completed part and the last item it holds. "
+   "Written after the part is stored and recorded in the server's journal.")
+
+BACKUP_SPEC_PROPS = {
+    "includedNamespaces": strs("Namespaces to include ('*' globs); empty or '*': all."),
+    "excludedNamespaces": strs("Namespaces to exclude ('*' globs)."),
+    "includedResources": strs("Resources to include (resource or resource.group); "
+                              "empty or '*': all."),
+    "excludedResources": strs("Resources to exclude."),
+    "includeClusterResources": b(
+        "Cluster-scoped resources: true all, false none, unset only those "
+        "related to the included namespaces (all when every namespace is "
+        "included).", nullable=True),
+    "labelSelector": LABEL_SELECTOR,
+    "orLabelSelectors": arr(LABEL_SELECTOR, "Items matching any of these "
+                            "selectors (instead of labelSelector)."),
+    "ttl": s("How long the backup is kept, Go duration (720h by default)."),
+    "storageLocation": s("Name of the BackupStorageLocation; default: the one "
+                         "marked default."),
+    "volumeSnapshotLocations": strs("Volume snapshot locations (kept for Velero "
+                                    "compatibility)."),
+    "snapshotVolumes": b("Snapshot volumes with plugins.", nullable=True),
+    "defaultVolumesToFsBackup": b("Velero compatibility; cairn uses volume "
+                                  "plugins.", nullable=True),
+    "orderedResources": smap("Velero compatibility: per-resource item order "
+                             "(cairn always uses name order)."),
+    "hooks": {"type": "object", "description": "Velero backup hooks (kept, not "
+              "run by cairn).", "x-kubernetes-preserve-unknown-fields": True},
+    "metadata": obj({"labels": smap("Labels put on the Backup.")},
+                    "Velero compatibility."),
+}
+
+PROGRESS_BACKUP = obj({
+    "totalItems": i("Items the backup is expected to hold (known after listing)."),
+    "itemsBackedUp": i("Items written to the tarball so far."),
+    "bytesDone": i("Compressed tarball bytes stored so far."),
+}, "Updated at most once a second while the backup runs.")
+
+BACKUP_PHASES = ["New", "Queued", "ReadyToStart", "FailedValidation", "InProgress",
+                 "WaitingForPluginOperations", "Finalizing", "Completed",
+                 "PartiallyFailed", "Failed", "Deleting"]
+
+BACKUP_STATUS = obj({
+    "version": i("Backup format major version (1)."),
+    "formatVersion": s("Tarball format version, 1.1.0."),
+    "expiration": t("When the backup expires (startTimestamp + ttl)."),
+    "phase": s("Lifecycle phase.", enum=BACKUP_PHASES),
+    "validationErrors": strs("Why the spec was rejected (phase FailedValidation)."),
+    "startTimestamp": t("When a server started the backup."),
+    "completionTimestamp": t("When the backup ended (any final phase)."),
+    "failureReason": s("Why the backup Failed."),
+    "warnings": i("Warnings recorded (see the results file)."),
+    "errors": i("Errors recorded (see the results file)."),
+    "volumeSnapshotsAttempted": i("Volume snapshots attempted."),
+    "volumeSnapshotsCompleted": i("Volume snapshots completed."),
+    "progress": PROGRESS_BACKUP,
+    "claim": CLAIM,
+    "checkpoint": CHECKPOINT_BACKUP,
+    "conditions": CONDITIONS,
+})
+
+BACKUP = dict(
+    kind="Backup", plural="backups", singular="backup", short=["cbackup", "cbk"],
+    desc="A backup of cluster objects into a Velero-format tarball in object storage.",
+    spec=obj(BACKUP_SPEC_PROPS, "What to back up and where."),
+    status=BACKUP_STATUS,
+    columns=[
+        ("Phase", "string", ".status.phase", "Lifecycle phase", 0),
+        ("Items", "integer", ".status.progress.itemsBackedUp", "Items backed up", 0),
+        ("Total", "integer", ".status.progress.totalItems", "Items expected", 0),
+        ("Holder", "string", ".status.claim.holder", "Server that owns the backup", 0),
+        ("Location", "string", ".spec.storageLocation", "Storage location", 0),
+        ("Age", "date", ".metadata.creationTimestamp", "", 0),
+        ("Errors", "integer", ".status.errors", "Errors", 1),
+        ("Expires", "date", ".status.expiration", "Expiration", 1),
+    ])
+
+RESTORE = dict(
+    kind="Restore", plural="restores", singular="restore", short=["crestore", "crs"],
+    desc="A restore of the objects of a Backup into the cluster.",
+    spec=obj({
+        "backupName": s("Backup to restore from."),
+        "scheduleName": s("Restore the latest Completed backup of this Schedule."),
+        "includedNamespaces": strs("Namespaces to restore ('*' globs); empty: all."),
+        "excludedNamespaces": strs("Namespaces not to restore."),
+        "includedResources": strs("Resources to restore; empty: all."),
+        "excludedResources": strs("Resources not to restore."),
+        "namespaceMapping": smap("Restore objects of namespace KEY into VALUE."),
+        "labelSelector": LABEL_SELECTOR,
+        "orLabelSelectors": arr(LABEL_SELECTOR, "Items matching any of these."),
+        "restorePVs": b("Restore persistent volumes from snapshots.", nullable=True),
+        "restoreStatus": obj({
+            "includedResources": strs("Resources whose status is restored."),
+            "excludedResources": strs("Resources whose status is not restored."),
+        }, "Which resources get their status restored.", nullable=True),
+        "preserveNodePorts": b("Keep Service nodePorts.", nullable=True),
+        "includeClusterResources": b("As in Backup.", nullable=True),
+        "existingResourcePolicy": s("What to do with existing objects that differ.",
+                                    enum=["", "none", "update"]),
+        "hooks": {"type": "object", "description": "Velero restore hooks (kept, "
+                  "not run by cairn).", "x-kubernetes-preserve-unknown-fields": True},
+    }, "What to restore."),
+    status=obj({
+        "phase": s("Lifecycle phase.", enum=["New", "FailedValidation", "InProgress",
+                                             "WaitingForPluginOperations", "Finalizing",
+                                             "Completed", "PartiallyFailed", "Failed"]),
+        "validationErrors": strs("Why the spec was rejected."),
+        "startTimestamp": t("When a server started the restore."),
+        "completionTimestamp": t("When the restore ended."),
+        "failureReason": s("Why the restore Failed."),
+        "warnings": i("Warnings recorded."),
+        "errors": i("Errors recorded."),
+        "progress": obj({
+            "totalItems": i("Items to restore."),
+            "itemsRestored": i("Items restored so far."),
+            "bytesDone": i("Tarball bytes read so far."),
+        }, "Updated at most once a second."),
+        "claim": CLAIM,
+        "checkpoint": obj({
+            "itemsDone": i("Items restored (or skipped) before the checkpoint."),
+            "lastItem": s("Key of the last item handled."),
+            "tier": i("Priority tier in progress."),
+        }, "Enough to resume a restore."),
+        "conditions": CONDITIONS,
+    }),
+    columns=[
+        ("Backup", "string", ".spec.backupName", "Backup restored", 0),
+        ("Phase", "string", ".status.phase", "Lifecycle phase", 0),
+        ("Items", "integer", ".status.progress.itemsRestored", "Items restored", 0),
+        ("Total", "integer", ".status.progress.totalItems", "Items to restore", 0),
+        ("Holder", "string", ".status.claim.holder", "Server that owns the restore", 0),
+        ("Age", "date", ".metadata.creationTimestamp", "", 0),
+    ])
+
+SCHEDULE = dict(
+    kind="Schedule", plural="schedules", singular="schedule", short=["cschedule"],
+    desc="Backups created on a cron schedule.",
+    spec=obj({
+        "template": obj(BACKUP_SPEC_PROPS, "The spec of each Backup created."),
+        "schedule": s("5-field cron expression (minute hour day month weekday)."),
+        "useOwnerReferencesInBackup": b("Make the Schedule own its Backups.",
+                                        nullable=True),
+        "paused": b("Create no backups while true."),
+        "skipImmediately": b("Do not back up at once when (re)enabled.",
+                             nullable=True),
+    }, "When and what to back up.", required=["template", "schedule"]),
+    status=obj({
+        "phase": s("New, Enabled or FailedValidation.",
+                   enum=["New", "Enabled", "FailedValidation"]),
+        "lastBackup": t("When the last Backup was created."),
+        "lastSkipped": t("When a run was last skipped."),
+        "validationErrors": strs("Why the spec was rejected."),
+        "conditions": CONDITIONS,
+    }),
+    columns=[
+        ("Status", "string", ".status.phase", "Phase", 0),
+        ("Schedule", "string", ".spec.schedule", "Cron schedule", 0),
+        ("LastBackup", "date", ".status.lastBackup", "Last backup created", 0),
+        ("Paused", "boolean", ".spec.paused", "Paused", 0),
+        ("Age", "date", ".metadata.creationTimestamp", "", 0),
+    ])
+
+BSL = dict(
+    kind="BackupStorageLocation", plural="backupstoragelocations",
+    singular="backupstoragelocation", short=["cbsl"],
+    desc="Where backups are stored: a local directory (fs) or an S3 bucket.",
+    spec=obj({
+        "provider": s("fs (a local directory) or s3 (aws is an alias)."),
+        "config": smap("Provider settings: path (fs); endpoint, region, "
+                       "s3ForcePathStyle, insecureSkipTLSVerify, caCertFile (s3)."),
+        "credential": obj({
+            "name": s("Secret name (in the server's namespace)."),
+            "key": s("Key in the Secret holding an AWS-format credentials file."),
+        }, "Credentials for the provider.", nullable=True),
+        "objectStorage": obj({
+            "bucket": s("Bucket (s3) or sub-directory (fs)."),
+            "prefix": s("Key prefix inside the bucket."),
+            "caCert": s("PEM CA bundle, base64, for the endpoint.", format="byte"),
+        }, "Bucket and prefix.", required=["bucket"]),
+        "default": b("The location used when a Backup names none."),
+        "accessMode": s("ReadWrite or ReadOnly.", enum=["ReadWrite", "ReadOnly"]),
+        "backupSyncPeriod": s("How often backups in storage are synced into "
+                              "the cluster (Go duration)."),
+        "validationFrequency": s("How often the location is checked (Go duration)."),
+    }, "The storage location.", required=["provider", "objectStorage"]),
+    status=obj({
+        "phase": s("Available or Unavailable.", enum=["Available", "Unavailable"]),
+        "lastSyncedTime": t("Last sync of backups from storage."),
+        "lastValidationTime": t("Last check of the location."),
+        "message": s("Why the location is Unavailable."),
+        "accessMode": s("Deprecated Velero field.", enum=["ReadWrite", "ReadOnly"]),
+    }),
+    columns=[
+        ("Phase", "string", ".status.phase", "Available or Unavailable", 0),
+        ("Provider", "string", ".spec.provider", "Provider", 0),
+        ("Bucket", "string", ".spec.objectStorage.bucket", "Bucket", 0),
+        ("Last Validated", "date", ".status.lastValidationTime", "", 0),
+        ("Default", "boolean", ".spec.default", "Default location", 0),
+        ("Age", "date", ".metadata.creationTimestamp", "", 0),
+    ])
+
+VOL_PROGRESS = obj({
+    "totalBytes": i("Bytes to move."),
+    "bytesDone": i("Bytes moved so far."),
+}, "Byte progress reported by the plugin.")
+
+VPB = dict(
+    kind="VolumePluginBackup", plural="volumepluginbackups",
+    singular="volumepluginbackup", short=["vpb"],
+    desc="One volume snapshot taken by a volume plugin for a Backup, with its progress "
+         "(labels cairn.io/backup-name, cairn.io/volume-name).",
+    spec=obj({
+        "volume": s("Volume (PersistentVolume name)."),
+        "backup": s("Backup name."),
+        "provider": s("Plugin that takes the snapshot."),
+    }, "The volume operation."),
+    status=obj({
+        "phase": s("Lifecycle phase.", enum=["New", "InProgress", "Completed",
+                                             "PartiallyFailed", "Failed"]),
+        "snapshotID": s("Plugin's snapshot id."),
+        "message": s("Detail from the plugin."),
+        "startTimestamp": t("Start."),
+        "completionTimestamp": t("End."),
+        "backupProperties": smap("Plugin-specific facts (e.g. parent snapshot)."),
+        "progress": VOL_PROGRESS,
+    }),
+    columns=[
+        ("Backup", "string", ".spec.backup", "Backup", 0),
+        ("Volume", "string", ".spec.volume", "Volume", 0),
+        ("Phase", "string", ".status.phase", "Phase", 0),
+        ("Done", "integer", ".status.progress.bytesDone", "Bytes done", 0),
+        ("Total", "integer", ".status.progress.totalBytes", "Bytes to move", 0),
+        ("Age", "date", ".metadata.creationTimestamp", "", 0),
+    ])
+
+VPR = dict(
+    kind="VolumePluginRestore", plural="volumepluginrestores",
+    singular="volumepluginrestore", short=["vpr"],
+    desc="One volume restored by a volume plugin for a Restore, with its progress.",
+    spec=obj({
+        "snapshotID": s("Snapshot to restore from."),
+        "backupName": s("Backup the snapshot belongs to."),
+        "restoreName": s("Restore this operation is part of."),
+        "provider": s("Plugin that restores the volume."),
+        "volumeType": s("Volume type."),
+        "volumeAZ": s("Availability zone."),
+    }, "The volume operation."),
+    status=obj({
+        "phase": s("Lifecycle phase.", enum=["New", "InProgress", "Completed",
+                                             "PartiallyFailed", "Failed"]),
+        "volumeID": s("Id of the restored volume."),
+        "message": s("Detail from the plugin."),
+        "startTimestamp": t("Start."),
+        "completionTimestamp": t("End."),
+        "restoreProperties": smap("Plugin-specific facts."),
+        "progress": VOL_PROGRESS,
+    }),
+    columns=[
+        ("Backup", "string", ".spec.backupName", "Backup", 0),
+        ("Snapshot", "string", ".spec.snapshotID", "Snapshot", 0),
+        ("Phase", "string", ".status.phase", "Phase", 0),
+        ("Done", "integer", ".status.progress.bytesDone", "Bytes done", 0),
+        ("Total", "integer", ".status.progress.totalBytes", "Bytes to move", 0),
+        ("Age", "date", ".metadata.creationTimestamp", "", 0),
+    ])
+
+
+def crd(d):
+    schema = obj({
+        "apiVersion": s("APIVersion of this object."),
+        "kind": s("Kind of this object."),
+        "metadata": {"type": "object"},
+        "spec": d["spec"],
+        "status": d["status"],
+    }, d["desc"])
+    cols = []
+    for name, typ, path, desc, prio in d["columns"]:
+        c = {"name": name, "type": typ, "jsonPath": path}
+        if desc:
+            c["description"] = desc
+        if prio:
+            c["priority"] = prio
+        cols.append(c)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "%s.%s" % (d["plural"], GROUP),
+                     "labels": {"app.kubernetes.io/name": "cairn"}},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": d["kind"], "listKind": d["kind"] + "List",
+                      "plural": d["plural"], "singular": d["singular"],
+                      "shortNames": d["short"], "categories": ["cairn"]},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": True, "storage": True,
+                "schema": {"openAPIV3Schema": schema},
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": cols,
+            }],
+        },
+    }
+
+
+# ---- a tiny YAML emitter (block style, quoted strings where needed) --------
+def scalar(v):
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    sv = str(v)
+    plain = (sv and sv.strip() == sv and not any(c in sv for c in ":#{}[],&*!|>'\"%@`")
+             and sv[0] not in "-?" and sv.lower() not in ("true", "false", "yes", "no",
+                                                          "on", "off", "null", "~")
+             and not sv.replace(".", "").isdigit())
+    if plain:
+        return sv
+    return '"' + sv.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def emit(v, ind, out):
+    pad = "  " * ind
+    if isinstance(v, dict):
+        if not v:
+            return
+        for k, x in v.items():
+            if isinstance(x, dict) and x:
+                out.append("%s%s:" % (pad, scalar(k)))
+                emit(x, ind + 1, out)
+            elif isinstance(x, list) and x:
+                out.append("%s%s:" % (pad, scalar(k)))
+                emit(x, ind, out)
+            elif isinstance(x, (dict, list)):
+                out.append("%s%s: %s" % (pad, scalar(k), "{}" if isinstance(x, dict) else "[]"))
+            else:
+                out.append("%s%s: %s" % (pad, scalar(k), scalar(x)))
+    elif isinstance(v, list):
+        for x in v:
+            if isinstance(x, dict) and x:
+                sub = []
+                emit(x, ind + 1, sub)
+                first = sub[0].lstrip()
+                out.append("%s- %s" % (pad, first))
+                out.extend(sub[1:])
+            else:
+                out.append("%s- %s" % (pad, scalar(x)))
+
+
+def main():
+    outdir = os.path.join(HERE, "crds")
+    os.makedirs(outdir, exist_ok=True)
+    for d in (BACKUP, RESTORE, SCHEDULE, BSL, VPB, VPR):
+        lines = ["# generated by schema/gen_crds.py; do not edit by hand", "---"]
+        emit(crd(d), 0, lines)
+        path = os.path.join(outdir, "cairn.io_%s.yaml" % d["plural"])
+        with open(path + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(path + ".tmp", path)
+        if "-q" not in sys.argv:
+            print(path)
+
+
+if __name__ == "__main__":
+    main()
