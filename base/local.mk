@@ -15,3 +15,10 @@ base_libbase_a_SOURCES = \
 check_PROGRAMS += tests/unit/test_base
 tests_unit_test_base_SOURCES = tests/unit/test_base.c tests/unit/unit.h
 tests_unit_test_base_LDADD = base/libbase.a $(DEPS_LIBS)
+
+if FUZZING
+noinst_PROGRAMS += tests/fuzz/fuzz_base
+tests_fuzz_fuzz_base_SOURCES = tests/fuzz/fuzz_base.c
+tests_fuzz_fuzz_base_LDFLAGS = -fsanitize=fuzzer
+tests_fuzz_fuzz_base_LDADD = base/libbase.a $(DEPS_LIBS)
+endif
