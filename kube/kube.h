@@ -1,0 +1,473 @@
+/*
+ * kube.h: cairn's Kubernetes REST client (libcurl + cJSON + libyaml).
+ *
+ * One `struct kube` per process talks to one API server. It is safe to use
+ * from several threads at once: connections, DNS and TLS sessions are shared
+ * through a libcurl share object, easy handles come from a small pool.
+ *
+ *     struct kube *k;
+ *     struct cairn_err err = CAIRN_ERR_INIT;
+ *     if (kube_open_flags(fs, &k, &err) < 0)
+ *         return cli_fail("%s", err.msg);
+ *     cJSON *obj;
+ *     if (kube_get(k, &KUBE_GVR("cairn.io", "v1", "backups"), "ns", "b1",
+ *         &obj, &err) == CAIRN_ENOTFOUND) ...
+ *
+ * Errors: every function returns 0 or a negative enum cairn_rc and fills an
+ * optional struct cairn_err. API errors map to codes: 404 CAIRN_ENOTFOUND,
+ * 409 AlreadyExists CAIRN_EEXIST, other 409 CAIRN_ECONFLICT, 410
+ * CAIRN_EGONE, 401/403 CAIRN_EAUTH, 400/422 CAIRN_EINVAL, 415
+ * CAIRN_EUNSUPPORTED, 429 CAIRN_EBUSY, 5xx CAIRN_ESERVER, transport
+ * failures CAIRN_ENET / CAIRN_ETIMEOUT, a reply over its cap CAIRN_ETOOBIG.
+ * The message reads `<reason> (HTTP <code>): <Status.message>`. The full
+ * Status of the last request made by the calling thread is available from
+ * kube_last_status().
+ *
+ * Objects returned through `cJSON **out` are owned by the caller (cJSON_Delete);
+ * objects passed in are borrowed and never modified.
+ */
+#ifndef CAIRN_KUBE_H
+#define CAIRN_KUBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+#include "base/flags.h"
+
+struct kube;
+struct kube_config;
+struct kube_discovery;
+struct kube_informer;
+struct kube_selector;
+
+/* ------------------------------------------------------------------ */
+/* Configuration (kube/config.c)                                       */
+/* ------------------------------------------------------------------ */
+
+struct kube_config_opts {
+	const char *kubeconfig;	/* --kubeconfig; NULL: $KUBECONFIG, ~/.kube/config, in-cluster */
+	const char *context;	/* --context; NULL: current-context */
+};
+
+/*
+ * Resolve the configuration: --kubeconfig path, else the $KUBECONFIG colon
+ * list merged as kubectl does (the first file that sets a value wins), else
+ * ~/.kube/config, else in-cluster (KUBERNETES_SERVICE_HOST/PORT and the
+ * service-account directory, $CAIRN_SERVICEACCOUNT_DIR overriding
+ * /var/run/secrets/kubernetes.io/serviceaccount). Certificates given as
+ * files are read and checked here; `-data` blobs are decoded in memory and
+ * never written to disk. On failure *out is NULL and err names the file
+ * and the field (CAIRN_EINVAL, or CAIRN_ENOTFOUND when no config exists).
+ */
+int kube_config_load(const struct kube_config_opts *o,
+	struct kube_config **out, struct cairn_err *err);
+void kube_config_free(struct kube_config *cfg);
+/* Borrowed strings, valid for the life of cfg. */
+const char *kube_config_server(const struct kube_config *cfg);	/* "https://h:p" */
+const char *kube_config_namespace(const struct kube_config *cfg); /* "default" if none */
+const char *kube_config_source(const struct kube_config *cfg);	/* "/path" or "in-cluster" */
+const char *kube_config_context(const struct kube_config *cfg);	/* "" in-cluster */
+/*
+ * Describe the configuration as JSON, secrets replaced by "<redacted N
+ * bytes>": {source, context, cluster, user, server, namespace, tlsServerName,
+ * insecure, ca, clientCert, clientKey, token, tokenFile}. Owned.
+ */
+cJSON *kube_config_describe(const struct kube_config *cfg);
+
+/* ------------------------------------------------------------------ */
+/* The client (kube/kube.c)                                            */
+/* ------------------------------------------------------------------ */
+
+struct kube_client_opts {
+	double qps;		/* client-side rate limit; <= 0: none */
+	int burst;		/* token bucket size; < 1: max(1, qps) */
+	int64_t timeout_us;	/* one request (one list page); 0: 30 s */
+	int max_retries;	/* 429 / 5xx / connection retries; < 0: 10 */
+	int pool_size;		/* idle easy handles kept; 0: 8 */
+	const char *user_agent;	/* NULL: "cairn/<version>" */
+};
+
+/*
+ * Make a client from cfg, which is taken (freed on failure too). opts may
+ * be NULL for defaults. Nothing is sent to the server yet.
+ */
+int kube_new(struct kube_config *cfg, const struct kube_client_opts *opts,
+	struct kube **out, struct cairn_err *err);
+/*
+ * kube_config_load + kube_new from the cluster flags: F_KUBECONFIG,
+ * F_CONTEXT, F_QPS, F_BURST, F_REQUEST_TIMEOUT.
+ */
+int kube_open_flags(const struct flagset *fs, struct kube **out,
+	struct cairn_err *err);
+/* Free the client; no request may be running. NULL is fine. */
+void kube_free(struct kube *k);
+
+/* Borrowed, valid for the life of k. */
+const char *kube_server(const struct kube *k);
+/* The context's (or service account's) namespace, "default" if none. */
+const char *kube_namespace(const struct kube *k);
+const struct kube_config *kube_config(const struct kube *k);
+
+struct kube_stats {
+	uint64_t requests;	/* HTTP requests sent (attempts) */
+	uint64_t retries;	/* attempts that were retries */
+	uint64_t throttled_us;	/* time spent waiting for the rate limiter */
+	uint64_t connections;	/* new TCP connections libcurl opened */
+};
+void kube_stats(struct kube *k, struct kube_stats *out);
+
+/* The API Status of a failed (or the code of a successful) request. */
+#define KUBE_REASON_MAX 64
+#define KUBE_MESSAGE_MAX 512
+struct kube_status {
+	int http;			/* HTTP status; 0: no reply (transport) */
+	int rc;				/* the enum cairn_rc returned */
+	char reason[KUBE_REASON_MAX];	/* Status.reason: "Conflict", "" */
+	char message[KUBE_MESSAGE_MAX];	/* Status.message, or curl's error */
+	int64_t retry_after_s;		/* Retry-After seen, -1 none */
+};
+/*
+ * Status of the last request completed by the calling thread (through any
+ * client). Borrowed, thread-local; overwritten by the next request.
+ */
+const struct kube_status *kube_last_status(void);
+
+/*
+ * A raw request: method, path with query ("/version", "/apis"), optional
+ * body (content_type NULL means application/json). On 2xx *out (may be
+ * NULL) gets the parsed reply (NULL for an empty body). idempotent: may the
+ * request be re-sent after a connection failure (GET always is).
+ */
+int kube_request(struct kube *k, const char *method, const char *path,
+	const char *content_type, const char *body, size_t body_len,
+	int idempotent, cJSON **out, struct cairn_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Resources and discovery (kube/discovery.c)                          */
+/* ------------------------------------------------------------------ */
+
+/* What a request addresses: group ("" or NULL: core), version, plural. */
+struct kube_gvr {
+	const char *group;
+	const char *version;
+	const char *resource;
+};
+#define KUBE_GVR(g, v, r) ((struct kube_gvr){ (g), (v), (r) })
+
+/* Verb bits of a discovered resource. */
+#define KUBE_VERB_GET		0x001u
+#define KUBE_VERB_LIST		0x002u
+#define KUBE_VERB_WATCH		0x004u
+#define KUBE_VERB_CREATE	0x008u
+#define KUBE_VERB_UPDATE	0x010u
+#define KUBE_VERB_PATCH		0x020u
+#define KUBE_VERB_DELETE	0x040u
+#define KUBE_VERB_DELETECOLLECTION 0x080u
+
+struct kube_resource {
+	char *group;		/* "" for core */
+	char *version;		/* "v1" */
+	char *group_version;	/* "apps/v1", "v1" for core */
+	char *resource;		/* plural: "deployments" */
+	char *singular;		/* "deployment" (may be "") */
+	char *kind;		/* "Deployment" */
+	char **short_names;	/* NULL-terminated, never NULL */
+	char **categories;	/* NULL-terminated, never NULL */
+	char **subresources;	/* "status", "scale"... NULL-terminated, never NULL */
+	unsigned verbs;		/* KUBE_VERB_* */
+	int namespaced;
+	int preferred;		/* version is the group's preferred version */
+};
+/* The gvr of r (borrowed strings). */
+struct kube_gvr kube_resource_gvr(const struct kube_resource *r);
+int kube_resource_has_sub(const struct kube_resource *r, const char *sub);
+struct kube_resource *kube_resource_dup(const struct kube_resource *r);
+void kube_resource_free(struct kube_resource *r);
+
+struct kube_group {
+	char *name;		/* "" for core */
+	char *preferred;	/* preferred version */
+	char **versions;	/* served versions, server order, NULL-terminated */
+};
+
+/*
+ * The client's discovery snapshot: loaded on first use, reloaded when
+ * refresh is non-zero (or it is older than 10 minutes). The snapshot is
+ * immutable and reference-counted: release it with
+ * kube_discovery_release(); it stays valid while others refresh.
+ * Group-versions that fail to load (503 of an aggregated API) are skipped
+ * and logged; failure of /api or /apis is an error.
+ */
+int kube_discovery_get(struct kube *k, int refresh,
+	struct kube_discovery **out, struct cairn_err *err);
+void kube_discovery_release(struct kube_discovery *d);
+
+/* Every resource of every served group-version, subresources excluded. */
+size_t kube_discovery_count(const struct kube_discovery *d);
+const struct kube_resource *kube_discovery_at(const struct kube_discovery *d,
+	size_t i);
+size_t kube_discovery_group_count(const struct kube_discovery *d);
+const struct kube_group *kube_discovery_group_at(
+	const struct kube_discovery *d, size_t i);
+
+/*
+ * Find a resource. group NULL: any group (core first, then server order);
+ * version NULL: the group's preferred version. name matches the plural,
+ * singular, kind (case-insensitive) or a short name. Borrowed or NULL.
+ */
+const struct kube_resource *kube_discovery_find(const struct kube_discovery *d,
+	const char *group, const char *version, const char *name);
+/*
+ * Find by a kubectl-style argument: "deployments", "deployments.apps",
+ * "deployments.v1.apps", "Deployment", "deploy". Borrowed or NULL.
+ */
+const struct kube_resource *kube_discovery_lookup(
+	const struct kube_discovery *d, const char *arg);
+/*
+ * Call fn for every resource in its group's preferred version that has the
+ * list verb (what a backup walks), in discovery order. fn returning
+ * non-zero stops the walk and that value is returned.
+ */
+int kube_discovery_foreach_listable(const struct kube_discovery *d,
+	int (*fn)(void *arg, const struct kube_resource *r), void *arg);
+
+/*
+ * Resolve with the client's snapshot, refreshing it once when the name or
+ * group-version is unknown (e.g. a CRD created since). *out is an owned
+ * copy (kube_resource_free). CAIRN_ENOTFOUND when still unknown.
+ * arg as kube_discovery_lookup; version NULL: preferred.
+ */
+int kube_resolve(struct kube *k, const char *arg, const char *version,
+	struct kube_resource **out, struct cairn_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Objects (kube/objects.c)                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The URL path of a collection or item: "/apis/G/V[/namespaces/NS]/R[/NAME[/SUB]]".
+ * ns NULL or "": cluster scope or all namespaces; name NULL: collection.
+ * Path segments are percent-escaped. Owned.
+ */
+char *kube_path(const struct kube_gvr *r, const char *ns, const char *name,
+	const char *sub);
+
+/* GET one object. */
+int kube_get(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const char *name, cJSON **out, struct cairn_err *err);
+/*
+ * POST obj to the collection (ns from the argument, not the object).
+ * *out (may be NULL) gets the created object. Exists: CAIRN_EEXIST.
+ */
+int kube_create(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const cJSON *obj, cJSON **out, struct cairn_err *err);
+/*
+ * PUT obj (name from metadata.name). The server checks
+ * metadata.resourceVersion when set (it must be for custom resources and
+ * Leases): stale -> CAIRN_ECONFLICT. Retried after a connection failure
+ * only when obj carries a resourceVersion (then a repeat cannot apply twice).
+ */
+int kube_update(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const cJSON *obj, cJSON **out, struct cairn_err *err);
+/* PUT to the status subresource: only .status is taken by the server. */
+int kube_update_status(struct kube *k, const struct kube_gvr *r,
+	const char *ns, const cJSON *obj, cJSON **out, struct cairn_err *err);
+
+enum kube_patch_type {
+	KUBE_PATCH_MERGE,	/* application/merge-patch+json (RFC 7386) */
+	KUBE_PATCH_JSON,	/* application/json-patch+json (RFC 6902) */
+	KUBE_PATCH_STRATEGIC,	/* application/strategic-merge-patch+json */
+};
+/*
+ * PATCH an object (sub NULL) or a subresource ("status"). patch is JSON
+ * text. A failed JSON-patch op -> CAIRN_EINVAL; a resourceVersion in the
+ * patch that is stale -> CAIRN_ECONFLICT. Never retried after a
+ * connection failure.
+ */
+int kube_patch(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const char *name, const char *sub, enum kube_patch_type type,
+	const char *patch, cJSON **out, struct cairn_err *err);
+
+struct kube_delete_opts {
+	const char *uid;		/* precondition, NULL: none */
+	const char *resource_version;	/* precondition, NULL: none */
+	const char *propagation;	/* "Background", "Foreground", "Orphan", NULL */
+	int64_t grace_seconds;		/* < 0: server default */
+};
+/*
+ * DELETE with optional preconditions (mismatch: CAIRN_ECONFLICT). opts may
+ * be NULL. *out (may be NULL) gets the reply: the object (custom resources,
+ * or with finalizers pending) or a Success Status.
+ */
+int kube_delete(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const char *name, const struct kube_delete_opts *opts, cJSON **out,
+	struct cairn_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Paged, streamed lists (kube/list.c)                                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Item callback: item is complete (apiVersion and kind filled from the list
+ * envelope if the server left them out) and owned by kube_list, freed
+ * after the call, unless the callback returns KUBE_TAKE (then the callback
+ * owns it). Any other non-zero return stops the list; kube_list returns it.
+ */
+#define KUBE_TAKE 1
+typedef int (*kube_item_fn)(void *arg, cJSON *item);
+
+struct kube_list_opts {
+	const char *label_selector;	/* NULL: all */
+	const char *field_selector;	/* NULL: all */
+	int limit;			/* page size; 0: 500; < 0: no paging */
+	const char *resource_version;	/* NULL: most recent; "0": any */
+	/*
+	 * An expired continue token (410) in the middle: 0 -> return
+	 * CAIRN_EGONE (items seen so far were delivered; the caller relists);
+	 * 1 -> call on_restart (if set) and list again from the start, so the
+	 * callback sees items again (at most 3 restarts).
+	 */
+	int restart_on_gone;
+	int (*on_restart)(void *arg);
+	const volatile int *stop;	/* non-zero: stop with CAIRN_ECANCELED */
+};
+
+struct kube_list_info {
+	char resource_version[64];	/* list RV of the last page: start a watch here */
+	uint64_t items;			/* items delivered */
+	uint64_t pages;			/* pages fetched */
+	int restarts;			/* restarts after 410 */
+};
+
+/*
+ * List a collection page by page, delivering items one by one while each
+ * page streams in: memory stays flat however many objects there are (one
+ * item is buffered at a time, capped by CAIRN_CAP_API_BODY). ns NULL: all
+ * namespaces. opts and info may be NULL. A page that fails mid-way is
+ * fetched again (same continue token) and the items already delivered from
+ * it are skipped, so each item is delivered once.
+ */
+int kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const struct kube_list_opts *opts, kube_item_fn fn, void *arg,
+	struct kube_list_info *info, struct cairn_err *err);
+
+/* ------------------------------------------------------------------ */
+/* Watches and informers (kube/watch.c)                                */
+/* ------------------------------------------------------------------ */
+
+enum kube_event_type {
+	KUBE_EV_ADDED,
+	KUBE_EV_MODIFIED,
+	KUBE_EV_DELETED,
+	KUBE_EV_BOOKMARK,
+	KUBE_EV_ERROR,		/* object is a Status */
+};
+const char *kube_event_name(enum kube_event_type t);	/* "ADDED"... */
+
+/*
+ * Event callback: object owned by the watch unless KUBE_TAKE is returned;
+ * other non-zero returns stop the watch and are returned. ERROR events
+ * with code 410 are not delivered: the watch returns CAIRN_EGONE.
+ */
+typedef int (*kube_event_fn)(void *arg, enum kube_event_type type,
+	cJSON *object);
+
+struct kube_watch_opts {
+	const char *label_selector;
+	const char *field_selector;
+	const char *resource_version;	/* start after this RV; NULL/"": current state as ADDED first */
+	int bookmarks;			/* ask for BOOKMARK events */
+	int timeout_s;			/* server-side timeoutSeconds per connection; 0: 300 */
+	/*
+	 * 0: one connection; returns 0 when the server ends it.
+	 * 1: reconnect (with backoff) after an end or a dropped connection,
+	 *    resuming from the last resourceVersion seen (events and bookmarks).
+	 */
+	int reconnect;
+	const volatile int *stop;	/* non-zero: return CAIRN_ECANCELED within ~1 s */
+};
+
+/*
+ * Watch a collection, calling fn per event as lines arrive, however chunks
+ * split them. rv_out (may be NULL) receives the last resourceVersion seen
+ * (owned, also on failure; NULL if none). Returns 0 (server ended, no
+ * reconnect), CAIRN_EGONE (410 as HTTP status or ERROR event: relist),
+ * CAIRN_ECANCELED (stop), a callback's value, or an error.
+ */
+int kube_watch(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const struct kube_watch_opts *opts, kube_event_fn fn, void *arg,
+	char **rv_out, struct cairn_err *err);
+
+/*
+ * Informer: list, then watch from the list's resourceVersion, relist on
+ * 410 Gone, reconnect on dropped connections; keeps a cache keyed by
+ * namespace/name and calls back on changes. Callbacks run on the thread
+ * that runs the informer, one at a time; objects are borrowed (valid for
+ * the call). After a relist, objects that vanished get on_delete and
+ * changed ones on_update (update is skipped when the resourceVersion did
+ * not change).
+ */
+struct kube_informer_cbs {
+	void (*on_add)(void *arg, const cJSON *obj);
+	void (*on_update)(void *arg, const cJSON *old_obj, const cJSON *obj);
+	void (*on_delete)(void *arg, const cJSON *obj);
+	void (*on_synced)(void *arg);	/* after each complete (re)list */
+};
+
+struct kube_informer_opts {
+	const char *label_selector;
+	const char *field_selector;
+	int page_size;			/* list page; 0: 500 */
+	int watch_timeout_s;		/* per watch connection; 0: 300 */
+};
+
+/* Create (nothing runs yet); opts may be NULL; strings are copied. */
+int kube_informer_new(struct kube *k, const struct kube_gvr *r,
+	const char *ns, const struct kube_informer_opts *opts,
+	const struct kube_informer_cbs *cbs, void *arg,
+	struct kube_informer **out, struct cairn_err *err);
+/*
+ * Run in the calling thread until kube_informer_stop() (returns 0) or a
+ * fatal error (401/403, resource gone from the server: returns it).
+ * Transient failures are retried with backoff.
+ */
+int kube_informer_run(struct kube_informer *inf, struct cairn_err *err);
+/* Run in a new thread. */
+int kube_informer_start(struct kube_informer *inf, struct cairn_err *err);
+/* Ask to stop; safe from any thread and from a callback. */
+void kube_informer_stop(struct kube_informer *inf);
+/* Non-zero once the first list completed. */
+int kube_informer_synced(struct kube_informer *inf);
+/* Cached copy of an object (owned) or NULL. Thread-safe. */
+cJSON *kube_informer_get(struct kube_informer *inf, const char *ns,
+	const char *name);
+size_t kube_informer_count(struct kube_informer *inf);
+/* Stop, join the thread if started, free. NULL is fine. */
+void kube_informer_free(struct kube_informer *inf);
+
+/* ------------------------------------------------------------------ */
+/* Label selectors (kube/selector.c)                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Parse a label selector: `k=v`, `k==v`, `k!=v`, `k in (a,b)`,
+ * `k notin (a,b)`, `k`, `!k`, comma = AND; keys and values validated as
+ * Kubernetes does (qualified names, values <= 63 chars). "" or NULL
+ * matches everything. On error *out is NULL and err says where
+ * (CAIRN_EINVAL).
+ */
+int kube_selector_parse(const char *s, struct kube_selector **out,
+	struct cairn_err *err);
+/* Match a labels object (NULL or not an object: no labels). */
+int kube_selector_match(const struct kube_selector *sel, const cJSON *labels);
+/* Match obj's metadata.labels. */
+int kube_selector_match_object(const struct kube_selector *sel,
+	const cJSON *obj);
+int kube_selector_empty(const struct kube_selector *sel);
+/* Canonical text, suitable for ?labelSelector=. Owned. */
+char *kube_selector_string(const struct kube_selector *sel);
+void kube_selector_free(struct kube_selector *sel);
+
+#endif
