@@ -1,0 +1,990 @@
+"""The object store and API semantics of kubesim (no HTTP here).
+
+Objects are stored serialized (compact JSON bytes) with their labels, in one
+dict per resource keyed by (namespace, name), plus a sorted key list that is
+kept sorted lazily.  Every write bumps one global resourceVersion and appends
+an event to a bounded history that watchers read."""
+
+import base64
+import bisect
+import copy
+import json
+import random
+import re
+import threading
+import time
+import uuid
+
+from ks_types import RType, builtin_types, now_rfc3339, parse_ts, format_micro
+from ks_select import label_match, field_match
+import ks_patch
+
+_enc = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def dumps(obj):
+    return _enc(obj).encode("utf-8")
+
+
+loads = json.loads
+
+STATUS_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+                  405: "MethodNotAllowed", 406: "NotAcceptable", 409: "Conflict", 410: "Expired",
+                  413: "RequestEntityTooLarge", 415: "UnsupportedMediaType", 422: "Invalid",
+                  429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+                  504: "Timeout"}
+
+
+class ApiError(Exception):
+    def __init__(self, code, reason, message, details=None, headers=None, meta=None):
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+        self.headers = headers or []
+        self.meta = meta or {}
+
+    def status(self):
+        st = {"kind": "Status", "apiVersion": "v1", "metadata": self.meta, "status": "Failure",
+              "message": self.message}
+        if self.reason:
+            st["reason"] = self.reason
+        if self.details is not None:
+            st["details"] = self.details
+        st["code"] = self.code
+        return st
+
+
+def _details(rt, name):
+    d = {"name": name}
+    if rt.group:
+        d["group"] = rt.group
+    d["kind"] = rt.plural
+    return d
+
+
+def not_found(rt, name):
+    return ApiError(404, "NotFound", '%s "%s" not found' % (rt.qualified, name), _details(rt, name))
+
+
+def already_exists(rt, name):
+    return ApiError(409, "AlreadyExists", '%s "%s" already exists' % (rt.qualified, name), _details(rt, name))
+
+
+def conflict(rt, name, msg="the object has been modified; please apply your changes to the latest version and try again"):
+    return ApiError(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": %s' % (rt.qualified, name, msg),
+                    _details(rt, name))
+
+
+def invalid(rt, name, field, detail, reason="FieldValueInvalid"):
+    d = {"name": name}
+    if rt.group:
+        d["group"] = rt.group
+    d["kind"] = rt.kind
+    d["causes"] = [{"reason": reason, "message": detail, "field": field}]
+    return ApiError(422, "Invalid", '%s "%s" is invalid: %s: %s' % (rt.qualified_kind, name, field, detail), d)
+
+
+def bad_request(msg):
+    return ApiError(400, "BadRequest", msg)
+
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+META_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+              "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+              "annotations", "ownerReferences", "finalizers"]
+
+
+def normalize(obj):
+    """Field order as the Go structs print it: apiVersion, kind, metadata, ..., status."""
+    out = {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind")}
+    md = obj.get("metadata") or {}
+    m = {k: md[k] for k in META_ORDER if k in md}
+    for k, v in md.items():
+        if k not in m and k != "managedFields":
+            m[k] = v
+    out["metadata"] = m
+    for k, v in obj.items():
+        if k not in ("apiVersion", "kind", "metadata", "status"):
+            out[k] = v
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out
+
+
+class RStore:
+    """One resource: dict (ns, name) -> (json bytes, labels), sorted key list (lazily)."""
+    __slots__ = ("objs", "keys", "unsorted")
+
+    def __init__(self):
+        self.objs = {}
+        self.keys = []
+        self.unsorted = False
+
+    def put(self, k, v):
+        objs = self.objs
+        if k not in objs:
+            keys = self.keys
+            if not keys or k > keys[-1]:
+                keys.append(k)
+            elif not self.unsorted and len(keys) < 20000:
+                bisect.insort(keys, k)
+            else:
+                keys.append(k)
+                self.unsorted = True
+        objs[k] = v
+
+    def ensure_sorted(self):
+        if self.unsorted:
+            self.keys.sort()
+            self.unsorted = False
+
+    def remove(self, k):
+        del self.objs[k]
+        self.ensure_sorted()
+        i = bisect.bisect_left(self.keys, k)
+        if i < len(self.keys) and self.keys[i] == k:
+            del self.keys[i]
+
+    def ns_range(self, ns):
+        self.ensure_sorted()
+        if ns is None:
+            return 0, len(self.keys)
+        return bisect.bisect_left(self.keys, (ns,)), bisect.bisect_left(self.keys, (ns + "\x00",))
+
+
+def version_key(v):
+    m = re.match(r"^v(\d+)(?:(alpha|beta)(\d+))?$", v)
+    if not m:
+        return (0, 0, 0, v)
+    lvl = {"alpha": 1, "beta": 2, None: 3}[m.group(2)]
+    return (lvl, int(m.group(1)), int(m.group(3) or 0), "")
+
+
+class Watcher:
+    def __init__(self, rt, ns, lsel, fsel):
+        self.rt = rt
+        self.ns = ns
+        self.lsel = lsel
+        self.fsel = fsel
+        self.rv = 0
+        self.initial = []
+        self.expired = None
+
+    def matches(self, ns, name, data, labels):
+        if self.lsel and not label_match(self.lsel, labels):
+            return False
+        if self.fsel and not field_match(self.fsel, ns, name, lambda: loads(data)):
+            return False
+        return True
+
+    def convert(self, ev):
+        """History event -> (type, object bytes) or None."""
+        rv, rkey, ens, name, etype, data, labels, old_data, old_labels = ev
+        if rkey != self.rt.rkey or (self.ns is not None and ens != self.ns):
+            return None
+        if etype != "MODIFIED":
+            return (etype, data) if self.matches(ens, name, data, labels) else None
+        nm = self.matches(ens, name, data, labels)
+        om = self.matches(ens, name, old_data, old_labels)
+        if nm and om:
+            return ("MODIFIED", data)
+        if nm:
+            return ("ADDED", data)
+        if om:
+            o = loads(old_data)
+            o["metadata"]["resourceVersion"] = str(rv)
+            return ("DELETED", dumps(o))
+        return None
+
+
+class Sim:
+    def __init__(self, history=10000):
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.rv = 0
+        self.hist_max = max(100, history)
+        self.watchers = 0
+        self._init_state()
+
+    # ------------------------------------------------------------ setup
+    def _init_state(self):
+        self.types = {}       # (group, version, plural) -> RType
+        self.by_rkey = {}     # (group, plural) -> RType (storage version)
+        self.by_gvk = {}      # (apiVersion, kind) -> RType
+        self.stores = {}      # (group, plural) -> RStore
+        self.hist = []
+        self.hist_rvs = []
+        self.watch_floor = self.rv
+        self.compact_rv = self.rv
+        self.cluster_ips = set()
+        for rt in builtin_types():
+            self._add_type(rt)
+        for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            self.create(self.by_rkey[("", "namespaces")], None,
+                        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def reset(self):
+        with self.lock:
+            self.rv += 1
+            self._init_state()
+            self.watch_floor = self.rv
+            self.compact_rv = self.rv
+            self.cond.notify_all()
+
+    def compact(self):
+        """Forget the event history: older RVs become too old for watch and continue."""
+        with self.lock:
+            self.hist = []
+            self.hist_rvs = []
+            self.watch_floor = self.rv
+            self.compact_rv = self.rv
+            self.cond.notify_all()
+            return self.rv
+
+    def _add_type(self, rt):
+        self.types[(rt.group, rt.version, rt.plural)] = rt
+        cur = self.by_rkey.get(rt.rkey)
+        if cur is None or rt.version == rt.versions[0]:
+            self.by_rkey[rt.rkey] = rt
+        self.by_gvk[(rt.api_version, rt.kind)] = rt
+        self.stores.setdefault(rt.rkey, RStore())
+
+    def lookup(self, group, version, plural):
+        return self.types.get((group, version, plural))
+
+    # ------------------------------------------------------------ discovery
+    def groups(self):
+        """-> ordered {group: [versions]} (preferred first)."""
+        with self.lock:
+            out = {}
+            for (g, v, p) in self.types:
+                out.setdefault(g, [])
+                if v not in out[g]:
+                    out[g].append(v)
+            for g in out:
+                out[g].sort(key=version_key, reverse=True)
+            return out
+
+    def resources(self, group, version):
+        with self.lock:
+            rts = [rt for (g, v, p), rt in self.types.items() if g == group and v == version]
+        if not rts:
+            return None
+        res = []
+        for rt in rts:
+            res.extend(rt.discovery())
+        return res
+
+    # ------------------------------------------------------------ helpers
+    def _store(self, rt):
+        return self.stores[rt.rkey]
+
+    def _key(self, rt, ns, name):
+        return (ns if rt.namespaced else "", name)
+
+    def _record(self, rv, rt, key, etype, data, labels, old_data=None, old_labels=None):
+        self.hist.append((rv, rt.rkey, key[0] if rt.namespaced else None, key[1], etype, data, labels,
+                          old_data, old_labels))
+        self.hist_rvs.append(rv)
+        if len(self.hist) > 2 * self.hist_max:
+            cut = len(self.hist) - self.hist_max
+            self.watch_floor = self.hist_rvs[cut - 1]
+            del self.hist[:cut]
+            del self.hist_rvs[:cut]
+        self.cond.notify_all()
+
+    def _put(self, rt, key, obj, etype, old_entry=None):
+        """Commit obj (dict). Bumps RV, stores, records event. Returns stored bytes."""
+        self.rv += 1
+        rv = self.rv
+        obj["metadata"]["resourceVersion"] = str(rv)
+        obj = normalize(obj)
+        data = dumps(obj)
+        labels = obj["metadata"].get("labels") or None
+        self._store(rt).put(key, (data, labels))
+        if old_entry is not None:
+            self._record(rv, rt, key, etype, data, labels, old_entry[0], old_entry[1])
+        else:
+            self._record(rv, rt, key, etype, data, labels)
+        return obj, data
+
+    def _del(self, rt, key, obj):
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        data = dumps(obj)
+        self._store(rt).remove(key)
+        self._record(self.rv, rt, key, "DELETED", data, obj["metadata"].get("labels") or None)
+        if rt.kind == "CustomResourceDefinition":
+            self._unregister_crd(obj)
+        if rt.namespaced:
+            self._maybe_finish_ns(key[0])
+        if rt.kind == "Service":
+            self.cluster_ips.discard((obj.get("spec") or {}).get("clusterIP"))
+        return obj
+
+    def _check_name(self, rt, name, gen=False):
+        field = "metadata.generateName" if gen else "metadata.name"
+        if rt.group == "rbac.authorization.k8s.io":
+            if name in (".", "..") or "/" in name or "%" in name:
+                raise invalid(rt, name, field, 'Invalid value: "%s": may not contain \'/\' or \'%%\'' % name)
+            return
+        if rt.kind == "Namespace":
+            if len(name) > 63 or not _LABEL.match(name):
+                raise invalid(rt, name, field,
+                              'Invalid value: "%s": a lowercase RFC 1123 label must consist of lower case alphanumeric '
+                              "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
+                              "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')" % name)
+            return
+        if len(name) > 253 or not _SUBDOMAIN.match(name):
+            raise invalid(rt, name, field,
+                          'Invalid value: "%s": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
+                          "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+                          "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]"
+                          "([-a-z0-9]*[a-z0-9])?)*')" % name)
+
+    def _ns_check(self, rt, ns, for_create=True):
+        if not rt.namespaced:
+            return
+        e = self.stores[("", "namespaces")].objs.get(("", ns))
+        if e is None:
+            raise ApiError(404, "NotFound", 'namespaces "%s" not found' % ns, {"name": ns, "kind": "namespaces"})
+        if for_create and b'"deletionTimestamp"' in e[0]:
+            raise ApiError(403, "Forbidden",
+                           "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated"
+                           % (rt.qualified, "", ns),
+                           {"name": "", "group": rt.group, "kind": rt.plural,
+                            "causes": [{"reason": "NamespaceTerminating", "message": "namespace %s is being terminated" % ns,
+                                        "field": "metadata.namespace"}]})
+
+    def _body_meta(self, rt, ns, body, url_name=None):
+        if not isinstance(body, dict):
+            raise bad_request("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml")
+        av, kind = body.get("apiVersion"), body.get("kind")
+        if av and av != rt.api_version and not (rt.group and av.split("/")[0] == rt.group and av.split("/")[-1] in rt.versions):
+            raise bad_request("the API version in the data (%s) does not match the expected API version (%s)" % (av, rt.api_version))
+        if kind and kind != rt.kind:
+            raise bad_request("the kind in the data (%s) does not match the expected kind (%s)" % (kind, rt.kind))
+        body["apiVersion"] = rt.api_version
+        body["kind"] = rt.kind
+        md = body.get("metadata")
+        if md is None:
+            md = body["metadata"] = {}
+        if not isinstance(md, dict):
+            raise bad_request("metadata must be an object")
+        if rt.namespaced:
+            bns = md.get("namespace")
+            if bns and ns and bns != ns:
+                raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            md["namespace"] = ns
+        else:
+            md.pop("namespace", None)
+        if url_name is not None and md.get("name") and md["name"] != url_name:
+            raise bad_request("the name of the object (%s) does not match the name on the URL (%s)" % (md["name"], url_name))
+        md.pop("managedFields", None)
+        md.pop("selfLink", None)
+        return md
+
+    def _type_fixups(self, rt, obj, old=None):
+        """Per-type defaulting/normalisation done by the real registry strategies."""
+        k = rt.kind
+        if k == "Secret":
+            sd = obj.pop("stringData", None)
+            if isinstance(sd, dict):
+                data = obj.setdefault("data", {}) or {}
+                for kk, vv in sd.items():
+                    data[kk] = base64.b64encode(str(vv).encode()).decode()
+                obj["data"] = data
+            obj.setdefault("type", "Opaque")
+        elif k == "Lease":
+            spec = obj.get("spec")
+            if isinstance(spec, dict):
+                for f in ("acquireTime", "renewTime"):
+                    if spec.get(f) is not None:
+                        p = parse_ts(spec[f])
+                        if p is None:
+                            raise bad_request('Lease in version "v1" cannot be handled as a Lease: parsing time "%s" as '
+                                              '"2006-01-02T15:04:05.000000Z07:00": cannot parse' % spec[f])
+                        spec[f] = format_micro(*p)
+        elif k == "Service":
+            spec = obj.setdefault("spec", {})
+            spec.setdefault("type", "ClusterIP")
+            if old is not None:
+                oip = (old.get("spec") or {}).get("clusterIP")
+                if not spec.get("clusterIP") and oip:
+                    spec["clusterIP"] = oip
+                    spec.setdefault("clusterIPs", (old.get("spec") or {}).get("clusterIPs") or [oip])
+                elif spec.get("clusterIP") != oip:
+                    raise invalid(rt, obj["metadata"]["name"], "spec.clusterIP",
+                                  'Invalid value: "%s": field is immutable' % spec.get("clusterIP"))
+            elif spec["type"] != "ExternalName":
+                ip = spec.get("clusterIP")
+                if not ip:
+                    while True:
+                        ip = "10.96.%d.%d" % (random.randint(0, 255), random.randint(1, 254))
+                        if ip not in self.cluster_ips:
+                            break
+                    spec["clusterIP"] = ip
+                    spec["clusterIPs"] = [ip]
+                elif ip != "None":
+                    if ip in self.cluster_ips:
+                        raise invalid(rt, obj["metadata"]["name"], "spec.clusterIPs",
+                                      'Invalid value: []string{"%s"}: failed to allocate IP %s: provided IP is already allocated' % (ip, ip))
+                    spec.setdefault("clusterIPs", [ip])
+                if ip != "None":
+                    self.cluster_ips.add(ip)
+            spec.setdefault("sessionAffinity", "None")
+            for p in spec.get("ports") or []:
+                if isinstance(p, dict):
+                    p.setdefault("protocol", "TCP")
+                    if "port" in p:
+                        p.setdefault("targetPort", p["port"])
+        elif k == "CustomResourceDefinition":
+            self._validate_crd(rt, obj)
+
+    # ------------------------------------------------------------ CRDs
+    def _validate_crd(self, rt, obj):
+        name = obj["metadata"].get("name", "")
+        spec = obj.get("spec") or {}
+        names = spec.get("names") or {}
+        group = spec.get("group")
+        if not group:
+            raise invalid(rt, name, "spec.group", "Required value")
+        if not names.get("plural"):
+            raise invalid(rt, name, "spec.names.plural", "Required value")
+        if not names.get("kind"):
+            raise invalid(rt, name, "spec.names.kind", "Required value")
+        if name != names["plural"] + "." + group:
+            raise invalid(rt, name, "metadata.name",
+                          'Invalid value: "%s": must be spec.names.plural+"."+spec.group' % name)
+        if spec.get("scope") not in ("Namespaced", "Cluster"):
+            raise invalid(rt, name, "spec.scope", 'Unsupported value: "%s": supported values: "Cluster", "Namespaced"'
+                          % spec.get("scope"), "FieldValueNotSupported")
+        vers = spec.get("versions") or []
+        if not vers:
+            raise invalid(rt, name, "spec.versions", "Invalid value: null: must have exactly one version marked as storage version")
+        if sum(1 for v in vers if v.get("storage")) != 1:
+            raise invalid(rt, name, "spec.versions", "Invalid value: must have exactly one version marked as storage version")
+        for b in self.types.values():
+            if b.group == group and b.plural == names["plural"] and b.crd_name != name:
+                raise invalid(rt, name, "spec.names.plural", 'Invalid value: "%s": already in use' % names["plural"])
+        names.setdefault("singular", names["kind"].lower())
+        names.setdefault("listKind", names["kind"] + "List")
+        ts = now_rfc3339()
+        st = obj.get("status") or {}
+        conds = {c.get("type"): c for c in st.get("conditions") or [] if isinstance(c, dict)}
+        st["conditions"] = [
+            conds.get("NamesAccepted") or {"type": "NamesAccepted", "status": "True", "lastTransitionTime": ts,
+                                           "reason": "NoConflicts", "message": "no conflicts found"},
+            conds.get("Established") or {"type": "Established", "status": "True", "lastTransitionTime": ts,
+                                         "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+        ]
+        st["acceptedNames"] = dict(names)
+        stored = [v["name"] for v in vers if v.get("storage")]
+        st["storedVersions"] = sorted(set((st.get("storedVersions") or []) + stored))
+        obj["status"] = st
+
+    def _register_crd(self, obj):
+        self._unregister_crd(obj, keep_objects=True)
+        spec = obj["spec"]
+        names = spec["names"]
+        vers = [v for v in spec.get("versions") or [] if v.get("served", True)]
+        storage = next((v for v in spec["versions"] if v.get("storage")), vers[0] if vers else None)
+        order = [v["name"] for v in sorted(vers, key=lambda v: version_key(v["name"]), reverse=True)]
+        for v in vers:
+            rt = RType(spec["group"], v["name"], names["plural"], names["kind"], spec.get("scope") == "Namespaced",
+                       names.get("shortNames") or [], "s" if (v.get("subresources") or {}).get("status") is not None else "",
+                       custom=True, singular=names.get("singular"), list_kind=names.get("listKind"),
+                       categories=names.get("categories") or [], columns=v.get("additionalPrinterColumns"),
+                       crd_name=obj["metadata"]["name"], versions=order)
+            self.types[(rt.group, rt.version, rt.plural)] = rt
+            self.by_gvk[(rt.api_version, rt.kind)] = rt
+            if storage is not None and v["name"] == storage["name"]:
+                self.by_rkey[rt.rkey] = rt
+            elif rt.rkey not in self.by_rkey:
+                self.by_rkey[rt.rkey] = rt
+            self.stores.setdefault(rt.rkey, RStore())
+
+    def _unregister_crd(self, obj, keep_objects=False):
+        name = obj["metadata"]["name"]
+        gone = [k for k, rt in self.types.items() if rt.crd_name == name]
+        rkey = None
+        for k in gone:
+            rt = self.types.pop(k)
+            rkey = rt.rkey
+            self.by_gvk.pop((rt.api_version, rt.kind), None)
+        if rkey is None:
+            return
+        srt = self.by_rkey.pop(rkey, None)
+        if keep_objects:
+            return
+        st = self.stores.pop(rkey, None)
+        if st and srt:
+            self.stores[rkey] = st
+            st.ensure_sorted()
+            for key in list(st.keys):
+                o = loads(st.objs[key][0])
+                self.rv += 1
+                o["metadata"]["resourceVersion"] = str(self.rv)
+                st.remove(key)
+                self._record(self.rv, srt, key, "DELETED", dumps(o), o["metadata"].get("labels") or None)
+            del self.stores[rkey]
+
+    # ------------------------------------------------------------ namespaces
+    def _ns_objects(self, ns):
+        for rkey, st in self.stores.items():
+            rt = self.by_rkey.get(rkey)
+            if rt is None or not rt.namespaced:
+                continue
+            lo, hi = st.ns_range(ns)
+            for i in range(lo, hi):
+                yield rt, st.keys[i]
+
+    def _maybe_finish_ns(self, ns):
+        nst = self.stores[("", "namespaces")]
+        e = nst.objs.get(("", ns))
+        if e is None or b'"deletionTimestamp"' not in e[0]:
+            return
+        o = loads(e[0])
+        if o["metadata"].get("finalizers"):
+            return
+        for _ in self._ns_objects(ns):
+            return
+        self._del(self.by_rkey[("", "namespaces")], ("", ns), o)
+
+    def _delete_ns_contents(self, ns):
+        for rt, key in list(self._ns_objects(ns)):
+            e = self._store(rt).objs.get(key)
+            if e is None:
+                continue
+            o = loads(e[0])
+            md = o["metadata"]
+            if md.get("finalizers"):
+                if not md.get("deletionTimestamp"):
+                    md["deletionTimestamp"] = now_rfc3339()
+                    md["deletionGracePeriodSeconds"] = 0
+                    self._put(rt, key, o, "MODIFIED", e)
+            else:
+                self.rv += 1
+                md["resourceVersion"] = str(self.rv)
+                self._store(rt).remove(key)
+                self._record(self.rv, rt, key, "DELETED", dumps(o), md.get("labels") or None)
+
+    # ------------------------------------------------------------ reads
+    def get(self, rt, ns, name):
+        with self.lock:
+            e = self._store(rt).objs.get(self._key(rt, ns, name))
+        if e is None:
+            raise not_found(rt, name)
+        return e[0]
+
+    def list(self, rt, ns, lsel, fsel, limit=0, cont=None):
+        """-> (list metadata dict, [bytes])"""
+        with self.lock:
+            st = self._store(rt)
+            lo, hi = st.ns_range(ns if rt.namespaced else None)
+            list_rv = self.rv
+            pos = lo
+            if cont:
+                try:
+                    tok = json.loads(base64.urlsafe_b64decode(cont + "=" * (-len(cont) % 4)))
+                    trv = int(tok["rv"])
+                    start = tuple(tok["start"])
+                except Exception:
+                    raise bad_request("continue key is not valid: illegal base64 data")
+                if trv < self.compact_rv:
+                    newtok = self._token(self.rv, start)
+                    raise ApiError(410, "Expired",
+                                   "The provided continue parameter is too old to display a consistent list result. "
+                                   "You can start a new list without the continue parameter, or use the continue token "
+                                   "in this response to retrieve the remainder of the results. Continuing with the "
+                                   "provided token results in an inconsistent list - objects that were created, modified, "
+                                   "or deleted between the time the first chunk was returned and now may show up in the list.",
+                                   meta={"continue": newtok})
+                pos = max(lo, bisect.bisect_right(st.keys, start))
+                list_rv = trv
+            keys, objs = st.keys, st.objs
+            filt = bool(lsel or fsel)
+            items = []
+            i = pos
+            last = None
+            while i < hi:
+                k = keys[i]
+                i += 1
+                data, labels = objs[k]
+                if filt:
+                    if lsel and not label_match(lsel, labels):
+                        continue
+                    if fsel and not field_match(fsel, k[0] if rt.namespaced else None, k[1], lambda: loads(data)):
+                        continue
+                items.append(data)
+                if limit and len(items) >= limit:
+                    last = k
+                    break
+            meta = {"resourceVersion": str(list_rv)}
+            if last is not None and i < hi:
+                meta["continue"] = self._token(list_rv, last)
+                if not filt:
+                    meta["remainingItemCount"] = hi - i
+        return meta, items
+
+    @staticmethod
+    def _token(rv, start):
+        raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(start)}, separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    # ------------------------------------------------------------ create
+    def create(self, rt, ns, body, dry_run=False):
+        """-> (code, obj dict)"""
+        with self.lock:
+            md = self._body_meta(rt, ns, body)
+            if rt.namespaced and not ns:
+                raise bad_request("the server could not find the requested resource")
+            self._ns_check(rt, ns)
+            name = md.get("name")
+            if not name:
+                gn = md.get("generateName")
+                if not gn:
+                    raise invalid(rt, "", "metadata.name", "Required value: name or generateName is required", "FieldValueRequired")
+                self._check_name(rt, gn + "x", True)
+                for _ in range(20):
+                    name = gn[:58] + "".join(random.choice(_GEN_CHARS) for _ in range(5))
+                    if self._key(rt, ns, name) not in self._store(rt).objs:
+                        break
+                md["name"] = name
+            self._check_name(rt, name)
+            key = self._key(rt, ns, name)
+            if key in self._store(rt).objs:
+                raise already_exists(rt, name)
+            md["uid"] = str(uuid.uuid4())
+            md["creationTimestamp"] = now_rfc3339()
+            md.pop("deletionTimestamp", None)
+            md.pop("deletionGracePeriodSeconds", None)
+            md.pop("resourceVersion", None)
+            if rt.has_generation:
+                md["generation"] = 1
+            else:
+                md.pop("generation", None)
+            if rt.has_status:
+                body.pop("status", None)
+                if rt.kind == "Namespace":
+                    body["status"] = {"phase": "Active"}
+                elif rt.kind in ("Pod", "PersistentVolumeClaim", "PersistentVolume"):
+                    body["status"] = {"phase": "Pending"}
+            self._type_fixups(rt, body)
+            if rt.kind == "CustomResourceDefinition" and not dry_run:
+                self._register_crd(body)
+            if dry_run:
+                body["metadata"]["resourceVersion"] = str(self.rv)
+                return 201, normalize(body)
+            obj, _ = self._put(rt, key, body, "ADDED")
+            return 201, obj
+
+    # ------------------------------------------------------------ update
+    def _merge_update(self, rt, old, new, sub):
+        """Combine the stored object and the incoming one per the status subresource rules."""
+        if sub == "status":
+            res = copy.deepcopy(old)
+            if "status" in new:
+                res["status"] = new["status"]
+            else:
+                res.pop("status", None)
+            return res
+        res = new
+        md, omd = res["metadata"], old["metadata"]
+        for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"):
+            if f in omd:
+                md[f] = omd[f]
+            else:
+                md.pop(f, None)
+        if rt.has_status:
+            if "status" in old:
+                res["status"] = old["status"]
+            else:
+                res.pop("status", None)
+        return res
+
+    def _finish_update(self, rt, key, old_entry, old, res, dry_run):
+        """Generation, no-op detection, finalizer-driven deletion, commit. -> (code, obj)"""
+        md, omd = res["metadata"], old["metadata"]
+        name = omd["name"]
+        md["name"] = name
+        if rt.namespaced:
+            md["namespace"] = omd["namespace"]
+        if rt.has_generation:
+            strip = ("metadata", "status") if rt.has_status else ("metadata",)
+            a = {k: v for k, v in old.items() if k not in strip}
+            b = {k: v for k, v in res.items() if k not in strip}
+            md["generation"] = omd.get("generation", 1) + (1 if a != b else 0)
+        if rt.kind == "Namespace" and omd.get("deletionTimestamp"):
+            res.setdefault("status", {})["phase"] = "Terminating"
+        md["resourceVersion"] = omd.get("resourceVersion")
+        if not md.get("labels"):
+            md.pop("labels", None)
+        if not md.get("annotations"):
+            md.pop("annotations", None)
+        if not md.get("finalizers"):
+            md.pop("finalizers", None)
+        res = normalize(res)
+        if res == normalize(old):
+            return 200, res
+        if dry_run:
+            return 200, res
+        if md.get("deletionTimestamp") and not md.get("finalizers"):
+            if rt.kind == "CustomResourceDefinition":
+                pass
+            obj = self._del(rt, key, res)
+            return 200, obj
+        if rt.kind == "CustomResourceDefinition":
+            self._register_crd(res)
+        obj, _ = self._put(rt, key, res, "MODIFIED", old_entry)
+        return 200, obj
+
+    def update(self, rt, ns, name, body, sub=None, dry_run=False):
+        with self.lock:
+            md = self._body_meta(rt, ns, body, name)
+            if not md.get("name"):
+                md["name"] = name
+            key = self._key(rt, ns, name)
+            st = self._store(rt)
+            e = st.objs.get(key)
+            rv = md.get("resourceVersion")
+            if e is None:
+                if rt.create_on_update and sub is None:
+                    if rt.requires_rv and rv:
+                        raise not_found(rt, name)
+                    return self.create(rt, ns, body, dry_run)
+                raise not_found(rt, name)
+            old = loads(e[0])
+            if not rv:
+                if rt.requires_rv:
+                    raise invalid(rt, name, "metadata.resourceVersion",
+                                  "Invalid value: 0x0: must be specified for an update")
+            elif rv != old["metadata"]["resourceVersion"]:
+                raise conflict(rt, name)
+            uid = md.get("uid")
+            if uid and uid != old["metadata"]["uid"]:
+                raise conflict(rt, name, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                               % (old["metadata"]["uid"], uid))
+            res = self._merge_update(rt, old, body, sub)
+            self._type_fixups(rt, res, old)
+            return self._finish_update(rt, key, e, old, res, dry_run)
+
+    # ------------------------------------------------------------ patch
+    def patch(self, rt, ns, name, ptype, patch, sub=None, dry_run=False):
+        with self.lock:
+            key = self._key(rt, ns, name)
+            e = self._store(rt).objs.get(key)
+            if e is None:
+                if ptype == "apply":
+                    if sub:
+                        raise not_found(rt, name)
+                    body = copy.deepcopy(patch)
+                    if not isinstance(body, dict):
+                        raise bad_request("invalid apply patch")
+                    md = body.setdefault("metadata", {})
+                    if md.get("name") and md["name"] != name:
+                        raise bad_request("the name of the object (%s) does not match the name on the URL (%s)" % (md["name"], name))
+                    md["name"] = name
+                    return self.create(rt, ns, body, dry_run)
+                raise not_found(rt, name)
+            old = loads(e[0])
+            try:
+                if ptype == "merge":
+                    if not isinstance(patch, dict):
+                        raise bad_request("json: cannot unmarshal into Go value of type map[string]interface {}")
+                    new = ks_patch.merge_patch(old, patch)
+                elif ptype == "json":
+                    new = ks_patch.json_patch(old, patch)
+                elif ptype == "strategic":
+                    if not isinstance(patch, dict):
+                        raise bad_request("json: cannot unmarshal into Go value of type map[string]interface {}")
+                    new = ks_patch.smp(old, patch)
+                elif ptype == "apply":
+                    if not isinstance(patch, dict):
+                        raise bad_request("invalid apply patch")
+                    p = copy.deepcopy(patch)
+                    p.get("metadata", {}).pop("resourceVersion", None) if isinstance(p.get("metadata"), dict) else None
+                    new = ks_patch.apply_merge(old, p, not rt.custom)
+                else:
+                    raise ApiError(415, "UnsupportedMediaType", "unsupported patch type")
+            except ks_patch.PatchError as ex:
+                raise ApiError(422, "Invalid", str(ex))
+            except ks_patch.PatchFormatError as ex:
+                raise bad_request(str(ex))
+            if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
+                raise bad_request("patched object is not a valid object")
+            md = new["metadata"]
+            prv = md.get("resourceVersion")
+            if prv and prv != old["metadata"]["resourceVersion"]:
+                raise conflict(rt, name)
+            if md.get("uid") and md["uid"] != old["metadata"]["uid"]:
+                raise conflict(rt, name, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                               % (old["metadata"]["uid"], md["uid"]))
+            if md.get("name", name) != name:
+                raise bad_request("the name of the object (%s) does not match the name on the URL (%s)" % (md.get("name"), name))
+            if rt.namespaced and md.get("namespace", ns) != ns:
+                raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            if new.get("apiVersion") != old.get("apiVersion") or new.get("kind") != old.get("kind"):
+                raise bad_request("patch must not change apiVersion or kind")
+            md.pop("managedFields", None)
+            res = self._merge_update(rt, old, new, sub)
+            self._type_fixups(rt, res, old)
+            return self._finish_update(rt, key, e, old, res, dry_run)
+
+    # ------------------------------------------------------------ delete
+    def delete(self, rt, ns, name, opts, dry_run=False):
+        """-> (code, dict)"""
+        with self.lock:
+            key = self._key(rt, ns, name)
+            e = self._store(rt).objs.get(key)
+            if e is None:
+                raise not_found(rt, name)
+            obj = loads(e[0])
+            md = obj["metadata"]
+            pre = (opts or {}).get("preconditions") or {}
+            if pre.get("uid") and pre["uid"] != md.get("uid"):
+                raise conflict(rt, name, "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                               % (pre["uid"], md.get("uid")))
+            if pre.get("resourceVersion") and pre["resourceVersion"] != md.get("resourceVersion"):
+                raise conflict(rt, name, "Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s"
+                               % (pre["resourceVersion"], md.get("resourceVersion")))
+            pp = (opts or {}).get("propagationPolicy")
+            if pp is not None and pp not in ("Orphan", "Background", "Foreground"):
+                raise invalid(rt, name, "propagationPolicy", 'Unsupported value: "%s": supported values: "Foreground", "Background", "Orphan", "nil"' % pp,
+                              "FieldValueNotSupported")
+            if dry_run:
+                return 200, obj
+            if rt.kind == "Namespace":
+                if md.get("deletionTimestamp"):
+                    return 200, obj
+                self._delete_ns_contents(name)
+                pending = md.get("finalizers") or any(True for _ in self._ns_objects(name))
+                if pending:
+                    md["deletionTimestamp"] = now_rfc3339()
+                    md["deletionGracePeriodSeconds"] = 0
+                    obj.setdefault("status", {})["phase"] = "Terminating"
+                    obj, _ = self._put(rt, key, obj, "MODIFIED", e)
+                    return 200, obj
+                obj = self._del(rt, key, obj)
+                return 200, obj
+            if md.get("finalizers"):
+                if md.get("deletionTimestamp"):
+                    return 200, obj
+                md["deletionTimestamp"] = now_rfc3339()
+                md["deletionGracePeriodSeconds"] = 0
+                if rt.has_generation:
+                    md["generation"] = md.get("generation", 1) + 1
+                obj, _ = self._put(rt, key, obj, "MODIFIED", e)
+                return 200, obj
+            obj = self._del(rt, key, obj)
+            if rt.custom or rt.kind == "Namespace":
+                return 200, obj
+            d = {"name": name}
+            if rt.group:
+                d["group"] = rt.group
+            d["kind"] = rt.plural
+            d["uid"] = md.get("uid")
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": d}
+
+    def delete_collection(self, rt, ns, lsel, fsel, opts, dry_run=False):
+        with self.lock:
+            meta, items = self.list(rt, ns, lsel, fsel)
+            out = []
+            for data in items:
+                o = loads(data)
+                try:
+                    _, r = self.delete(rt, o["metadata"].get("namespace"), o["metadata"]["name"],
+                                       {"propagationPolicy": (opts or {}).get("propagationPolicy")}, dry_run)
+                except ApiError:
+                    continue
+                out.append(r if r.get("kind") != "Status" else o)
+            return 200, {"apiVersion": rt.api_version, "kind": rt.list_kind,
+                         "metadata": {"resourceVersion": str(self.rv)}, "items": out}
+
+    # ------------------------------------------------------------ bulk
+    def bulk_create(self, rt, ns, template, names):
+        """Fast create for benchmarks: same template, many names. Returns count."""
+        tmpl = dumps(template)
+        n = 0
+        with self.lock:
+            self._ns_check(rt, ns)
+            st = self._store(rt)
+            ts = now_rfc3339()
+            for name in names:
+                key = self._key(rt, ns, name)
+                if key in st.objs:
+                    continue
+                o = loads(tmpl)
+                o["apiVersion"] = rt.api_version
+                o["kind"] = rt.kind
+                md = o.setdefault("metadata", {})
+                md["name"] = name
+                if rt.namespaced:
+                    md["namespace"] = ns
+                md["uid"] = str(uuid.uuid4())
+                md["creationTimestamp"] = ts
+                if rt.has_generation:
+                    md["generation"] = 1
+                self._put(rt, key, o, "ADDED")
+                n += 1
+        return n
+
+    # ------------------------------------------------------------ watch
+    def watch_start(self, rt, ns, lsel, fsel, rv_param, send_initial=False):
+        w = Watcher(rt, ns if rt.namespaced else None, lsel, fsel)
+        with self.lock:
+            if rv_param in (None, "", "0") or send_initial:
+                _, items = self.list(rt, w.ns, lsel, fsel)
+                w.initial = items
+                w.rv = self.rv
+            else:
+                try:
+                    n = int(rv_param)
+                except ValueError:
+                    raise bad_request('invalid resource version: strconv.ParseUint: parsing "%s": invalid syntax' % rv_param)
+                if n < self.watch_floor:
+                    w.expired = "too old resource version: %d (%d)" % (n, self.watch_floor)
+                w.rv = n
+            self.watchers += 1
+        return w
+
+    def watch_end(self, w):
+        with self.lock:
+            self.watchers -= 1
+
+    def watch_wait(self, w, timeout):
+        """-> list of (type, bytes) for w; sets w.expired when it fell behind the history."""
+        with self.lock:
+            if w.rv < self.watch_floor:
+                w.expired = "too old resource version: %d (%d)" % (w.rv, self.watch_floor)
+                return []
+            i = bisect.bisect_right(self.hist_rvs, w.rv)
+            if i >= len(self.hist):
+                self.cond.wait(timeout)
+                if w.rv < self.watch_floor:
+                    w.expired = "too old resource version: %d (%d)" % (w.rv, self.watch_floor)
+                    return []
+                i = bisect.bisect_right(self.hist_rvs, w.rv)
+            evs = self.hist[i:i + 1000]
+        out = []
+        for ev in evs:
+            c = w.convert(ev)
+            if c is not None:
+                out.append(c)
+            w.rv = ev[0]
+        return out
+
+    def current_rv(self):
+        with self.lock:
+            return self.rv
+
+    def stats(self):
+        with self.lock:
+            return {"resourceVersion": str(self.rv), "watchers": self.watchers,
+                    "historyEvents": len(self.hist), "watchFloor": self.watch_floor,
+                    "objects": {("%s/%s" % k if k[0] else k[1]): len(s.objs) for k, s in self.stores.items() if s.objs}}

@@ -1,0 +1,906 @@
+#!/usr/bin/env python3
+"""kubesim: a Kubernetes API server stand-in for cairn's tests (Python 3 stdlib only).
+
+usage: kubesim.py --port 0 --ready-file FILE --kubeconfig-out FILE [--tls]
+                  [--token NAME=TOKEN ...] [--seed DIR|FILE ...] [--host 127.0.0.1]
+
+See README.md in this directory for what is faithful, what is approximated and
+the /_sim/ test API."""
+
+import argparse
+import atexit
+import base64
+import gzip
+import hashlib
+import itertools
+import json
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit, parse_qs, unquote
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from ks_core import Sim, ApiError, STATUS_REASONS, dumps, loads, bad_request  # noqa: E402
+from ks_select import parse_label_selector, parse_field_selector, SelectorError  # noqa: E402
+from ks_types import make_table, partial_meta  # noqa: E402
+
+try:
+    import yaml  # optional, for YAML seeds / bodies / apply patches
+except ImportError:  # pragma: no cover
+    yaml = None
+
+VERSION_INFO = {"major": "1", "minor": "32", "gitVersion": "v1.32.4", "gitCommit": "kubesim",
+                "gitTreeState": "clean", "buildDate": "2025-04-22T16:02:27Z", "goVersion": "go1.23.6",
+                "compiler": "gc", "platform": "linux/amd64"}
+
+MAX_BODY = 3 * 1024 * 1024 + 1024
+GZIP_MIN = 128 * 1024
+PATCH_TYPES = {"application/merge-patch+json": "merge", "application/json-patch+json": "json",
+               "application/strategic-merge-patch+json": "strategic", "application/apply-patch+yaml": "apply",
+               "application/apply-patch+json": "apply"}
+
+
+def status_body(code, message, reason=None, details=None):
+    return ApiError(code, reason or STATUS_REASONS.get(code, ""), message, details).status()
+
+
+# ---------------------------------------------------------------- faults
+class Faults:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.rules = []
+        self.ids = itertools.count(1)
+
+    def add(self, spec):
+        rules = spec if isinstance(spec, list) else spec.get("rules", [spec]) if isinstance(spec, dict) else None
+        if rules is None:
+            raise ValueError("fault spec must be a JSON object or list")
+        out = []
+        for r in rules:
+            if not isinstance(r, dict):
+                raise ValueError("fault rule must be an object")
+            rule = dict(r)
+            rule["id"] = next(self.ids)
+            m = r.get("method")
+            rule["_methods"] = None if not m else {x.upper() for x in (m if isinstance(m, list) else [m])}
+            rule["_path"] = re.compile(r["path"]) if r.get("path") else None
+            rule["_query"] = re.compile(r["query"]) if r.get("query") else None
+            rule["_rng"] = random.Random(r.get("seed", 0))
+            rule["remaining"] = r.get("count")
+            rule["hits"] = 0
+            out.append(rule)
+        with self.lock:
+            self.rules.extend(out)
+        return [x["id"] for x in out]
+
+    def clear(self):
+        with self.lock:
+            self.rules = []
+
+    def list(self):
+        with self.lock:
+            return [{k: v for k, v in r.items() if not k.startswith("_")} for r in self.rules]
+
+    def match(self, method, path, query, token):
+        with self.lock:
+            for r in self.rules:
+                if r["remaining"] is not None and r["remaining"] <= 0:
+                    continue
+                if r["_methods"] and method not in r["_methods"]:
+                    continue
+                if r["_path"] and not r["_path"].search(path):
+                    continue
+                if r["_query"] and not r["_query"].search(query):
+                    continue
+                if "token" in r and r["token"] != token:
+                    continue
+                if r.get("probability") is not None and r["_rng"].random() >= float(r["probability"]):
+                    continue
+                if r["remaining"] is not None:
+                    r["remaining"] -= 1
+                r["hits"] += 1
+                return dict(r)
+        return None
+
+
+# ---------------------------------------------------------------- request log
+class RequestLog:
+    def __init__(self, maxlen=200000):
+        self.lock = threading.Lock()
+        self.entries = deque(maxlen=maxlen)
+        self.seq = 0
+
+    def add(self, entry):
+        with self.lock:
+            self.seq += 1
+            entry["seq"] = self.seq
+            self.entries.append(entry)
+
+    def since(self, n):
+        with self.lock:
+            return [e for e in self.entries if e["seq"] > n]
+
+    def clear(self):
+        with self.lock:
+            self.entries.clear()
+
+
+# ---------------------------------------------------------------- server
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 4096
+
+    def __init__(self, addr, sim, tokens, ssl_ctx, opts):
+        self.sim = sim
+        self.tokens = tokens            # token -> name
+        self.ssl_ctx = ssl_ctx
+        self.opts = opts
+        self.faults = Faults()
+        self.log = RequestLog()
+        self.conn_ids = itertools.count(1)
+        self.base_url = ""
+        super().__init__(addr, Handler)
+
+    def finish_request(self, request, client_address):
+        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.ssl_ctx is None:
+            self.RequestHandlerClass(request, client_address, self)
+            return
+        request.settimeout(15)
+        try:
+            tls = self.ssl_ctx.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        try:
+            tls.settimeout(None)
+            self.RequestHandlerClass(tls, client_address, self)
+        finally:
+            try:
+                tls.close()
+            except OSError:
+                pass
+
+    def handle_error(self, request, client_address):
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, ssl.SSLError, TimeoutError, OSError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class DropConnection(Exception):
+    pass
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "kubesim"
+    sys_version = ""
+    timeout = 600
+
+    def setup(self):
+        super().setup()
+        self.conn_id = next(self.server.conn_ids)
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def do_GET(self):
+        self.dispatch()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET
+
+    # ------------------------------------------------------------ plumbing
+    def read_body(self):
+        te = (self.headers.get("Transfer-Encoding") or "").lower()
+        if "chunked" in te:
+            chunks, total = [], 0
+            while True:
+                line = self.rfile.readline(65537)
+                if not line:
+                    raise DropConnection()
+                size = int(line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while True:
+                        t = self.rfile.readline(65537)
+                        if t in (b"\r\n", b"\n", b""):
+                            break
+                    break
+                total += size
+                if total > MAX_BODY:
+                    raise ApiError(413, "RequestEntityTooLarge", "the request is too large")
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline(3)
+            return b"".join(chunks)
+        n = int(self.headers.get("Content-Length") or 0)
+        if n > MAX_BODY:
+            raise ApiError(413, "RequestEntityTooLarge", "limit is 3145728")
+        return self.rfile.read(n) if n else b""
+
+    def send(self, code, body, ctype="application/json", headers=()):
+        if isinstance(body, (dict, list)):
+            body = dumps(body)
+        extra = ""
+        if (len(body) >= GZIP_MIN and not self.server.opts.no_gzip
+                and "gzip" in (self.headers.get("Accept-Encoding") or "")):
+            body = gzip.compress(body, compresslevel=1, mtime=0)
+            extra += "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"
+        for k, v in headers:
+            extra += "%s: %s\r\n" % (k, v)
+        if self.close_connection:
+            extra += "Connection: close\r\n"
+        head = ("HTTP/1.1 %d %s\r\nCache-Control: no-cache, private\r\nContent-Type: %s\r\n"
+                "Date: %s\r\n%sContent-Length: %d\r\n\r\n"
+                % (code, self.responses.get(code, ("",))[0], ctype, self.date_time_string(), extra, len(body)))
+        if self.command == "HEAD":
+            body = b""
+        self.wfile.write(head.encode("latin-1") + body)
+        self.status_code = code
+
+    def send_api_error(self, err):
+        hdrs = list(err.headers)
+        self.send(err.code, err.status(), headers=hdrs)
+
+    def client_gone(self):
+        try:
+            r, _, _ = select.select([self.connection], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(r)
+
+    # ------------------------------------------------------------ dispatch
+    def dispatch(self):
+        t0 = time.time()
+        self.status_code = 0
+        url = urlsplit(self.path)
+        path = url.path
+        self.q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        srv = self.server
+        token_name, auth_ok = None, not srv.tokens
+        authz = self.headers.get("Authorization") or ""
+        if authz.startswith("Bearer "):
+            token_name = srv.tokens.get(authz[7:].strip())
+            if token_name is not None:
+                auth_ok = True
+        method = self.command.upper()
+        entry = None
+        try:
+            try:
+                body = self.read_body()
+            except ValueError:
+                raise ApiError(400, "BadRequest", "malformed chunked body")
+            if path.startswith("/_sim/") or path == "/_sim":
+                self.sim_api(method, path, body)
+                return
+            entry = {"time": t0, "conn": self.conn_id, "token": token_name, "method": method, "path": path,
+                     "query": url.query, "status": 0,
+                     "contentType": self.headers.get("Content-Type") or "",
+                     "userAgent": self.headers.get("User-Agent") or ""}
+            self.log_entry = entry
+            fault = srv.faults.match(method, path, url.query, token_name)
+            if fault:
+                entry["fault"] = fault["id"]
+                if fault.get("delay"):
+                    time.sleep(float(fault["delay"]))
+                if fault.get("drop"):
+                    raise DropConnection()
+                if fault.get("status"):
+                    code = int(fault["status"])
+                    hdrs, details = [], None
+                    if fault.get("retryAfter") is not None or code == 429:
+                        ra = int(fault.get("retryAfter", 1))
+                        hdrs.append(("Retry-After", str(ra)))
+                        details = {"retryAfterSeconds": ra}
+                    msg = fault.get("message") or {
+                        429: "Too many requests, please try again later.",
+                        500: "Internal error occurred: injected fault",
+                        503: "The server is currently unable to handle the request",
+                        504: "The server was unable to return a response in the time allotted, but may still be processing the request"}.get(code, "injected fault")
+                    raise ApiError(code, fault.get("reason") or STATUS_REASONS.get(code, ""), msg, details, hdrs)
+            if not auth_ok:
+                raise ApiError(401, "Unauthorized", "Unauthorized")
+            self.route(method, path, body)
+        except DropConnection:
+            self.close_connection = True
+            if entry is not None:
+                entry["status"] = 0
+                entry["dropped"] = True
+        except ApiError as e:
+            self.send_api_error(e)
+        except (ConnectionError, ssl.SSLError, BrokenPipeError, TimeoutError):
+            self.close_connection = True
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            try:
+                self.send_api_error(ApiError(500, "InternalError", "Internal error occurred: %s" % e))
+            except OSError:
+                self.close_connection = True
+        finally:
+            if entry is not None:
+                if not entry.get("watch"):
+                    entry["status"] = self.status_code
+                    entry["duration"] = round(time.time() - t0, 6)
+                    srv.log.add(entry)
+
+    # ------------------------------------------------------------ /_sim/
+    def sim_api(self, method, path, body):
+        srv = self.server
+        sim = srv.sim
+        try:
+            data = json.loads(body) if body.strip() else None
+        except ValueError:
+            self.send(400, {"error": "invalid JSON"})
+            return
+        p = path.rstrip("/")
+        if p == "/_sim/faults":
+            if method == "POST":
+                try:
+                    ids = srv.faults.add(data)
+                except (ValueError, re.error, TypeError, AttributeError) as e:
+                    self.send(400, {"error": str(e)})
+                    return
+                self.send(200, {"ids": ids})
+            elif method == "DELETE":
+                srv.faults.clear()
+                self.send(200, {"cleared": True})
+            else:
+                self.send(200, srv.faults.list())
+        elif p == "/_sim/requests":
+            if method == "DELETE":
+                srv.log.clear()
+                self.send(200, {"cleared": True})
+            else:
+                self.send(200, srv.log.since(int(self.q.get("since", "0") or 0)))
+        elif p == "/_sim/reset" and method == "POST":
+            sim.reset()
+            srv.faults.clear()
+            srv.log.clear()
+            self.send(200, {"resourceVersion": str(sim.current_rv())})
+        elif p == "/_sim/compact" and method == "POST":
+            self.send(200, {"resourceVersion": str(sim.compact())})
+        elif p == "/_sim/stats":
+            st = sim.stats()
+            st["connections"] = next(srv.conn_ids) - 1
+            self.send(200, st)
+        elif p == "/_sim/bulk" and method == "POST":
+            try:
+                self.send(200, self.bulk(data))
+            except ApiError as e:
+                self.send_api_error(e)
+            except (ValueError, KeyError, TypeError) as e:
+                self.send(400, {"error": str(e)})
+        elif p == "/_sim/health":
+            self.send(200, b"ok", "text/plain")
+        else:
+            self.send(404, {"error": "unknown /_sim/ endpoint"})
+
+    def bulk(self, data):
+        sim = self.server.sim
+        if isinstance(data, dict) and "template" in data:
+            t = data["template"]
+            rt = sim.by_gvk.get((t.get("apiVersion"), t.get("kind")))
+            if rt is None:
+                raise ValueError("unknown apiVersion/kind in template")
+            ns = data.get("namespace") or (t.get("metadata") or {}).get("namespace") or ("default" if rt.namespaced else None)
+            fmt = data.get("name", "obj-{i:06d}")
+            start = int(data.get("start", 0))
+            names = (fmt.format(i=i) for i in range(start, start + int(data["count"])))
+            n = sim.bulk_create(rt, ns if rt.namespaced else None, t, names)
+            return {"created": n, "resourceVersion": str(sim.current_rv())}
+        items = data if isinstance(data, list) else (data or {}).get("items", [])
+        n, errors = 0, []
+        for o in items:
+            rt = sim.by_gvk.get((o.get("apiVersion"), o.get("kind")))
+            if rt is None:
+                errors.append("unknown kind %s/%s" % (o.get("apiVersion"), o.get("kind")))
+                continue
+            ns = (o.get("metadata") or {}).get("namespace") or ("default" if rt.namespaced else None)
+            try:
+                sim.create(rt, ns if rt.namespaced else None, o)
+                n += 1
+            except ApiError as e:
+                errors.append(e.message)
+        return {"created": n, "errors": errors, "resourceVersion": str(sim.current_rv())}
+
+    # ------------------------------------------------------------ routing
+    def route(self, method, path, body):
+        sim = self.server.sim
+        if path in ("/healthz", "/livez", "/readyz"):
+            self.send(200, b"ok", "text/plain; charset=utf-8")
+            return
+        if path == "/version" or path == "/version/":
+            self.send(200, VERSION_INFO)
+            return
+        if path.startswith("/openapi/"):
+            self.openapi(path)
+            return
+        segs = [unquote(s) for s in path.strip("/").split("/") if s != ""]
+        if not segs or segs[0] not in ("api", "apis"):
+            if not segs:
+                self.send(200, {"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3",
+                                          "/readyz", "/version"]})
+                return
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        if segs[0] == "api":
+            if len(segs) == 1:
+                self.send(200, {"kind": "APIVersions", "versions": ["v1"],
+                                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                                                                "serverAddress": self.server.hostport}]})
+                return
+            g, v, rest = "", segs[1], segs[2:]
+        else:
+            if len(segs) == 1:
+                self.send(200, self.api_group_list())
+                return
+            if len(segs) == 2:
+                grp = self.api_group(segs[1])
+                if grp is None:
+                    raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+                self.send(200, dict(grp, kind="APIGroup", apiVersion="v1"))
+                return
+            g, v, rest = segs[1], segs[2], segs[3:]
+        if not rest:
+            res = sim.resources(g, v)
+            if res is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+            self.send(200, {"kind": "APIResourceList", "apiVersion": "v1",
+                            "groupVersion": g + "/" + v if g else v, "resources": res})
+            return
+        watch = False
+        if rest[0] == "watch":
+            watch = True
+            rest = rest[1:]
+        ns = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            rt3 = sim.lookup(g, v, rest[2])
+            if rt3 is not None and rt3.namespaced:
+                ns = rest[1]
+                rest = rest[2:]
+        if not rest or len(rest) > 3:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        rt = sim.lookup(g, v, rest[0])
+        if rt is None or (ns is not None and not rt.namespaced):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub is not None and not (sub == "status" and rt.has_status):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        if rt.namespaced and ns is None and name is not None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        self.resource(method, rt, ns, name, sub, body, watch)
+
+    def api_group(self, g):
+        groups = self.server.sim.groups()
+        if g not in groups or g == "":
+            return None
+        vs = [{"groupVersion": g + "/" + v, "version": v} for v in groups[g]]
+        return {"name": g, "versions": vs, "preferredVersion": vs[0]}
+
+    def api_group_list(self):
+        groups = self.server.sim.groups()
+        out = []
+        for g in groups:
+            if g:
+                out.append(self.api_group(g))
+        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": out}
+
+    # ------------------------------------------------------------ openapi
+    def openapi(self, path):
+        sim = self.server.sim
+        if path.rstrip("/") == "/openapi/v3":
+            paths = {}
+            for g, vs in sim.groups().items():
+                for v in vs:
+                    key = "apis/%s/%s" % (g, v) if g else "api/" + v
+                    h = hashlib.sha512(json.dumps(self.gv_doc(g, v), sort_keys=True).encode()).hexdigest()[:64].upper()
+                    paths[key] = {"serverRelativeURL": "/openapi/v3/%s?hash=%s" % (key, h)}
+            self.send(200, {"paths": paths})
+            return
+        m = re.match(r"^/openapi/v3/(api/([^/]+)|apis/([^/]+)/([^/]+))/?$", path)
+        if not m:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        g, v = ("", m.group(2)) if m.group(2) else (m.group(3), m.group(4))
+        doc = self.gv_doc(g, v)
+        if doc is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        self.send(200, doc)
+
+    def gv_doc(self, g, v):
+        sim = self.server.sim
+        with sim.lock:
+            rts = [rt for (gg, vv, p), rt in sim.types.items() if gg == g and vv == v]
+        if not rts:
+            return None
+        prefix = "/apis/%s/%s" % (g, v) if g else "/api/" + v
+        params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+                  for n in ("dryRun", "fieldManager", "fieldValidation", "force")]
+        paths = {}
+        for rt in sorted(rts, key=lambda r: r.plural):
+            gvk = {"group": g, "version": v, "kind": rt.kind}
+            base = prefix + ("/namespaces/{namespace}/" if rt.namespaced else "/") + rt.plural
+            item = {"x-kubernetes-group-version-kind": gvk, "x-kubernetes-action": "patch",
+                    "operationId": "patch" + rt.kind, "parameters": params,
+                    "responses": {"200": {"description": "OK"}}}
+            paths[base + "/{name}"] = {"patch": item}
+            if rt.has_status:
+                paths[base + "/{name}/status"] = {"patch": dict(item, operationId="patch" + rt.kind + "Status")}
+        return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.4"},
+                "paths": paths, "components": {"schemas": {}}}
+
+    # ------------------------------------------------------------ resources
+    def parse_body(self, body, allow_yaml=False):
+        ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
+        if "protobuf" in ctype:
+            raise ApiError(415, "UnsupportedMediaType",
+                           "the body of the request was in an unknown format - accepted media types include: "
+                           "application/json, application/yaml")
+        if ctype in ("application/yaml", "application/apply-patch+yaml") or allow_yaml:
+            try:
+                return json.loads(body)
+            except ValueError:
+                if yaml is None:
+                    raise bad_request("YAML bodies need PyYAML")
+                try:
+                    return yaml.safe_load(body)
+                except yaml.YAMLError as e:
+                    raise bad_request("error converting YAML to JSON: %s" % e)
+        try:
+            return json.loads(body)
+        except ValueError as e:
+            raise bad_request("couldn't get version/kind; json parse error: %s" % e)
+
+    def selectors(self, rt):
+        try:
+            lsel = parse_label_selector(self.q.get("labelSelector"))
+            fsel = parse_field_selector(self.q.get("fieldSelector"), rt.field_selectors)
+        except SelectorError as e:
+            raise bad_request(str(e))
+        return lsel, fsel
+
+    def output_kind(self):
+        acc = self.headers.get("Accept") or ""
+        for part in acc.split(","):
+            if "as=Table" in part and "meta.k8s.io" in part:
+                return "table"
+            if "as=PartialObjectMetadata" in part:
+                return "partial"
+            if part.strip().split(";")[0].strip() in ("application/json", "*/*", "application/*", ""):
+                return "json"
+        return "json"
+
+    def resource(self, method, rt, ns, name, sub, body, watch):
+        sim = self.server.sim
+        q = self.q
+        dry = q.get("dryRun") == "All"
+        if method == "GET":
+            if watch or q.get("watch") in ("1", "true", "True"):
+                lsel, fsel = self.selectors(rt)
+                if name is not None:
+                    fsel = (fsel or []) + [("metadata.name", "=", name)]
+                self.do_watch(rt, ns, lsel, fsel)
+                return
+            if name is not None:
+                data = sim.get(rt, ns, name)
+                ok = self.output_kind()
+                if ok == "table":
+                    o = loads(data)
+                    self.send(200, make_table(rt, [o], {"resourceVersion": o["metadata"].get("resourceVersion")},
+                                              q.get("includeObject", "Metadata")))
+                elif ok == "partial":
+                    self.send(200, partial_meta(loads(data)))
+                else:
+                    self.send(200, data)
+                return
+            lsel, fsel = self.selectors(rt)
+            try:
+                limit = int(q.get("limit") or 0)
+            except ValueError:
+                raise bad_request("invalid limit")
+            meta, items = sim.list(rt, ns, lsel, fsel, max(0, limit), q.get("continue") or None)
+            ok = self.output_kind()
+            if ok == "table":
+                self.send(200, make_table(rt, [loads(d) for d in items], meta, q.get("includeObject", "Metadata")))
+            elif ok == "partial":
+                self.send(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+                                "items": [partial_meta(loads(d)) for d in items]})
+            else:
+                head = dumps({"apiVersion": rt.api_version, "kind": rt.list_kind, "metadata": meta})
+                self.send(200, head[:-1] + b',"items":[' + b",".join(items) + b"]}")
+            return
+        if method == "POST":
+            if name is not None:
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            if rt.namespaced and ns is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+            obj = self.parse_body(body)
+            code, out = sim.create(rt, ns, obj, dry)
+            self.send(code, out)
+            return
+        if method == "PUT":
+            if name is None:
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            obj = self.parse_body(body)
+            code, out = sim.update(rt, ns, name, obj, sub, dry)
+            self.send(code, out)
+            return
+        if method == "PATCH":
+            if name is None:
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            ptype = PATCH_TYPES.get(ctype)
+            if ptype is None or (ptype == "strategic" and rt.custom):
+                raise ApiError(415, "UnsupportedMediaType",
+                               "the body of the request was in an unknown format - accepted media types include: "
+                               "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+                               + ("" if rt.custom else ", application/strategic-merge-patch+json"))
+            if ptype == "apply" and not q.get("fieldManager"):
+                raise ApiError(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                               {"group": "meta.k8s.io", "kind": "PatchOptions",
+                                "causes": [{"reason": "FieldValueRequired", "message": "Required value: is required for apply patch",
+                                            "field": "fieldManager"}]})
+            try:
+                patch = self.parse_body(body, allow_yaml=(ptype == "apply"))
+            except ApiError:
+                raise
+            code, out = sim.patch(rt, ns, name, ptype, patch, sub, dry)
+            self.send(code, out)
+            return
+        if method == "DELETE":
+            opts = {}
+            if body.strip():
+                try:
+                    opts = json.loads(body)
+                except ValueError:
+                    raise bad_request("invalid DeleteOptions body")
+                if not isinstance(opts, dict):
+                    raise bad_request("invalid DeleteOptions body")
+            if q.get("propagationPolicy"):
+                opts["propagationPolicy"] = q["propagationPolicy"]
+            if opts.get("dryRun") == ["All"]:
+                dry = True
+            if name is None:
+                lsel, fsel = self.selectors(rt)
+                code, out = sim.delete_collection(rt, ns, lsel, fsel, opts, dry)
+            else:
+                if sub is not None:
+                    raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                code, out = sim.delete(rt, ns, name, opts, dry)
+            self.send(code, out)
+            return
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    # ------------------------------------------------------------ watch
+    def do_watch(self, rt, ns, lsel, fsel):
+        sim = self.server.sim
+        q = self.q
+        table = self.output_kind() == "table"
+        bookmarks = q.get("allowWatchBookmarks") in ("true", "1")
+        send_initial = q.get("sendInitialEvents") == "true"
+        timeout = None
+        if q.get("timeoutSeconds"):
+            try:
+                timeout = float(q["timeoutSeconds"])
+            except ValueError:
+                raise bad_request("invalid timeoutSeconds")
+        w = sim.watch_start(rt, ns, lsel, fsel, q.get("resourceVersion"), send_initial)
+        self.log_entry["watch"] = True
+        self.log_entry["status"] = 200
+        self.server.log.add(self.log_entry)
+        first = [True]
+
+        def enc(etype, data):
+            if table and etype in ("ADDED", "MODIFIED", "DELETED"):
+                o = loads(data)
+                t = make_table(rt, [o], {"resourceVersion": o["metadata"].get("resourceVersion")},
+                               q.get("includeObject", "Metadata"), first[0])
+                if not first[0]:
+                    t["columnDefinitions"] = []
+                first[0] = False
+                data = dumps(t)
+            return b'{"type":"' + etype.encode() + b'","object":' + data + b"}\n"
+
+        def chunk(payload):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(payload), payload))
+
+        def bookmark(extra=None):
+            md = {"resourceVersion": str(w.rv)}
+            if extra:
+                md["annotations"] = extra
+            return enc("BOOKMARK", dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": md}))
+
+        try:
+            self.wfile.write(("HTTP/1.1 200 OK\r\nCache-Control: no-cache, private\r\nContent-Type: application/json\r\n"
+                              "Date: %s\r\nTransfer-Encoding: chunked\r\n\r\n" % self.date_time_string()).encode())
+            self.status_code = 200
+            if w.expired:
+                chunk(enc("ERROR", dumps(ApiError(410, "Expired", w.expired).status())))
+                return self._end_chunks()
+            if w.initial:
+                buf = [enc("ADDED", d) for d in w.initial]
+                for i in range(0, len(buf), 200):
+                    chunk(b"".join(buf[i:i + 200]))
+            if send_initial and bookmarks:
+                chunk(bookmark({"k8s.io/initial-events-end": "true"}))
+            deadline = time.time() + timeout if timeout else None
+            last_sent = time.time()
+            interval = self.server.opts.bookmark_interval
+            while True:
+                now = time.time()
+                wait = 1.0 if deadline is None else min(1.0, deadline - now)
+                if wait <= 0:
+                    break
+                evs = sim.watch_wait(w, wait)
+                if w.expired:
+                    chunk(enc("ERROR", dumps(ApiError(410, "Expired", w.expired).status())))
+                    break
+                if evs:
+                    chunk(b"".join(enc(t, d) for t, d in evs))
+                    last_sent = time.time()
+                elif bookmarks and time.time() - last_sent >= interval:
+                    chunk(bookmark())
+                    last_sent = time.time()
+                if self.client_gone():
+                    self.close_connection = True
+                    return
+            self._end_chunks()
+        except (ConnectionError, ssl.SSLError, OSError):
+            self.close_connection = True
+        finally:
+            sim.watch_end(w)
+
+    def _end_chunks(self):
+        self.wfile.write(b"0\r\n\r\n")
+
+
+# ---------------------------------------------------------------- startup
+def gen_cert(tmp, host):
+    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    san = "IP:127.0.0.1,DNS:localhost"
+    if host not in ("127.0.0.1", "localhost", "0.0.0.0", ""):
+        san += (",IP:" if re.match(r"^[0-9.]+$|:", host) else ",DNS:") + host
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", key, "-out", crt, "-days", "30", "-subj", "/CN=kubesim",
+                    "-addext", "subjectAltName=" + san],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return crt, key
+
+
+def atomic_write(path, text):
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".kubesim-", dir=d)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def kubeconfig(url, tokens, ca_pem):
+    cl = "    server: %s\n" % url
+    if ca_pem:
+        cl += "    certificate-authority-data: %s\n" % base64.b64encode(ca_pem).decode()
+    users = list(tokens) or [("kubesim", None)]
+    out = "apiVersion: v1\nkind: Config\npreferences: {}\nclusters:\n- name: kubesim\n  cluster:\n" + cl
+    out += "contexts:\n"
+    for i, (name, _) in enumerate(users):
+        out += "- name: %s\n  context:\n    cluster: kubesim\n    user: %s\n    namespace: default\n" % (
+            "kubesim" if i == 0 else "kubesim-" + name, name)
+    out += "current-context: kubesim\nusers:\n"
+    for name, tok in users:
+        out += "- name: %s\n  user:%s\n" % (name, "\n    token: %s" % tok if tok else " {}")
+    return out
+
+
+def load_seeds(sim, paths):
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            for f in sorted(os.listdir(p)):
+                if f.endswith((".json", ".yaml", ".yml")):
+                    files.append(os.path.join(p, f))
+        else:
+            files.append(p)
+    objs = []
+    for f in files:
+        with open(f, "rb") as fh:
+            raw = fh.read()
+        if f.endswith(".json"):
+            docs = [json.loads(raw)]
+        else:
+            if yaml is None:
+                raise SystemExit("kubesim: %s: YAML seeds need PyYAML" % f)
+            docs = [d for d in yaml.safe_load_all(raw) if d is not None]
+        for d in docs:
+            stack = d if isinstance(d, list) else [d]
+            for o in stack:
+                if isinstance(o, dict) and o.get("kind", "").endswith("List") and "items" in o:
+                    objs.extend(o["items"])
+                elif isinstance(o, dict):
+                    objs.append(o)
+    prio = lambda o: 0 if o.get("kind") in ("Namespace", "CustomResourceDefinition") else 1
+    for o in sorted(objs, key=prio):
+        rt = sim.by_gvk.get((o.get("apiVersion"), o.get("kind")))
+        if rt is None:
+            raise SystemExit("kubesim: seed: unknown apiVersion/kind %s/%s" % (o.get("apiVersion"), o.get("kind")))
+        ns = (o.get("metadata") or {}).get("namespace") or "default"
+        try:
+            sim.create(rt, ns if rt.namespaced else None, o)
+        except ApiError as e:
+            if e.reason != "AlreadyExists":
+                raise SystemExit("kubesim: seed: %s" % e.message)
+    return len(objs)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Kubernetes API server stand-in for tests")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--ready-file")
+    ap.add_argument("--kubeconfig-out")
+    ap.add_argument("--ca-out", help="also write the CA certificate (PEM) here")
+    ap.add_argument("--tls", action="store_true")
+    ap.add_argument("--token", action="append", default=[], help="NAME=TOKEN (repeatable)")
+    ap.add_argument("--seed", action="append", default=[], help="directory or file of manifests")
+    ap.add_argument("--history", type=int, default=10000, help="watch event history length")
+    ap.add_argument("--bookmark-interval", type=float, default=5.0)
+    ap.add_argument("--no-gzip", action="store_true")
+    opts = ap.parse_args(argv)
+
+    tokens = []
+    for t in opts.token:
+        if "=" not in t:
+            ap.error("--token wants NAME=TOKEN")
+        n, v = t.split("=", 1)
+        tokens.append((n, v))
+
+    tmp = tempfile.mkdtemp(prefix="kubesim-")
+    atexit.register(shutil.rmtree, tmp, True)
+    signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
+
+    sim = Sim(history=opts.history)
+    if opts.seed:
+        load_seeds(sim, opts.seed)
+
+    ctx, ca_pem = None, None
+    if opts.tls:
+        crt, key = gen_cert(tmp, opts.host)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(crt, key)
+        ctx.set_alpn_protocols(["http/1.1"])
+        with open(crt, "rb") as f:
+            ca_pem = f.read()
+
+    srv = Server((opts.host, opts.port), sim, {v: n for n, v in tokens}, ctx, opts)
+    port = srv.server_address[1]
+    hostport = "%s:%d" % (opts.host if ":" not in opts.host else "[%s]" % opts.host, port)
+    srv.hostport = hostport
+    url = "%s://%s" % ("https" if opts.tls else "http", hostport)
+    srv.base_url = url
+    if opts.ca_out and ca_pem:
+        atomic_write(opts.ca_out, ca_pem.decode())
+    if opts.kubeconfig_out:
+        atomic_write(opts.kubeconfig_out, kubeconfig(url, tokens, ca_pem))
+    if opts.ready_file:
+        atomic_write(opts.ready_file, url)
+    print("kubesim listening on %s" % url, flush=True)
+    try:
+        srv.serve_forever(poll_interval=0.5)
+    finally:
+        srv.server_close()
+
+
+if __name__ == "__main__":
+    main()
