@@ -89,7 +89,7 @@ run_one() {
 	if [ -n "$san" ]; then
 		echo "FAIL: $name: sanitizer report"
 		for x in $san; do sed -n '1,60p' "$x"; done
-		f=$((f + 1))
+		[ "$f" -eq 0 ] && f=1
 	fi
 	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 	ran=$((ran + 1))
