@@ -1,0 +1,92 @@
+/*
+ * tarparts.h: a tar.gz written as a series of independent gzip members.
+ *
+ * libarchive produces plain tar (no libarchive compression filter, no
+ * block buffering), so after each entry every byte of it has been handed
+ * to us; we deflate those bytes with zlib ourselves and finish a gzip
+ * member (Z_FINISH) only at a part boundary. Each part is therefore a
+ * complete gzip member holding whole tar entries, and the concatenation
+ * of parts 1..n is one valid .tar.gz (GNU tar, libarchive, Python's
+ * tarfile and Go's gzip reader all read multi-member streams). Only the
+ * last part carries the tar end-of-archive blocks.
+ *
+ * The caller decides where a part may end (between items, never between
+ * the two entries of one item) by calling tarparts_boundary(); a part is
+ * cut there once its compressed size reached part_size. Compressed bytes
+ * go to a sink (begin/write/end per part): the backup engine streams them
+ * to storage, never to a whole local tarball.
+ *
+ * Resume: a new writer opened with first_part = k + 1 continues a tarball
+ * whose parts 1..k are stored; tar entries carry no state between them,
+ * so parts 1..k followed by the new writer's parts form one valid whole.
+ *
+ * Threading: one writer is used by one thread.
+ */
+#ifndef CAIRN_TARPARTS_H
+#define CAIRN_TARPARTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "base/err.h"
+
+struct tarparts;
+
+struct tarparts_sink {
+	/* A new part starts (1-based number). */
+	int (*begin)(void *arg, int part, struct cairn_err *err);
+	/* Compressed bytes of the current part, in order. */
+	int (*write)(void *arg, const void *p, size_t n, struct cairn_err *err);
+	/*
+	 * The current part is complete: bytes compressed bytes, entries tar
+	 * entries in it. The sink stores it (e.g. uploads the part) and
+	 * returns 0, or an error that the writer passes up unchanged.
+	 */
+	int (*end)(void *arg, int part, uint64_t bytes, uint64_t entries,
+	    struct cairn_err *err);
+	void *arg;
+};
+
+/*
+ * Open a writer whose first part gets number first_part (1 for a new
+ * tarball, k+1 to continue after k stored parts). part_size is the
+ * compressed size after which tarparts_boundary() cuts a part. mtime
+ * (seconds) is stamped on every entry, so a resumed writer produces the
+ * same bytes. The sink is copied. On failure *out is NULL.
+ */
+int tarparts_open(const struct tarparts_sink *sink, int first_part,
+	size_t part_size, int64_t mtime, struct tarparts **out,
+	struct cairn_err *err);
+
+/*
+ * Append one regular-file entry (mode 0644) holding len bytes of data.
+ * The first entry opens part first_part through the sink. Errors from the
+ * sink, libarchive or zlib are returned; the writer is then unusable
+ * (sticky error) and should be freed.
+ */
+int tarparts_add(struct tarparts *tp, const char *path, const void *data,
+	size_t len, struct cairn_err *err);
+
+/*
+ * A point where a part may end. If the current part's compressed size
+ * reached part_size, the gzip member is finished and the part handed to
+ * the sink's end(); *cut (may be NULL) is then 1, else 0.
+ */
+int tarparts_boundary(struct tarparts *tp, int *cut, struct cairn_err *err);
+
+/*
+ * Write the tar end-of-archive blocks and close the last part (a part is
+ * opened for them if the previous one was just cut). After success the
+ * writer only answers the getters below.
+ */
+int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
+
+/* Free; a writer not finished is abandoned: nothing more reaches the sink. */
+void tarparts_free(struct tarparts *tp);
+
+int tarparts_current_part(const struct tarparts *tp);	/* 0 if none open */
+int tarparts_last_closed(const struct tarparts *tp);	/* 0 if none */
+uint64_t tarparts_bytes_out(const struct tarparts *tp);	/* all parts */
+/* Compressed bytes of the open part handed to the sink so far. */
+uint64_t tarparts_part_bytes(const struct tarparts *tp);
+
+#endif

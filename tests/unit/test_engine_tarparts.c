@@ -1,0 +1,440 @@
+/*
+ * test_engine_tarparts.c: the multi-member tar.gz part writer. Parts are
+ * written as files, concatenated, and read back with libarchive, GNU tar
+ * and Python's tarfile; a writer resumed after part k completes a valid
+ * whole.
+ */
+#include "config.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/mem.h"
+#include "engine/tarparts.h"
+#include "tests/unit/unit.h"
+
+#define MAXPARTS 256
+
+struct fsink {
+	char dir[512];
+	FILE *f;
+	int nparts;
+	uint64_t bytes[MAXPARTS];
+	int fail_at;		/* part number whose end() fails, 0: never */
+	int opened;
+};
+
+static int
+fs_begin(void *arg, int part, struct cairn_err *err)
+{
+	struct fsink *s = arg;
+	char path[600];
+
+	snprintf(path, sizeof path, "%s/part-%05d", s->dir, part);
+	s->f = fopen(path, "wb");
+	if (s->f == NULL)
+		return cairn_err_set(err, CAIRN_EIO, "open %s", path);
+	s->opened++;
+	return 0;
+}
+
+static int
+fs_write(void *arg, const void *p, size_t n, struct cairn_err *err)
+{
+	struct fsink *s = arg;
+
+	if (fwrite(p, 1, n, s->f) != n)
+		return cairn_err_set(err, CAIRN_EIO, "write");
+	return 0;
+}
+
+static int
+fs_end(void *arg, int part, uint64_t bytes, uint64_t entries,
+	struct cairn_err *err)
+{
+	struct fsink *s = arg;
+
+	(void)entries;
+	fclose(s->f);
+	s->f = NULL;
+	if (part == s->fail_at)
+		return cairn_err_set(err, CAIRN_ENET, "storage down");
+	if (part < MAXPARTS)
+		s->bytes[part] = bytes;
+	if (part > s->nparts)
+		s->nparts = part;
+	return 0;
+}
+
+static void
+sink_init(struct fsink *s, struct tarparts_sink *ts, const char *name)
+{
+	memset(s, 0, sizeof *s);
+	snprintf(s->dir, sizeof s->dir, "%s/%s", UNIT_TMPDIR(), name);
+	mkdir(s->dir, 0755);
+	ts->begin = fs_begin;
+	ts->write = fs_write;
+	ts->end = fs_end;
+	ts->arg = s;
+}
+
+/* Concatenate parts 1..n of dir into dir/all.tar.gz. */
+static int
+concat(const char *dir, int n, char *out, size_t outlen)
+{
+	FILE *o, *in;
+	char path[600], buf[8192];
+	size_t k;
+
+	snprintf(out, outlen, "%s/all.tar.gz", dir);
+	o = fopen(out, "wb");
+	if (o == NULL)
+		return -1;
+	for (int i = 1; i <= n; i++) {
+		snprintf(path, sizeof path, "%s/part-%05d", dir, i);
+		in = fopen(path, "rb");
+		if (in == NULL) {
+			fclose(o);
+			return -1;
+		}
+		while ((k = fread(buf, 1, sizeof buf, in)) > 0)
+			fwrite(buf, 1, k, o);
+		fclose(in);
+	}
+	fclose(o);
+	return 0;
+}
+
+static void
+item_json(int i, char *buf, size_t len)
+{
+	/* Some variety so compression does not hide everything. */
+	snprintf(buf, len, "{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":"
+	    "\"cm-%06d\",\"uid\":\"%08x-%04x\"},\"data\":{\"k\":\"%d-%x\"}}",
+	    i, (unsigned)(i * 2654435761u), (unsigned)(i * 40503u) & 0xffff,
+	    i * 7, (unsigned)(i * 97u));
+}
+
+/* Add item i as two entries (like a backup item), then a boundary. */
+static int
+add_item(struct tarparts *tp, int i, int *cut)
+{
+	char path[128], json[256];
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	item_json(i, json, sizeof json);
+	snprintf(path, sizeof path, "resources/configmaps/namespaces/ns/"
+	    "cm-%06d.json", i);
+	if (tarparts_add(tp, path, json, strlen(json), &err) < 0)
+		return -1;
+	snprintf(path, sizeof path, "resources/configmaps/v1-preferredversion/"
+	    "namespaces/ns/cm-%06d.json", i);
+	if (tarparts_add(tp, path, json, strlen(json), &err) < 0)
+		return -1;
+	return tarparts_boundary(tp, cut, &err);
+}
+
+/*
+ * Read a tar.gz with libarchive: check metadata/version first, then the
+ * items in order 0..n-1 each twice with the right content. Returns the
+ * number of items found or -1 on any mismatch.
+ */
+static int
+read_back(const char *file, int n)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	char want[256], got[512];
+	int idx = 0, second = 0, first = 1, bad = 0;
+
+	archive_read_support_filter_gzip(a);
+	archive_read_support_format_tar(a);
+	if (archive_read_open_filename(a, file, 16384) != ARCHIVE_OK) {
+		archive_read_free(a);
+		return -1;
+	}
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+		la_ssize_t k = archive_read_data(a, got, sizeof got - 1);
+
+		if (k < 0) {
+			bad = 1;
+			break;
+		}
+		got[k] = '\0';
+		if (first) {
+			first = 0;
+			if (strcmp(archive_entry_pathname(e),
+			    "metadata/version") != 0 ||
+			    strcmp(got, "1.1.0\n") != 0)
+				bad = 1;
+			continue;
+		}
+		item_json(idx, want, sizeof want);
+		if (strcmp(got, want) != 0 || idx >= n) {
+			bad = 1;
+			break;
+		}
+		if (second) {
+			idx++;
+			second = 0;
+		} else
+			second = 1;
+	}
+	archive_read_free(a);
+	return bad ? -1 : idx;
+}
+
+/* Run "pre'file'post" in a shell; 0 if its first output line is expect. */
+static int
+run_cmd(const char *pre, const char *file, const char *post,
+	const char *expect)
+{
+	char cmd[1400], out[256] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof cmd, "%s'%s'%s", pre, file, post);
+	p = popen(cmd, "r");
+	if (p == NULL)
+		return -1;
+	if (fgets(out, sizeof out, p) == NULL)
+		out[0] = '\0';
+	if (pclose(p) != 0)
+		return -1;
+	out[strcspn(out, "\n")] = '\0';
+	return strcmp(out, expect) == 0 ? 0 : -1;
+}
+
+static struct tarparts *
+open_writer(struct tarparts_sink *ts, int first, size_t psize)
+{
+	struct tarparts *tp = NULL;
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	if (tarparts_open(ts, first, psize, 1764676800, &tp, &err) < 0)
+		return NULL;
+	if (first == 1 && tarparts_add(tp, "metadata/version", "1.1.0\n", 6,
+	    &err) < 0) {
+		tarparts_free(tp);
+		return NULL;
+	}
+	return tp;
+}
+
+static void
+test_many_parts_read_back(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char all[700];
+	int cuts = 0, cut, n = 3000;
+
+	sink_init(&s, &ts, "many");
+	tp = open_writer(&ts, 1, 16 << 10);
+	REQUIRE(tp != NULL);
+	for (int i = 0; i < n; i++) {
+		REQUIRE(add_item(tp, i, &cut) == 0);
+		cuts += cut;
+	}
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	CHECK(cuts >= 3);
+	CHECK_INT(s.nparts, cuts + 1);
+	/* Every part except the last reached the part size. */
+	for (int p = 1; p < s.nparts; p++)
+		CHECK(s.bytes[p] >= (16u << 10));
+	CHECK(tarparts_bytes_out(tp) > 0);
+	tarparts_free(tp);
+	REQUIRE(concat(s.dir, s.nparts, all, sizeof all) == 0);
+	CHECK_INT(read_back(all, n), n);
+	/* GNU tar and Python's tarfile read the multi-member stream. */
+	CHECK(run_cmd("tar tzf ", all, " | wc -l", "6001") == 0);
+	CHECK(run_cmd("python3 -c 'import sys,tarfile; "
+	    "print(len(tarfile.open(sys.argv[1],\"r:gz\").getnames()))' ",
+	    all, "", "6001") == 0);
+	CHECK(run_cmd("gzip -t ", all, " && echo ok", "ok") == 0);
+}
+
+static void
+test_each_part_is_whole_member(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char path[700];
+	int cut;
+
+	sink_init(&s, &ts, "members");
+	tp = open_writer(&ts, 1, 8 << 10);
+	REQUIRE(tp != NULL);
+	for (int i = 0; i < 1000; i++)
+		REQUIRE(add_item(tp, i, &cut) == 0);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	REQUIRE(s.nparts >= 2);
+	/* Each part alone gunzips to whole 512-byte tar blocks. */
+	for (int p = 1; p <= s.nparts; p++) {
+		gzFile g;
+		char blk[4096];
+		long total = 0;
+		int k;
+
+		snprintf(path, sizeof path, "%s/part-%05d", s.dir, p);
+		g = gzopen(path, "rb");
+		REQUIRE(g != NULL);
+		while ((k = gzread(g, blk, sizeof blk)) > 0)
+			total += k;
+		gzclose(g);
+		CHECK(total > 0 && total % 512 == 0);
+	}
+}
+
+static void
+test_resume_after_part_k(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char all[700], path[700];
+	int cut, n = 2000, last_in_part2 = -1, i, k;
+
+	sink_init(&s, &ts, "resume");
+	tp = open_writer(&ts, 1, 12 << 10);
+	REQUIRE(tp != NULL);
+	/* First writer: run until part 2 is closed, then further into part 3. */
+	for (i = 0; i < n; i++) {
+		REQUIRE(add_item(tp, i, &cut) == 0);
+		if (cut && tarparts_last_closed(tp) == 2) {
+			last_in_part2 = i;
+			break;
+		}
+	}
+	REQUIRE(last_in_part2 > 0);
+	for (k = 0; k < 50; k++)
+		REQUIRE(add_item(tp, last_in_part2 + 1 + k, &cut) == 0);
+	CHECK_INT(tarparts_current_part(tp), 3);
+	/* Crash: the writer is dropped with part 3 half written. */
+	tarparts_free(tp);
+	snprintf(path, sizeof path, "%s/part-%05d", s.dir, 3);
+	unlink(path);
+
+	/* Second writer continues with part 3 after the checkpointed item. */
+	tp = open_writer(&ts, 3, 12 << 10);
+	REQUIRE(tp != NULL);
+	for (i = last_in_part2 + 1; i < n; i++)
+		REQUIRE(add_item(tp, i, &cut) == 0);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	REQUIRE(s.nparts >= 3);
+	REQUIRE(concat(s.dir, s.nparts, all, sizeof all) == 0);
+	CHECK_INT(read_back(all, n), n);
+	CHECK(run_cmd("tar tzf ", all, " | wc -l", "4001") == 0);
+}
+
+static void
+test_empty_and_finish_after_cut(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char all[700];
+	int cut;
+
+	/* Nothing but metadata/version: one part. */
+	sink_init(&s, &ts, "empty");
+	tp = open_writer(&ts, 1, 1 << 20);
+	REQUIRE(tp != NULL);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	CHECK_INT(s.nparts, 1);
+	REQUIRE(concat(s.dir, 1, all, sizeof all) == 0);
+	CHECK_INT(read_back(all, 0), 0);
+
+	/* A part cut right before finish: the end blocks get their own part. */
+	sink_init(&s, &ts, "cutlast");
+	tp = open_writer(&ts, 1, 1);
+	REQUIRE(tp != NULL);
+	REQUIRE(add_item(tp, 0, &cut) == 0);
+	CHECK_INT(cut, 1);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	CHECK_INT(s.nparts, 2);
+	REQUIRE(concat(s.dir, 2, all, sizeof all) == 0);
+	CHECK_INT(read_back(all, 1), 1);
+}
+
+static void
+test_sink_error_is_sticky(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	int cut, rc = 0, i;
+
+	sink_init(&s, &ts, "fail");
+	s.fail_at = 1;
+	tp = open_writer(&ts, 1, 4 << 10);
+	REQUIRE(tp != NULL);
+	for (i = 0; i < 1000 && rc == 0; i++)
+		rc = add_item(tp, i, &cut);
+	CHECK_INT(rc, CAIRN_ENET);
+	CHECK(tarparts_add(tp, "x", "y", 1, &err) == CAIRN_ENET);
+	CHECK(strstr(err.msg, "storage down") != NULL);
+	CHECK(tarparts_finish(tp, &err) < 0);
+	tarparts_free(tp);
+}
+
+static void
+test_long_path_uses_pax(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct archive *a;
+	struct archive_entry *e;
+	char name[400], all[700];
+	int found = 0;
+
+	memset(name, 'x', 300);
+	memcpy(name, "resources/", 10);
+	strcpy(name + 300, ".json");
+	sink_init(&s, &ts, "longpath");
+	tp = open_writer(&ts, 1, 1 << 20);
+	REQUIRE(tp != NULL);
+	REQUIRE(tarparts_add(tp, name, "{}", 2, &err) == 0);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	REQUIRE(concat(s.dir, 1, all, sizeof all) == 0);
+	a = archive_read_new();
+	archive_read_support_filter_gzip(a);
+	archive_read_support_format_tar(a);
+	REQUIRE(archive_read_open_filename(a, all, 16384) == ARCHIVE_OK);
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK)
+		if (strcmp(archive_entry_pathname(e), name) == 0)
+			found = 1;
+	archive_read_free(a);
+	CHECK(found);
+}
+
+int
+main(void)
+{
+	RUN(test_many_parts_read_back);
+	RUN(test_each_part_is_whole_member);
+	RUN(test_resume_after_part_k);
+	RUN(test_empty_and_finish_after_cut);
+	RUN(test_sink_error_is_sticky);
+	RUN(test_long_path_uses_pax);
+	return unit_done();
+}
