@@ -237,8 +237,9 @@ class Sim:
             self.cond.notify_all()
 
     def compact(self):
-        """Forget the event history: older RVs become too old for watch and continue."""
+        """Forget the event history: every RV and continue token issued so far becomes too old."""
         with self.lock:
+            self.rv += 1
             self.hist = []
             self.hist_rvs = []
             self.watch_floor = self.rv

@@ -1,0 +1,413 @@
+#!/usr/bin/env python3
+"""Direct HTTP checks of tests/kubesim for what kubectl does not show:
+exact Status bodies, RV rules, generation, Lease MicroTime, watch resume / 410,
+fault rules per token, the request log and keep-alive connection ids."""
+import http.client
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.environ.get("CAIRN_SRCDIR") or
+                                os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."), "tests", "lib"))
+from cairntest import case, main  # noqa: E402
+
+CM = "/api/v1/namespaces/default/configmaps"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+WIDGETS = "/apis/example.io/v1/namespaces/default/widgets"
+
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.io"},
+    "spec": {"group": "example.io", "scope": "Namespaced",
+             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "subresources": {"status": {}},
+                           "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                           "additionalPrinterColumns": [
+                               {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                               {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'}]}]},
+}
+
+
+def with_crd(sim):
+    sim.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD)
+
+
+def watch_events(sim, path, timeout=10, token=None, on_open=None):
+    """GET a watch URL (which must carry timeoutSeconds) and return the decoded events."""
+    req = urllib.request.Request(sim.url + path, headers={"Authorization": "Bearer " + (token or sim.token)})
+    evs = []
+    with urllib.request.urlopen(req, context=sim._ctx, timeout=timeout) as r:
+        if r.status != 200:
+            raise AssertionError("watch status %d" % r.status)
+        if on_open:
+            on_open()
+        for line in r:
+            line = line.strip()
+            if line:
+                evs.append(json.loads(line))
+    return evs
+
+
+def conn(sim):
+    u = urllib.parse.urlsplit(sim.url)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=10)
+
+
+@case
+def stale_rv_conflict_exact_body(t):
+    sim = t.kubesim()
+    cm = sim.ok("POST", CM, {"metadata": {"name": "c1"}, "data": {"a": "1"}})
+    rv = cm["metadata"]["resourceVersion"]
+    sim.ok("PUT", CM + "/c1", dict(cm, data={"a": "2"}))
+    st, body, _ = sim.put(CM + "/c1", dict(cm, data={"a": "3"}))
+    t.eq(st, 409, "status of PUT with stale RV")
+    t.eq(body, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": 'Operation cannot be fulfilled on configmaps "c1": the object has been modified; '
+                           'please apply your changes to the latest version and try again',
+                "reason": "Conflict", "details": {"name": "c1", "kind": "configmaps"}, "code": 409},
+         "409 body")
+    # lease: group in details and message
+    lease = sim.ok("POST", LEASES, {"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}})
+    sim.ok("PUT", LEASES + "/l", dict(lease, spec={"holderIdentity": "b"}))
+    st, body, _ = sim.put(LEASES + "/l", dict(lease, spec={"holderIdentity": "c"}))
+    t.eq(st, 409, "lease stale PUT")
+    t.eq(body["message"], 'Operation cannot be fulfilled on leases.coordination.k8s.io "l": the object has been '
+                          'modified; please apply your changes to the latest version and try again', "lease message")
+    t.eq(body["details"], {"name": "l", "group": "coordination.k8s.io", "kind": "leases"}, "lease details")
+    # already exists / not found bodies
+    st, body, _ = sim.post(CM, {"metadata": {"name": "c1"}})
+    t.eq((st, body["reason"], body["message"]), (409, "AlreadyExists", 'configmaps "c1" already exists'), "AlreadyExists")
+    st, body, _ = sim.get(CM + "/nope")
+    t.eq((st, body["reason"], body["message"], body["details"]),
+         (404, "NotFound", 'configmaps "nope" not found', {"name": "nope", "kind": "configmaps"}), "NotFound")
+    # no-op update keeps the RV
+    cur = sim.ok("GET", CM + "/c1")
+    same = sim.ok("PUT", CM + "/c1", cur)
+    t.eq(same["metadata"]["resourceVersion"], cur["metadata"]["resourceVersion"], "no-op PUT RV")
+    t.check(rv != cur["metadata"]["resourceVersion"], "RV must change on a real update")
+    # PUT without RV is allowed for ConfigMaps
+    cur["metadata"].pop("resourceVersion")
+    cur["data"] = {"z": "1"}
+    t.eq(sim.put(CM + "/c1", cur)[0], 200, "ConfigMap PUT without RV")
+
+
+@case
+def put_without_rv_refused_for_cr_and_lease(t):
+    sim = t.kubesim()
+    with_crd(sim)
+    w = sim.ok("POST", WIDGETS, {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w1"},
+                                 "spec": {"size": 1}})
+    w["metadata"].pop("resourceVersion")
+    st, body, _ = sim.put(WIDGETS + "/w1", w)
+    t.eq(st, 422, "CR PUT without RV")
+    t.eq(body["reason"], "Invalid", "reason")
+    t.eq(body["message"], 'Widget.example.io "w1" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+                          'must be specified for an update', "message")
+    t.eq(body["details"]["causes"][0]["field"], "metadata.resourceVersion", "cause field")
+    # Lease: PUT on a missing lease creates it (201); PUT without RV on an existing one is 422
+    st, body, _ = sim.put(LEASES + "/new", {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                             "metadata": {"name": "new"}, "spec": {"holderIdentity": "x"}})
+    t.eq(st, 201, "Lease create-on-PUT")
+    st, body, _ = sim.put(LEASES + "/new", {"metadata": {"name": "new"}, "spec": {"holderIdentity": "y"}})
+    t.eq(st, 422, "Lease PUT without RV")
+    t.check("Lease.coordination.k8s.io \"new\" is invalid" in body["message"], body["message"])
+    # ConfigMap PUT on missing -> 404; namespace mismatch -> 400; missing namespace -> 404
+    t.eq(sim.put(CM + "/ghost", {"metadata": {"name": "ghost"}})[0], 404, "PUT missing ConfigMap")
+    st, body, _ = sim.post(CM, {"metadata": {"name": "x", "namespace": "kube-system"}})
+    t.eq((st, body["reason"]), (400, "BadRequest"), "namespace mismatch")
+    st, body, _ = sim.post("/api/v1/namespaces/nowhere/configmaps", {"metadata": {"name": "x"}})
+    t.eq((st, body["message"]), (404, 'namespaces "nowhere" not found'), "create in missing namespace")
+    # SMP on a CR -> 415; JSON patch test failure -> 422
+    st, body, _ = sim.patch(WIDGETS + "/w1", {"spec": {"size": 2}}, kind="strategic")
+    t.eq((st, body["reason"]), (415, "UnsupportedMediaType"), "SMP on CR")
+    st, body, _ = sim.patch(WIDGETS + "/w1", [{"op": "test", "path": "/spec/size", "value": 9}], kind="json")
+    t.eq(st, 422, "failed JSON patch test op")
+    # PATCH carrying a stale RV -> 409
+    st, body, _ = sim.patch(WIDGETS + "/w1", {"metadata": {"resourceVersion": "1"}, "spec": {"size": 3}})
+    t.eq(st, 409, "merge patch with stale RV")
+
+
+@case
+def generation_bumps_on_spec_change_only(t):
+    sim = t.kubesim()
+    with_crd(sim)
+    w = sim.ok("POST", WIDGETS, {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w"},
+                                 "spec": {"size": 1}, "status": {"phase": "dropped"}})
+    t.eq(w["metadata"].get("generation"), 1, "initial generation")
+    t.check("status" not in w, "status must be dropped on create with a status subresource")
+    w = sim.ok("PATCH", WIDGETS + "/w", {"metadata": {"labels": {"a": "b"}}}, content_type="application/merge-patch+json")
+    t.eq(w["metadata"]["generation"], 1, "generation after label change")
+    w = sim.ok("PATCH", WIDGETS + "/w/status", {"status": {"phase": "Running"}}, content_type="application/merge-patch+json")
+    t.eq((w["metadata"]["generation"], w["status"]["phase"]), (1, "Running"), "after status change")
+    w = sim.ok("PATCH", WIDGETS + "/w", {"spec": {"size": 2}, "status": {"phase": "Ignored"}},
+               content_type="application/merge-patch+json")
+    t.eq((w["metadata"]["generation"], w["status"]["phase"]), (2, "Running"), "after spec change via main endpoint")
+    # status PUT takes only .status
+    w["spec"]["size"] = 99
+    w["status"] = {"phase": "Done"}
+    w = sim.ok("PUT", WIDGETS + "/w/status", w)
+    t.eq((w["spec"]["size"], w["status"]["phase"], w["metadata"]["generation"]), (2, "Done", 2), "status PUT")
+    # client cannot set generation
+    w["metadata"]["generation"] = 50
+    w["metadata"]["annotations"] = {"x": "y"}
+    w = sim.ok("PUT", WIDGETS + "/w", w)
+    t.eq(w["metadata"]["generation"], 2, "client-set generation ignored")
+    # ConfigMaps have no generation
+    cm = sim.ok("POST", CM, {"metadata": {"name": "g"}, "data": {}})
+    t.check("generation" not in cm["metadata"], "ConfigMap must have no generation")
+    # Table output with printer columns
+    sim.ok("PATCH", WIDGETS + "/w/status", {"status": {"conditions": [{"type": "Ready", "status": "True"}]}},
+           content_type="application/merge-patch+json")
+    st, tab, _ = sim.get(WIDGETS, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"})
+    t.eq(st, 200, "table status")
+    t.eq([c["name"] for c in tab["columnDefinitions"]], ["Name", "Size", "Ready"], "table columns")
+    t.eq(tab["rows"][0]["cells"], ["w", 2, "True"], "table cells")
+
+
+@case
+def lease_microtime_round_trip(t):
+    sim = t.kubesim()
+    spec = {"holderIdentity": "cairn-a", "leaseDurationSeconds": 15,
+            "acquireTime": "2025-01-02T03:04:05.123456Z", "renewTime": "2025-01-02T03:04:06.000001Z",
+            "leaseTransitions": 0}
+    lease = sim.ok("POST", LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                                    "metadata": {"name": "cairn-a"}, "spec": spec})
+    t.eq(lease["spec"], spec, "spec after create")
+    got = sim.ok("GET", LEASES + "/cairn-a")
+    t.eq(got["spec"], spec, "spec after GET")
+    t.check("generation" not in got["metadata"], "Lease has no generation")
+    got["spec"]["renewTime"] = "2025-01-02T03:04:07.5+01:00"
+    upd = sim.ok("PUT", LEASES + "/cairn-a", got)
+    t.eq(upd["spec"]["renewTime"], "2025-01-02T02:04:07.500000Z", "MicroTime normalised to UTC, 6 digits")
+    st, body, _ = sim.put(LEASES + "/cairn-a", dict(upd, spec=dict(upd["spec"], renewTime="yesterday")))
+    t.eq(st, 400, "bad MicroTime")
+
+
+@case
+def watch_resume_and_410(t):
+    sim = t.kubesim(extra=["--bookmark-interval", "0.3"])
+    c = sim.ok("POST", CM, {"metadata": {"name": "w", "labels": {"sel": "yes"}}, "data": {"n": "0"}})
+    rv0 = c["metadata"]["resourceVersion"]
+    rvs = []
+    for i in range(1, 4):
+        c = sim.ok("PUT", CM + "/w", dict(c, data={"n": str(i)}))
+        rvs.append(c["metadata"]["resourceVersion"])
+    sim.ok("POST", CM, {"metadata": {"name": "other"}})
+    evs = watch_events(sim, CM + "?watch=1&fieldSelector=metadata.name%3Dw&timeoutSeconds=1&resourceVersion=" + rv0)
+    t.eq([(e["type"], e["object"]["data"]["n"], e["object"]["metadata"]["resourceVersion"]) for e in evs],
+         [("MODIFIED", str(i + 1), rvs[i]) for i in range(3)], "events after rv0")
+    # RV unset: synthetic ADDED for current objects
+    evs = watch_events(sim, CM + "?watch=true&timeoutSeconds=1")
+    t.eq(sorted((e["type"], e["object"]["metadata"]["name"]) for e in evs), [("ADDED", "other"), ("ADDED", "w")],
+         "synthetic ADDED")
+    # selector enter/leave as ADDED/DELETED, bookmarks
+    got = []
+
+    def writer():
+        time.sleep(0.4)
+        cur = sim.ok("GET", CM + "/w")
+        cur["metadata"]["labels"] = {"sel": "no"}
+        cur = sim.ok("PUT", CM + "/w", cur)
+        cur["metadata"]["labels"] = {"sel": "yes"}
+        sim.ok("PUT", CM + "/w", cur)
+    th = threading.Thread(target=writer)
+    th.start()
+    got = watch_events(sim, CM + "?watch=1&labelSelector=sel%3Dyes&allowWatchBookmarks=true&timeoutSeconds=2"
+                                 "&resourceVersion=" + rvs[-1])
+    th.join()
+    types = [e["type"] for e in got if e["type"] != "BOOKMARK"]
+    t.eq(types, ["DELETED", "ADDED"], "selector leave/enter")
+    bms = [e for e in got if e["type"] == "BOOKMARK"]
+    t.check(bms and bms[-1]["object"]["kind"] == "ConfigMap" and bms[-1]["object"]["metadata"]["resourceVersion"],
+            "bookmark expected: %r" % got)
+    # too old RV: 200, one ERROR event carrying 410 Expired
+    sim.ok("POST", "/_sim/compact", {})
+    evs = watch_events(sim, CM + "?watch=1&timeoutSeconds=5&resourceVersion=" + rv0)
+    t.eq(len(evs), 1, "one event for too-old RV")
+    t.eq((evs[0]["type"], evs[0]["object"]["code"], evs[0]["object"]["reason"]), ("ERROR", 410, "Expired"),
+         "410 ERROR event")
+    t.check(evs[0]["object"]["message"].startswith("too old resource version: " + rv0), evs[0]["object"]["message"])
+
+
+@case
+def list_paging_and_expired_continue(t):
+    sim = t.kubesim()
+    sim.ok("POST", "/_sim/bulk", {"template": {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}},
+                                  "count": 25, "name": "p-{i:03d}", "start": 0})
+    sim.ok("POST", "/api/v1/namespaces", {"metadata": {"name": "zz"}})
+    sim.ok("POST", "/api/v1/namespaces/zz/configmaps", {"metadata": {"name": "a-first"}})
+    page = sim.ok("GET", CM + "?limit=10")
+    t.eq(len(page["items"]), 10, "page size")
+    t.eq(page["metadata"].get("remainingItemCount"), 15, "remainingItemCount")
+    names = [i["metadata"]["name"] for i in page["items"]]
+    tok = page["metadata"]["continue"]
+    while tok:
+        page = sim.ok("GET", CM + "?limit=10&continue=" + urllib.parse.quote(tok))
+        names += [i["metadata"]["name"] for i in page["items"]]
+        tok = page["metadata"].get("continue")
+    t.eq(names, ["p-%03d" % i for i in range(25)], "all names in key order")
+    allns = sim.ok("GET", "/api/v1/configmaps")
+    keys = [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in allns["items"]]
+    t.eq(keys, sorted(keys), "cluster-wide list in (namespace, name) order")
+    t.eq(allns["kind"], "ConfigMapList", "list kind")
+    t.check(all(i["kind"] == "ConfigMap" and i["apiVersion"] == "v1" for i in allns["items"]), "items carry kind")
+    st, body, _ = sim.get(CM + "?fieldSelector=data.k%3Dv")
+    t.eq(st, 400, "unsupported field selector")
+    t.eq(len(sim.ok("GET", CM + "?fieldSelector=metadata.name!%3Dp-000")["items"]), 24, "field selector !=")
+    page = sim.ok("GET", CM + "?limit=5")
+    sim.ok("POST", "/_sim/compact", {})
+    st, body, _ = sim.get(CM + "?limit=5&continue=" + urllib.parse.quote(page["metadata"]["continue"]))
+    t.eq((st, body.get("reason")), (410, "Expired"), "expired continue token")
+
+
+@case
+def faults_fire_for_named_token_only(t):
+    sim = t.kubesim(tokens={"admin": "admin-token", "other": "other-token"})
+    sim.faults({"token": "other", "path": "^/api/v1/namespaces/default/configmaps", "status": 429,
+                "retryAfter": 3, "count": 2})
+    t.eq(sim.get(CM)[0], 200, "admin is not faulted")
+    st, body, hdrs = sim.get(CM, token="other-token")
+    t.eq(st, 429, "other gets 429")
+    t.eq(hdrs.get("Retry-After"), "3", "Retry-After header")
+    t.eq((body["reason"], body["details"]["retryAfterSeconds"]), ("TooManyRequests", 3), "429 body")
+    t.eq(sim.get(CM, token="other-token")[0], 429, "second 429")
+    t.eq(sim.get(CM, token="other-token")[0], 200, "count exhausted")
+    rules = sim.ok("GET", "/_sim/faults")
+    t.eq((rules[0]["hits"], rules[0]["remaining"]), (2, 0), "rule bookkeeping")
+    sim.clear_faults()
+    # 503 for one method only
+    sim.faults([{"method": "POST", "path": "/configmaps$", "status": 503}])
+    t.eq(sim.get(CM)[0], 200, "GET not matched by POST rule")
+    t.eq(sim.post(CM, {"metadata": {"name": "x"}})[0], 503, "POST faulted")
+    sim.clear_faults()
+    # delay
+    sim.faults({"path": "/leases", "delay": 0.6, "count": 1})
+    t0 = time.monotonic()
+    t.eq(sim.get(LEASES)[0], 200, "delayed request answers")
+    t.check(time.monotonic() - t0 >= 0.55, "delay not applied")
+    # drop: connection closed without an answer
+    sim.faults({"path": "/secrets", "drop": True, "count": 1})
+    try:
+        sim.get("/api/v1/namespaces/default/secrets")
+        t.check(False, "dropped request should raise")
+    except (http.client.HTTPException, ConnectionError, urllib.error.URLError, ssl.SSLError, OSError):
+        pass
+    t.eq(sim.get("/api/v1/namespaces/default/secrets")[0], 200, "drop count exhausted")
+    # seeded probability is reproducible
+    def pattern():
+        sim.clear_faults()
+        sim.faults({"path": "/serviceaccounts", "status": 500, "probability": 0.5, "seed": 42})
+        return [sim.get("/api/v1/namespaces/default/serviceaccounts")[0] for _ in range(16)]
+    p1, p2 = pattern(), pattern()
+    t.eq(p1, p2, "same seed, same pattern")
+    t.check(500 in p1 and 200 in p1, "probability 0.5 should mix: %r" % p1)
+    # 401s
+    st, body, _ = sim.get(CM, token="wrong")
+    t.eq((st, body["reason"], body["code"]), (401, "Unauthorized", 401), "wrong token")
+    t.eq(sim.get(CM, token="")[0], 401, "no token")
+
+
+@case
+def request_log_and_keepalive_connections(t):
+    sim = t.kubesim(tokens={"admin": "admin-token", "other": "other-token"})
+    sim.ok("DELETE", "/_sim/requests")
+    c1 = conn(sim)
+    for _ in range(3):
+        c1.request("GET", CM + "?limit=1", headers={"Authorization": "Bearer admin-token"})
+        r = c1.getresponse()
+        r.read()
+        t.eq(r.status, 200, "keep-alive GET")
+    c2 = conn(sim)
+    c2.request("POST", CM, body=json.dumps({"metadata": {"name": "k"}}),
+               headers={"Authorization": "Bearer other-token", "Content-Type": "application/json"})
+    r = c2.getresponse()
+    r.read()
+    t.eq(r.status, 201, "create")
+    c1.close()
+    c2.close()
+    log = sim.requests()
+    api = [e for e in log if e["path"].startswith("/api/")]
+    t.eq(len(api), 4, "logged API requests")
+    t.eq(len({e["conn"] for e in api[:3]}), 1, "3 requests on one connection")
+    t.check(api[3]["conn"] != api[0]["conn"], "second connection has its own id")
+    t.eq([(e["token"], e["method"], e["status"]) for e in api],
+         [("admin", "GET", 200)] * 3 + [("other", "POST", 201)], "token/method/status")
+    t.eq(api[0]["query"], "limit=1", "query logged")
+    t.check(all(isinstance(e["time"], float) for e in api), "times")
+    # hundreds of concurrent connections
+    errors = []
+
+    def worker():
+        try:
+            c = conn(sim)
+            c.request("GET", "/api/v1/namespaces", headers={"Authorization": "Bearer admin-token"})
+            r = c.getresponse()
+            r.read()
+            if r.status != 200:
+                errors.append(r.status)
+            time.sleep(0.5)
+            c.close()
+        except Exception as e:  # noqa: BLE001
+            errors.append(repr(e))
+    ths = [threading.Thread(target=worker) for _ in range(200)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    t.eq(errors, [], "errors with 200 concurrent connections")
+
+
+@case
+def strategic_merge_and_delete_semantics(t):
+    sim = t.kubesim()
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+           "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+               "metadata": {"labels": {"a": "b"}},
+               "spec": {"containers": [{"name": "one", "image": "i:1", "env": [{"name": "A", "value": "1"}]},
+                                       {"name": "two", "image": "j:1"}]}}}}
+    sim.ok("POST", "/apis/apps/v1/namespaces/default/deployments", dep)
+    d = sim.ok("PATCH", "/apis/apps/v1/namespaces/default/deployments/d",
+               {"spec": {"template": {"spec": {"containers": [{"name": "one", "image": "i:2",
+                                                                 "env": [{"name": "B", "value": "2"}]}]}}}},
+               content_type="application/strategic-merge-patch+json")
+    cs = d["spec"]["template"]["spec"]["containers"]
+    t.eq([(c["name"], c["image"]) for c in cs], [("one", "i:2"), ("two", "j:1")], "containers merged by name")
+    t.eq([e["name"] for e in cs[0]["env"]], ["A", "B"], "env merged by name")
+    t.eq(d["metadata"]["generation"], 2, "deployment generation")
+    d = sim.ok("PATCH", "/apis/apps/v1/namespaces/default/deployments/d",
+               {"spec": {"template": {"spec": {"containers": [{"name": "two", "$patch": "delete"}]}}}},
+               content_type="application/strategic-merge-patch+json")
+    t.eq([c["name"] for c in d["spec"]["template"]["spec"]["containers"]], ["one"], "$patch: delete")
+    # generateName
+    g = sim.ok("POST", CM, {"metadata": {"generateName": "gen-"}})
+    t.check(g["metadata"]["name"].startswith("gen-") and len(g["metadata"]["name"]) == 9, g["metadata"]["name"])
+    # delete preconditions
+    st, body, _ = sim.request("DELETE", CM + "/" + g["metadata"]["name"],
+                              {"preconditions": {"resourceVersion": "1"}, "propagationPolicy": "Background"})
+    t.eq(st, 409, "precondition mismatch")
+    st, body, _ = sim.request("DELETE", CM + "/" + g["metadata"]["name"],
+                              {"preconditions": {"uid": g["metadata"]["uid"]}, "propagationPolicy": "Background"})
+    t.eq((st, body["kind"], body["status"]), (200, "Status", "Success"), "built-in delete answers Status")
+    # finalizers
+    f = sim.ok("POST", CM, {"metadata": {"name": "fin", "finalizers": ["x/y"]}})
+    st, body, _ = sim.delete(CM + "/fin")
+    t.eq(st, 200, "delete with finalizer")
+    t.check(body["metadata"].get("deletionTimestamp"), "deletionTimestamp set")
+    t.eq(sim.get(CM + "/fin")[0], 200, "still present")
+    body["metadata"]["finalizers"] = []
+    sim.ok("PUT", CM + "/fin", body)
+    t.eq(sim.get(CM + "/fin")[0], 404, "gone after finalizers removed")
+    t.check(f["metadata"]["uid"], "uid")
+
+
+main()
