@@ -111,8 +111,9 @@ def put_without_rv_refused_for_cr_and_lease(t):
     st, body, _ = sim.put(WIDGETS + "/w1", w)
     t.eq(st, 422, "CR PUT without RV")
     t.eq(body["reason"], "Invalid", "reason")
-    t.eq(body["message"], 'Widget.example.io "w1" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
+    t.eq(body["message"], 'widgets.example.io "w1" is invalid: metadata.resourceVersion: Invalid value: 0x0: '
                           'must be specified for an update', "message")
+    t.eq((body["details"]["group"], body["details"]["kind"]), ("example.io", "widgets"), "details")
     t.eq(body["details"]["causes"][0]["field"], "metadata.resourceVersion", "cause field")
     # Lease: PUT on a missing lease creates it (201); PUT without RV on an existing one is 422
     st, body, _ = sim.put(LEASES + "/new", {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
@@ -120,7 +121,7 @@ def put_without_rv_refused_for_cr_and_lease(t):
     t.eq(st, 201, "Lease create-on-PUT")
     st, body, _ = sim.put(LEASES + "/new", {"metadata": {"name": "new"}, "spec": {"holderIdentity": "y"}})
     t.eq(st, 422, "Lease PUT without RV")
-    t.check("Lease.coordination.k8s.io \"new\" is invalid" in body["message"], body["message"])
+    t.check('leases.coordination.k8s.io "new" is invalid' in body["message"], body["message"])
     # ConfigMap PUT on missing -> 404; namespace mismatch -> 400; missing namespace -> 404
     t.eq(sim.put(CM + "/ghost", {"metadata": {"name": "ghost"}})[0], 404, "PUT missing ConfigMap")
     st, body, _ = sim.post(CM, {"metadata": {"name": "x", "namespace": "kube-system"}})

@@ -77,13 +77,14 @@ def conflict(rt, name, msg="the object has been modified; please apply your chan
                     _details(rt, name))
 
 
-def invalid(rt, name, field, detail, reason="FieldValueInvalid"):
+def invalid(rt, name, field, detail, reason="FieldValueInvalid", by_resource=False):
     d = {"name": name}
     if rt.group:
         d["group"] = rt.group
-    d["kind"] = rt.kind
+    d["kind"] = rt.plural if by_resource else rt.kind
     d["causes"] = [{"reason": reason, "message": detail, "field": field}]
-    return ApiError(422, "Invalid", '%s "%s" is invalid: %s: %s' % (rt.qualified_kind, name, field, detail), d)
+    what = rt.qualified if by_resource else rt.qualified_kind
+    return ApiError(422, "Invalid", '%s "%s" is invalid: %s: %s' % (what, name, field, detail), d)
 
 
 def bad_request(msg):
@@ -756,15 +757,15 @@ class Sim:
             rv = md.get("resourceVersion")
             if e is None:
                 if rt.create_on_update and sub is None:
-                    if rt.requires_rv and rv:
-                        raise not_found(rt, name)
                     return self.create(rt, ns, body, dry_run)
                 raise not_found(rt, name)
             old = loads(e[0])
             if not rv:
                 if rt.requires_rv:
+                    # the generic registry builds this error with the resource as "kind"
+                    # (GroupKind{Group, Kind: resource}): 'leases.coordination.k8s.io "l" is invalid: ...'
                     raise invalid(rt, name, "metadata.resourceVersion",
-                                  "Invalid value: 0x0: must be specified for an update")
+                                  "Invalid value: 0x0: must be specified for an update", by_resource=True)
             elif rv != old["metadata"]["resourceVersion"]:
                 raise conflict(rt, name)
             uid = md.get("uid")
