@@ -259,8 +259,10 @@ def deployment_apply_keeps_both_containers(t):
     sim.apply(d)
     obj = json.loads(sim.kubectl("get", "deploy", "web", "-o", "json").stdout)
     t.eq([c["name"] for c in obj["spec"]["template"]["spec"]["containers"]], ["a"], "container removed by apply")
+    sim.kubectl("scale", "deploy", "web", "--replicas=3")
     head, rows = table(sim.kubectl("get", "deploy").stdout)
     t.eq(head[:2], ["NAME", "READY"], "deployment columns")
+    t.eq(rows[0][:2], ["web", "0/3"], "scaled to 3")
 
 
 main()

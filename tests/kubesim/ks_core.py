@@ -166,6 +166,46 @@ def version_key(v):
     return (lvl, int(m.group(1)), int(m.group(3) or 0), "")
 
 
+def _crd_scale(v):
+    sc = (v.get("subresources") or {}).get("scale")
+    if not isinstance(sc, dict):
+        return False
+    return (sc.get("specReplicasPath", ".spec.replicas"), sc.get("statusReplicasPath", ".status.replicas"),
+            sc.get("labelSelectorPath"))
+
+
+def _dget(obj, path):
+    for p in path.strip(".").split("."):
+        obj = obj.get(p) if isinstance(obj, dict) else None
+    return obj
+
+
+def _dset(obj, path, value):
+    parts = path.strip(".").split(".")
+    for p in parts[:-1]:
+        if not isinstance(obj.get(p), dict):
+            obj[p] = {}
+        obj = obj[p]
+    obj[parts[-1]] = value
+
+
+def scale_of(rt, obj):
+    sp, stp, selp = rt.scale
+    md = obj["metadata"]
+    m = {k: md[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in md}
+    st = {"replicas": _dget(obj, stp) or 0}
+    if selp:
+        sel = _dget(obj, selp)
+        if sel:
+            st["selector"] = sel
+    else:
+        ml = _dget(obj, ".spec.selector.matchLabels") or {}
+        if ml:
+            st["selector"] = ",".join("%s=%s" % kv for kv in sorted(ml.items()))
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": m,
+            "spec": {"replicas": _dget(obj, sp) or 0}, "status": st}
+
+
 class Watcher:
     def __init__(self, rt, ns, lsel, fsel):
         self.rt = rt
@@ -502,7 +542,7 @@ class Sim:
                        names.get("shortNames") or [], "s" if (v.get("subresources") or {}).get("status") is not None else "",
                        custom=True, singular=names.get("singular"), list_kind=names.get("listKind"),
                        categories=names.get("categories") or [], columns=v.get("additionalPrinterColumns"),
-                       crd_name=obj["metadata"]["name"], versions=order)
+                       crd_name=obj["metadata"]["name"], versions=order, scale=_crd_scale(v))
             self.types[(rt.group, rt.version, rt.plural)] = rt
             self.by_gvk[(rt.api_version, rt.kind)] = rt
             if storage is not None and v["name"] == storage["name"]:
@@ -748,6 +788,18 @@ class Sim:
 
     def update(self, rt, ns, name, body, sub=None, dry_run=False):
         with self.lock:
+            if sub == "scale":
+                key = self._key(rt, ns, name)
+                e = self._store(rt).objs.get(key)
+                if e is None:
+                    raise not_found(rt, name)
+                old = loads(e[0])
+                if not isinstance(body, dict):
+                    raise bad_request("invalid Scale body")
+                rv = (body.get("metadata") or {}).get("resourceVersion")
+                if rv and rv != old["metadata"]["resourceVersion"]:
+                    raise conflict(rt, name)
+                return self._scale_write(rt, key, e, old, body, dry_run)
             md = self._body_meta(rt, ns, body, name)
             if not md.get("name"):
                 md["name"] = name
@@ -776,6 +828,18 @@ class Sim:
             self._type_fixups(rt, res, old)
             return self._finish_update(rt, key, e, old, res, dry_run)
 
+    def _scale_write(self, rt, key, e, old, scale, dry_run):
+        n = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise invalid(rt, old["metadata"]["name"], "spec.replicas", "Invalid value: %s: must be greater than or equal to 0" % json.dumps(n))
+        res = copy.deepcopy(old)
+        _dset(res, rt.scale[0], n)
+        code, obj = self._finish_update(rt, key, e, old, res, dry_run)
+        return code, scale_of(rt, obj)
+
+    def get_scale(self, rt, ns, name):
+        return scale_of(rt, loads(self.get(rt, ns, name)))
+
     # ------------------------------------------------------------ patch
     def patch(self, rt, ns, name, ptype, patch, sub=None, dry_run=False):
         with self.lock:
@@ -795,6 +859,21 @@ class Sim:
                     return self.create(rt, ns, body, dry_run)
                 raise not_found(rt, name)
             old = loads(e[0])
+            if sub == "scale":
+                cur = scale_of(rt, old)
+                try:
+                    if ptype == "json":
+                        sc = ks_patch.json_patch(cur, patch)
+                    elif ptype == "strategic":
+                        sc = ks_patch.smp(cur, patch)
+                    else:
+                        sc = ks_patch.merge_patch(cur, patch) if ptype == "merge" else ks_patch.apply_merge(cur, patch, True)
+                except ks_patch.PatchError as ex:
+                    raise ApiError(422, "Invalid", str(ex))
+                prv = (sc.get("metadata") or {}).get("resourceVersion")
+                if prv and prv != old["metadata"]["resourceVersion"]:
+                    raise conflict(rt, name)
+                return self._scale_write(rt, key, e, old, sc, dry_run)
             try:
                 if ptype == "merge":
                     if not isinstance(patch, dict):

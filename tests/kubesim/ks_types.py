@@ -11,7 +11,7 @@ SUB_VERBS = ["get", "patch", "update"]
 
 # flags: s = status subresource, g = metadata.generation maintained,
 #        r = PUT requires resourceVersion (no unconditional update),
-#        c = PUT on a missing object creates it, a = category "all"
+#        c = PUT on a missing object creates it, a = category "all", S = scale subresource
 # group, version, plural, Kind, namespaced, shortNames, flags, extra field selectors
 BUILTINS = [
     ("", "v1", "namespaces", "Namespace", False, "ns", "s", "status.phase"),
@@ -26,9 +26,9 @@ BUILTINS = [
     ("", "v1", "endpoints", "Endpoints", True, "ep", "c", ""),
     ("", "v1", "limitranges", "LimitRange", True, "limits", "c", ""),
     ("", "v1", "resourcequotas", "ResourceQuota", True, "quota", "s", ""),
-    ("apps", "v1", "deployments", "Deployment", True, "deploy", "sga", ""),
-    ("apps", "v1", "replicasets", "ReplicaSet", True, "rs", "sga", ""),
-    ("apps", "v1", "statefulsets", "StatefulSet", True, "sts", "sga", ""),
+    ("apps", "v1", "deployments", "Deployment", True, "deploy", "sgaS", ""),
+    ("apps", "v1", "replicasets", "ReplicaSet", True, "rs", "sgaS", ""),
+    ("apps", "v1", "statefulsets", "StatefulSet", True, "sts", "sgaS", ""),
     ("apps", "v1", "daemonsets", "DaemonSet", True, "ds", "sga", ""),
     ("batch", "v1", "jobs", "Job", True, "", "sga", "status.successful"),
     ("batch", "v1", "cronjobs", "CronJob", True, "cj", "sga", ""),
@@ -51,11 +51,11 @@ class RType:
     __slots__ = ("group", "version", "plural", "singular", "kind", "list_kind", "namespaced",
                  "short_names", "categories", "has_status", "has_generation", "requires_rv",
                  "create_on_update", "custom", "columns", "field_selectors", "crd_name",
-                 "versions")
+                 "versions", "scale")
 
     def __init__(self, group, version, plural, kind, namespaced, short_names=(), flags="",
                  field_selectors=(), custom=False, singular=None, list_kind=None,
-                 categories=None, columns=None, crd_name=None, versions=None):
+                 categories=None, columns=None, crd_name=None, versions=None, scale=None):
         self.group = group
         self.version = version
         self.plural = plural
@@ -74,6 +74,9 @@ class RType:
         self.field_selectors = set(field_selectors)
         self.crd_name = crd_name
         self.versions = versions or [version]
+        # (specReplicasPath, statusReplicasPath, labelSelectorPath) or None
+        self.scale = scale if scale is not None else (
+            (".spec.replicas", ".status.replicas", None) if "S" in flags else None)
 
     @property
     def rkey(self):
@@ -102,6 +105,9 @@ class RType:
         if self.has_status:
             out.append({"name": self.plural + "/status", "singularName": "", "namespaced": self.namespaced,
                         "kind": self.kind, "verbs": SUB_VERBS})
+        if self.scale:
+            out.append({"name": self.plural + "/scale", "singularName": "", "namespaced": self.namespaced,
+                        "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": SUB_VERBS})
         return out
 
 

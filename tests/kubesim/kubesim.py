@@ -477,7 +477,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
-        if sub is not None and not (sub == "status" and rt.has_status):
+        if sub is not None and not ((sub == "status" and rt.has_status) or (sub == "scale" and rt.scale)):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if rt.namespaced and ns is None and name is not None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
@@ -593,6 +593,9 @@ class Handler(BaseHTTPRequestHandler):
                     fsel = (fsel or []) + [("metadata.name", "=", name)]
                 self.do_watch(rt, ns, lsel, fsel)
                 return
+            if sub == "scale":
+                self.send(200, sim.get_scale(rt, ns, name))
+                return
             if name is not None:
                 data = sim.get(rt, ns, name)
                 ok = self.output_kind()
@@ -642,7 +645,7 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
             ptype = PATCH_TYPES.get(ctype)
-            if ptype is None or (ptype == "strategic" and rt.custom):
+            if ptype is None or (ptype == "strategic" and rt.custom and sub != "scale"):
                 raise ApiError(415, "UnsupportedMediaType",
                                "the body of the request was in an unknown format - accepted media types include: "
                                "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
