@@ -1,0 +1,1616 @@
+/*
+ * cmd_backup.c: `cairn backup create|get|describe|logs|download|delete`,
+ * Velero's verbs over cairn.io/v1 Backups.
+ *
+ * The CLI never does a server's work: `create` writes a Backup object and
+ * (with --wait) follows its status until a final phase; the numbers shown
+ * are the ones the owning server publishes in status.progress, the rate is
+ * measured here. A Backup that stays New with no claim is reported as
+ * waiting, since that is what a user sees when no `cairn server` runs (or
+ * none whose --shard-selector matches).
+ *
+ * `logs`, `download` and `delete` go to object storage directly: the
+ * Backup's storage location (spec.storageLocation, else the location
+ * marked default) is read from the cluster and opened here, its Secret
+ * credentials read through the API. Keys follow Velero's layout
+ * (backups/<name>/...). `delete` removes every key under backups/<name>/
+ * first and the Backup object last, so a failure half way leaves the
+ * object to retry with.
+ *
+ * Following a backup polls the object (GET every 500 ms): the status
+ * changes at most once a second, a poll keeps the "waiting" timer and the
+ * rate display simple, and it survives API server restarts unchanged.
+ */
+#include "config.h"
+#include "cmd/cli.h"
+#include "cmd/output.h"
+#include "cmd/progress.h"
+#include "base/jsonutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
+#include "kube/kube.h"
+#include "storage/store.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+#include <zlib.h>
+
+#define BK_POLL_US		500000		/* --wait: one GET per interval */
+#define BK_UNCLAIMED_US		(3 * TIME_US_PER_SEC)	/* New this long: say waiting */
+#define BK_NAME_MAX		253		/* DNS-1123 subdomain */
+#define BK_CAP_SECRET		(1u << 20)	/* a credentials file in a Secret */
+#define BK_CAP_LIST_ITEMS	100000		/* backups printed by get */
+#define BK_GUNZIP_CHUNK		65536
+
+static const struct kube_gvr gvr_backups = { "cairn.io", "v1", "backups" };
+static const struct kube_gvr gvr_bsl = { "cairn.io", "v1",
+	"backupstoragelocations" };
+static const struct kube_gvr gvr_secrets = { "", "v1", "secrets" };
+
+/*
+ * Velero's files under backups/<name>/: a leading '+' stands for the
+ * backup name ("+.tar.gz" is "<name>.tar.gz").
+ */
+static const char *const bk_layout[] = {
+	"velero-backup.json",
+	"+.tar.gz",
+	"+-logs.gz",
+	"+-resource-list.json.gz",
+	"+-results.gz",
+	"+-volumesnapshots.json.gz",
+	"+-podvolumebackups.json.gz",
+	"+-itemoperations.json.gz",
+	"+-volumeinfo.json.gz",
+	NULL
+};
+
+static volatile int bk_interrupted;
+
+static void
+bk_on_signal(int sig)
+{
+	(void)sig;
+	bk_interrupted = 1;
+}
+
+/* ---- small helpers ---------------------------------------------------- */
+
+/* DNS-1123 subdomain, as the API server checks metadata.name. */
+static int
+valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > BK_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
+		    c == '-' || c == '.'))
+			return 0;
+	}
+	return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
+}
+
+static int
+open_client(const struct flagset *fs, struct kube **k)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	if (kube_open_flags(fs, k, &err) < 0) {
+		cli_fail("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+is_final_phase(const char *phase)
+{
+	static const char *const finals[] = { "Completed", "PartiallyFailed",
+		"Failed", "FailedValidation", "Deleting", NULL };
+
+	for (size_t i = 0; finals[i] != NULL; i++)
+		if (phase != NULL && strcmp(phase, finals[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* New (or no phase yet) and nobody holds it. */
+static int
+is_unclaimed(const cJSON *b)
+{
+	const char *phase = json_str(b, "status.phase");
+	const char *holder = json_str(b, "status.claim.holder");
+
+	return (phase == NULL || strcmp(phase, "New") == 0 ||
+	    strcmp(phase, "Queued") == 0) &&
+	    (holder == NULL || holder[0] == '\0');
+}
+
+/* Phase as shown to people: "Waiting" for unclaimed New backups. */
+static const char *
+shown_phase(const cJSON *b)
+{
+	if (is_unclaimed(b))
+		return "Waiting";
+	return json_str_or(b, "status.phase", "New");
+}
+
+static void
+fmt_count(const cJSON *b, const char *path, char out[32])
+{
+	cJSON *n = json_get(b, path);
+
+	if (cJSON_IsNumber(n))
+		snprintf(out, 32, "%lld", (long long)n->valuedouble);
+	else
+		snprintf(out, 32, "-");
+}
+
+/* "120/500", "120/?", "-". */
+static void
+fmt_items(const cJSON *b, char out[64])
+{
+	cJSON *done = json_get(b, "status.progress.itemsBackedUp");
+	cJSON *total = json_get(b, "status.progress.totalItems");
+
+	if (!cJSON_IsNumber(done) && !cJSON_IsNumber(total))
+		snprintf(out, 64, "-");
+	else if (cJSON_IsNumber(total) && total->valuedouble > 0)
+		snprintf(out, 64, "%lld/%lld",
+		    (long long)(cJSON_IsNumber(done) ? done->valuedouble : 0),
+		    (long long)total->valuedouble);
+	else
+		snprintf(out, 64, "%lld/?",
+		    (long long)(cJSON_IsNumber(done) ? done->valuedouble : 0));
+}
+
+/* Time until an RFC 3339 timestamp: "29d", "expired", "n/a". */
+static void
+fmt_expires(const char *ts, int64_t now, char out[OUT_AGE_MAX])
+{
+	int64_t t;
+
+	if (ts == NULL || time_parse(ts, &t) < 0)
+		snprintf(out, OUT_AGE_MAX, "n/a");
+	else if (t <= now)
+		snprintf(out, OUT_AGE_MAX, "expired");
+	else
+		out_duration(t - now, out);
+}
+
+/*
+ * Convert a validated selector into a metav1.LabelSelector object, from its
+ * canonical text (requirements separated by commas outside parentheses:
+ * k=v, k==v, k!=v, k in (a,b), k notin (a,b), k, !k). Owned.
+ */
+static cJSON *
+selector_object(const char *canon)
+{
+	cJSON *sel = cJSON_CreateObject();
+	cJSON *labels = cJSON_CreateObject();
+	cJSON *exprs = cJSON_CreateArray();
+	char **reqs;
+	size_t nreq = 0, start = 0;
+	int depth = 0;
+
+	/* Split on top-level commas. */
+	reqs = xcalloc(strlen(canon) + 2, sizeof *reqs);
+	for (size_t i = 0;; i++) {
+		char c = canon[i];
+
+		if (c == '(')
+			depth++;
+		else if (c == ')')
+			depth--;
+		if (c == '\0' || (c == ',' && depth == 0)) {
+			reqs[nreq++] = xstrndup(canon + start, i - start);
+			start = i + 1;
+		}
+		if (c == '\0')
+			break;
+	}
+	for (size_t i = 0; i < nreq; i++) {
+		char *r = reqs[i], *paren, *end, *op;
+		cJSON *e;
+
+		while (isspace((unsigned char)*r))
+			r++;
+		end = r + strlen(r);
+		while (end > r && isspace((unsigned char)end[-1]))
+			*--end = '\0';
+		if (*r == '\0')
+			continue;
+		e = cJSON_CreateObject();
+		paren = strchr(r, '(');
+		op = strstr(r, "!=");
+		if (*r == '!' && op != r) {
+			char *k = r + 1;
+
+			while (isspace((unsigned char)*k))
+				k++;
+			cJSON_AddStringToObject(e, "key", k);
+			cJSON_AddStringToObject(e, "operator", "DoesNotExist");
+		} else if (paren != NULL) {
+			char *kend = paren, *close = strrchr(paren, ')');
+			cJSON *vals = cJSON_CreateArray();
+			const char *opname = "In";
+			char **vv;
+
+			while (kend > r && isspace((unsigned char)kend[-1]))
+				kend--;
+			if (kend - r >= 5 && strncmp(kend - 5, "notin", 5) == 0) {
+				opname = "NotIn";
+				kend -= 5;
+			} else if (kend - r >= 2 && strncmp(kend - 2, "in", 2) == 0)
+				kend -= 2;
+			while (kend > r && isspace((unsigned char)kend[-1]))
+				kend--;
+			if (close != NULL)
+				*close = '\0';
+			vv = str_split(paren + 1, ',', NULL);
+			for (size_t j = 0; vv[j] != NULL; j++)
+				cJSON_AddItemToArray(vals, cJSON_CreateString(vv[j]));
+			strv_free(vv);
+			*kend = '\0';
+			cJSON_AddStringToObject(e, "key", r);
+			cJSON_AddStringToObject(e, "operator", opname);
+			cJSON_AddItemToObject(e, "values", vals);
+		} else if (op != NULL) {
+			char *v = op + 2, *kend = op;
+			cJSON *vals = cJSON_CreateArray();
+
+			while (kend > r && isspace((unsigned char)kend[-1]))
+				kend--;
+			*kend = '\0';
+			while (isspace((unsigned char)*v))
+				v++;
+			cJSON_AddItemToArray(vals, cJSON_CreateString(v));
+			cJSON_AddStringToObject(e, "key", r);
+			cJSON_AddStringToObject(e, "operator", "NotIn");
+			cJSON_AddItemToObject(e, "values", vals);
+		} else if ((op = strchr(r, '=')) != NULL) {
+			char *v = op + 1, *kend = op;
+
+			if (*v == '=')
+				v++;
+			while (kend > r && isspace((unsigned char)kend[-1]))
+				kend--;
+			*kend = '\0';
+			while (isspace((unsigned char)*v))
+				v++;
+			if (cJSON_GetObjectItemCaseSensitive(labels, r) == NULL) {
+				cJSON_AddStringToObject(labels, r, v);
+				cJSON_Delete(e);
+				continue;
+			}
+			/* A second value for one key: only an expression holds it. */
+			cJSON_AddStringToObject(e, "key", r);
+			cJSON_AddStringToObject(e, "operator", "In");
+			cJSON_AddItemToObject(e, "values", cJSON_CreateArray());
+			cJSON_AddItemToArray(cJSON_GetObjectItem(e, "values"),
+			    cJSON_CreateString(v));
+		} else {
+			cJSON_AddStringToObject(e, "key", r);
+			cJSON_AddStringToObject(e, "operator", "Exists");
+		}
+		cJSON_AddItemToArray(exprs, e);
+	}
+	for (size_t i = 0; i < nreq; i++)
+		free(reqs[i]);
+	free(reqs);
+	if (labels->child != NULL)
+		cJSON_AddItemToObject(sel, "matchLabels", labels);
+	else
+		cJSON_Delete(labels);
+	if (exprs->child != NULL)
+		cJSON_AddItemToObject(sel, "matchExpressions", exprs);
+	else
+		cJSON_Delete(exprs);
+	return sel;
+}
+
+/* A metav1.LabelSelector object as selector text, for people. */
+static void
+selector_text(const cJSON *sel, struct buf *b)
+{
+	const cJSON *c;
+	const char *sep = "";
+
+	if (!cJSON_IsObject(sel)) {
+		buf_puts(b, "<none>");
+		return;
+	}
+	cJSON_ArrayForEach(c, cJSON_GetObjectItem(sel, "matchLabels")) {
+		buf_printf(b, "%s%s=%s", sep, c->string,
+		    cJSON_IsString(c) ? c->valuestring : "");
+		sep = ",";
+	}
+	cJSON_ArrayForEach(c, cJSON_GetObjectItem(sel, "matchExpressions")) {
+		const char *key = json_str_or(c, "key", "");
+		const char *op = json_str_or(c, "operator", "");
+		const cJSON *v;
+		const char *vsep = "";
+
+		buf_puts(b, sep);
+		sep = ",";
+		if (strcmp(op, "Exists") == 0) {
+			buf_puts(b, key);
+			continue;
+		}
+		if (strcmp(op, "DoesNotExist") == 0) {
+			buf_printf(b, "!%s", key);
+			continue;
+		}
+		buf_printf(b, "%s %s (", key, strcmp(op, "NotIn") == 0 ?
+		    "notin" : "in");
+		cJSON_ArrayForEach(v, cJSON_GetObjectItem(c, "values")) {
+			buf_printf(b, "%s%s", vsep,
+			    cJSON_IsString(v) ? v->valuestring : "");
+			vsep = ",";
+		}
+		buf_putc(b, ')');
+	}
+	if (sep[0] == '\0')
+		buf_puts(b, "<none>");
+}
+
+/* ---- storage locations ------------------------------------------------ */
+
+struct bk_location {
+	struct store *store;	/* owned */
+	char *name;		/* the BackupStorageLocation's name */
+	char *prefix;		/* "" or "p/" (with the slash) */
+};
+
+static void
+location_free(struct bk_location *loc)
+{
+	store_free(loc->store);
+	free(loc->name);
+	free(loc->prefix);
+	memset(loc, 0, sizeof *loc);
+}
+
+struct bsl_pick {
+	cJSON *found;		/* owned: the default location */
+	int ndefault;
+	char first_name[BK_NAME_MAX + 1];
+};
+
+static int
+bsl_pick_default(void *arg, cJSON *item)
+{
+	struct bsl_pick *p = arg;
+
+	if (json_bool(item, "spec.default", 0)) {
+		p->ndefault++;
+		if (p->found == NULL) {
+			p->found = item;
+			return KUBE_TAKE;
+		}
+	}
+	return 0;
+}
+
+/* Owned text of a Secret's key (base64-decoded), or NULL with err set. */
+static char *
+secret_value(struct kube *k, const char *ns, const char *name,
+    const char *key, struct cairn_err *err)
+{
+	cJSON *sec = NULL, *val;
+	unsigned char *out = NULL;
+	size_t inlen;
+	int n;
+
+	if (kube_get(k, &gvr_secrets, ns, name, &sec, err) < 0) {
+		cairn_err_prefix(err, "reading credentials Secret %s/%s", ns, name);
+		return NULL;
+	}
+	val = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItem(sec, "data"),
+	    key);
+	if (!cJSON_IsString(val)) {
+		cairn_err_set(err, CAIRN_ENOTFOUND,
+		    "Secret %s/%s has no key \"%s\"", ns, name, key);
+		goto out;
+	}
+	inlen = strlen(val->valuestring);
+	if (inlen > BK_CAP_SECRET) {
+		cairn_err_set(err, CAIRN_ETOOBIG, "Secret %s/%s key %s is larger "
+		    "than %u bytes", ns, name, key, BK_CAP_SECRET);
+		goto out;
+	}
+	out = xmalloc(inlen / 4 * 3 + 4);
+	n = EVP_DecodeBlock(out, (const unsigned char *)val->valuestring,
+	    (int)inlen);
+	if (n < 0) {
+		cairn_err_set(err, CAIRN_EINVAL, "Secret %s/%s key %s is not "
+		    "valid base64", ns, name, key);
+		FREE_NULL(out);
+		goto out;
+	}
+	/* EVP_DecodeBlock counts the '=' padding as zero bytes. */
+	while (inlen > 0 && val->valuestring[inlen - 1] == '=') {
+		inlen--;
+		n--;
+	}
+	out[n < 0 ? 0 : n] = '\0';
+out:
+	cJSON_Delete(sec);
+	return (char *)out;
+}
+
+/*
+ * Open the storage of a BackupStorageLocation object: fs (a directory,
+ * config.path joined with objectStorage.bucket) or s3/aws (bucket, config
+ * endpoint/s3Url, region, s3ForcePathStyle, insecureSkipTLSVerify,
+ * caCertFile, objectStorage.caCert, Secret credentials).
+ */
+static int
+location_open_obj(struct kube *k, const char *ns, const cJSON *bsl,
+    struct bk_location *loc, struct cairn_err *err)
+{
+	const char *provider = json_str_or(bsl, "spec.provider", "");
+	const char *bucket = json_str_or(bsl, "spec.objectStorage.bucket", "");
+	const char *prefix = json_str_or(bsl, "spec.objectStorage.prefix", "");
+	const cJSON *cfg = json_get(bsl, "spec.config");
+	char *creds = NULL;
+	unsigned char *ca = NULL;
+	int rc;
+
+	memset(loc, 0, sizeof *loc);
+	loc->name = xstrdup(json_str_or(bsl, "metadata.name", ""));
+	while (*prefix == '/')
+		prefix++;
+	if (*prefix == '\0')
+		loc->prefix = xstrdup("");
+	else if (str_has_suffix(prefix, "/"))
+		loc->prefix = xstrdup(prefix);
+	else
+		loc->prefix = xasprintf("%s/", prefix);
+	if (strcmp(provider, "fs") == 0 || strcmp(provider, "local") == 0) {
+		const char *path = json_str(cfg, "path");
+		char *root;
+
+		if (path == NULL) {
+			rc = cairn_err_set(err, CAIRN_EINVAL, "storage location "
+			    "%s: provider fs needs spec.config.path", loc->name);
+			goto fail;
+		}
+		root = bucket[0] ? xasprintf("%s/%s", path, bucket) :
+		    xstrdup(path);
+		rc = store_open_fs(root, 0, &loc->store, err);
+		free(root);
+	} else if (strcmp(provider, "s3") == 0 || strcmp(provider, "aws") == 0) {
+		struct store_s3_config sc;
+		const char *capem = json_str(bsl, "spec.objectStorage.caCert");
+
+		memset(&sc, 0, sizeof sc);
+		sc.bucket = bucket;
+		sc.endpoint = json_str(cfg, "endpoint");
+		if (sc.endpoint == NULL)
+			sc.endpoint = json_str(cfg, "s3Url");
+		sc.region = json_str(cfg, "region");
+		sc.force_path_style = strcmp(json_str_or(cfg,
+		    "s3ForcePathStyle", json_str_or(cfg, "forcePathStyle", "")),
+		    "true") == 0;
+		sc.insecure_skip_verify = strcmp(json_str_or(cfg,
+		    "insecureSkipTLSVerify", ""), "true") == 0;
+		sc.ca_file = json_str(cfg, "caCertFile");
+		if (capem != NULL) {
+			size_t n = strlen(capem);
+			int m;
+
+			ca = xmalloc(n / 4 * 3 + 4);
+			m = EVP_DecodeBlock(ca, (const unsigned char *)capem,
+			    (int)n);
+			ca[m < 0 ? 0 : m] = '\0';
+			sc.ca_pem = (const char *)ca;
+		}
+		if (json_str(bsl, "spec.credential.name") != NULL) {
+			creds = secret_value(k, ns,
+			    json_str(bsl, "spec.credential.name"),
+			    json_str_or(bsl, "spec.credential.key", "cloud"), err);
+			if (creds == NULL) {
+				rc = err ? err->code : CAIRN_EFAIL;
+				goto fail;
+			}
+			sc.credentials = creds;
+		}
+		rc = store_open_s3(&sc, &loc->store, err);
+	} else
+		rc = cairn_err_set(err, CAIRN_EINVAL, "storage location %s: "
+		    "unknown provider \"%s\" (fs or s3)", loc->name, provider);
+	if (rc < 0)
+		goto fail;
+	free(creds);
+	free(ca);
+	return 0;
+fail:
+	if (creds != NULL)
+		explicit_bzero(creds, strlen(creds));
+	free(creds);
+	free(ca);
+	location_free(loc);
+	return rc;
+}
+
+/*
+ * Open the storage location of backup b (spec.storageLocation, else the
+ * one marked default). loc is filled on success.
+ */
+static int
+location_open(struct kube *k, const char *ns, const cJSON *b,
+    struct bk_location *loc, struct cairn_err *err)
+{
+	const char *name = json_str(b, "spec.storageLocation");
+	cJSON *bsl = NULL;
+	int rc;
+
+	if (name != NULL && name[0] != '\0') {
+		rc = kube_get(k, &gvr_bsl, ns, name, &bsl, err);
+		if (rc == CAIRN_ENOTFOUND)
+			return cairn_err_set(err, rc, "storage location \"%s\" "
+			    "not found in namespace %s", name, ns);
+		if (rc < 0)
+			return rc;
+	} else {
+		struct bsl_pick pick;
+
+		memset(&pick, 0, sizeof pick);
+		rc = kube_list(k, &gvr_bsl, ns, NULL, bsl_pick_default, &pick,
+		    NULL, err);
+		if (rc < 0) {
+			cJSON_Delete(pick.found);
+			return rc;
+		}
+		if (pick.found == NULL)
+			return cairn_err_set(err, CAIRN_ENOTFOUND, "the backup "
+			    "names no storage location and none is marked "
+			    "default in namespace %s", ns);
+		bsl = pick.found;
+	}
+	rc = location_open_obj(k, ns, bsl, loc, err);
+	cJSON_Delete(bsl);
+	return rc;
+}
+
+/* Owned key "<prefix>backups/<name>/<file>" for layout entry file. */
+static char *
+layout_key(const char *prefix, const char *name, const char *file)
+{
+	if (file[0] == '+')
+		return xasprintf("%sbackups/%s/%s%s", prefix, name, name,
+		    file + 1);
+	return xasprintf("%sbackups/%s/%s", prefix, name, file);
+}
+
+/* ---- backup create ---------------------------------------------------- */
+
+static void
+add_list(cJSON *spec, const char *key, char **list)
+{
+	cJSON *arr;
+
+	if (list == NULL || list[0] == NULL)
+		return;
+	arr = cJSON_AddArrayToObject(spec, key);
+	for (size_t i = 0; list[i] != NULL; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(list[i]));
+}
+
+/* A true|false flag into spec[key] when given; 2 on a bad word. */
+static int
+add_bool_flag(const struct cli_command *cmd, const struct flagset *fs,
+    enum flag_id id, cJSON *spec, const char *key)
+{
+	int v;
+
+	if (!flag_given(fs, id) || flag_str(fs, id) == NULL)
+		return 0;
+	if (flags_parse_bool(flag_str(fs, id), &v) < 0)
+		return cli_usage_error(cmd, "--%s wants true or false, not \"%s\"",
+		    flag_table[id].name, flag_str(fs, id));
+	cJSON_AddBoolToObject(spec, key, v);
+	return 0;
+}
+
+/*
+ * Build the Backup object from the flags. Returns 0 with *out owned, or
+ * the exit code (2) after printing the usage error.
+ */
+static int
+build_backup(const struct cli_command *cmd, const struct flagset *fs,
+    const char *name, const char *ns, cJSON **out)
+{
+	cJSON *b = cJSON_CreateObject(), *meta, *spec;
+	const char *selstr = flag_str(fs, F_SELECTOR);
+	char ttl[TIME_STR_MAX];
+	int rc;
+
+	cJSON_AddStringToObject(b, "apiVersion", "cairn.io/v1");
+	cJSON_AddStringToObject(b, "kind", "Backup");
+	meta = cJSON_AddObjectToObject(b, "metadata");
+	cJSON_AddStringToObject(meta, "name", name);
+	cJSON_AddStringToObject(meta, "namespace", ns);
+	spec = cJSON_AddObjectToObject(b, "spec");
+	add_list(spec, "includedNamespaces", flag_list(fs, F_INCLUDE_NAMESPACES));
+	add_list(spec, "excludedNamespaces", flag_list(fs, F_EXCLUDE_NAMESPACES));
+	add_list(spec, "includedResources", flag_list(fs, F_INCLUDE_RESOURCES));
+	add_list(spec, "excludedResources", flag_list(fs, F_EXCLUDE_RESOURCES));
+	rc = add_bool_flag(cmd, fs, F_INCLUDE_CLUSTER_RESOURCES, spec,
+	    "includeClusterResources");
+	if (rc == 0 && selstr != NULL && selstr[0] != '\0') {
+		struct kube_selector *sel = NULL;
+		struct cairn_err err = CAIRN_ERR_INIT;
+		char *canon;
+
+		if (kube_selector_parse(selstr, &sel, &err) < 0)
+			rc = cli_usage_error(cmd, "invalid label selector "
+			    "\"%s\": %s", selstr, err.msg);
+		else {
+			canon = kube_selector_string(sel);
+			cJSON_AddItemToObject(spec, "labelSelector",
+			    selector_object(canon));
+			free(canon);
+		}
+		kube_selector_free(sel);
+	}
+	if (rc == 0) {
+		duration_format(flag_duration_us(fs, F_TTL), ttl);
+		cJSON_AddStringToObject(spec, "ttl", ttl);
+		if (flag_str(fs, F_STORAGE_LOCATION) != NULL &&
+		    flag_str(fs, F_STORAGE_LOCATION)[0] != '\0')
+			cJSON_AddStringToObject(spec, "storageLocation",
+			    flag_str(fs, F_STORAGE_LOCATION));
+		rc = add_bool_flag(cmd, fs, F_SNAPSHOT_VOLUMES, spec,
+		    "snapshotVolumes");
+	}
+	if (rc != 0) {
+		cJSON_Delete(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+/* The detail text of a running backup: holder and attempt. */
+static void
+claim_detail(const cJSON *b, char *out, size_t len)
+{
+	const char *holder = json_str(b, "status.claim.holder");
+	int64_t attempt = json_int(b, "status.claim.attempt", 0);
+
+	if (holder == NULL || holder[0] == '\0')
+		out[0] = '\0';
+	else if (attempt > 1)
+		snprintf(out, len, "holder %s, attempt %lld", holder,
+		    (long long)attempt);
+	else
+		snprintf(out, len, "holder %s", holder);
+}
+
+/* One line about the end of a backup; returns the exit code. */
+static int
+report_final(const char *name, const cJSON *b)
+{
+	const char *phase = json_str_or(b, "status.phase", "");
+	char items[64], sz[32];
+
+	fmt_items(b, items);
+	fmt_bytes((uint64_t)json_int(b, "status.progress.bytesDone", 0), sz);
+	if (strcmp(phase, "Completed") == 0) {
+		printf("Backup %s completed: %s items, %s stored. Run 'cairn "
+		    "backup describe %s' or 'cairn backup logs %s' for details.\n",
+		    name, items, sz, name, name);
+		return CLI_EXIT_OK;
+	}
+	if (strcmp(phase, "PartiallyFailed") == 0)
+		return cli_fail("backup %s partially failed: %lld errors, %lld "
+		    "warnings, %s items (see 'cairn backup logs %s')", name,
+		    (long long)json_int(b, "status.errors", 0),
+		    (long long)json_int(b, "status.warnings", 0), items, name);
+	if (strcmp(phase, "FailedValidation") == 0) {
+		struct buf msg;
+		const cJSON *e;
+		const char *sep = "";
+		int rc;
+
+		buf_init(&msg, 8192);
+		cJSON_ArrayForEach(e, json_get(b, "status.validationErrors")) {
+			if (cJSON_IsString(e)) {
+				buf_printf(&msg, "%s%s", sep, e->valuestring);
+				sep = "; ";
+			}
+		}
+		rc = cli_fail("backup %s failed validation: %s", name,
+		    msg.len ? buf_cstr(&msg) : "(no message)");
+		buf_free(&msg);
+		return rc;
+	}
+	if (strcmp(phase, "Failed") == 0)
+		return cli_fail("backup %s failed: %s", name,
+		    json_str_or(b, "status.failureReason", "(no reason given)"));
+	return cli_fail("backup %s ended in phase %s", name, phase);
+}
+
+/*
+ * Follow backup name until a final phase, drawing progress on stderr.
+ * Returns the exit code.
+ */
+static int
+follow_backup(struct kube *k, const char *ns, const char *name)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct progress *p;
+	struct sigaction sa, old_int, old_term;
+	char label[BK_NAME_MAX + 16], detail[256];
+	int64_t start = time_mono_us();
+	int said_waiting = 0, said_trouble = 0, rc;
+	cJSON *b = NULL;
+
+	snprintf(label, sizeof label, "backup %s", name);
+	p = progress_new(stderr, PROGRESS_AUTO, label);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = bk_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	for (;;) {
+		struct progress_state st;
+
+		if (bk_interrupted) {
+			progress_end(p, NULL);
+			rc = cli_fail("stopped waiting; backup %s goes on (follow "
+			    "it with 'cairn backup describe %s')", name, name);
+			break;
+		}
+		cJSON_Delete(b);
+		b = NULL;
+		rc = kube_get(k, &gvr_backups, ns, name, &b, &err);
+		if (rc == CAIRN_ENOTFOUND) {
+			progress_end(p, NULL);
+			rc = cli_fail("backup %s was deleted while waiting", name);
+			break;
+		}
+		if (rc == CAIRN_ENET || rc == CAIRN_ETIMEOUT ||
+		    rc == CAIRN_ESERVER || rc == CAIRN_EBUSY) {
+			if (!said_trouble)
+				progress_note(p, "cannot read backup %s (%s); "
+				    "retrying", name, err.msg);
+			said_trouble = 1;
+			time_sleep_us(BK_POLL_US * 2, &bk_interrupted);
+			continue;
+		}
+		if (rc < 0) {
+			progress_end(p, NULL);
+			rc = cli_fail("%s", err.msg);
+			break;
+		}
+		said_trouble = 0;
+		if (is_final_phase(json_str(b, "status.phase"))) {
+			memset(&st, 0, sizeof st);
+			progress_end(p, json_str(b, "status.phase"));
+			rc = report_final(name, b);
+			break;
+		}
+		claim_detail(b, detail, sizeof detail);
+		if (is_unclaimed(b) && time_mono_us() - start >= BK_UNCLAIMED_US) {
+			snprintf(detail, sizeof detail, "waiting for a cairn "
+			    "server to claim it");
+			if (!said_waiting)
+				progress_note(p, "backup %s is waiting: no cairn "
+				    "server has claimed it yet (is 'cairn server' "
+				    "running for namespace %s, and does its "
+				    "--shard-selector match the backup's labels?)",
+				    name, ns);
+			said_waiting = 1;
+		}
+		st.phase = shown_phase(b);
+		st.done = json_int(b, "status.progress.itemsBackedUp", -1);
+		st.total = json_int(b, "status.progress.totalItems", -1);
+		st.bytes = json_int(b, "status.progress.bytesDone", -1);
+		st.bytes_total = -1;
+		st.detail = detail;
+		if (st.done < 0 && st.total >= 0)
+			st.done = 0;
+		progress_update(p, &st);
+		time_sleep_us(BK_POLL_US, &bk_interrupted);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	cJSON_Delete(b);
+	progress_free(p);
+	return rc;
+}
+
+int
+cmd_backup_create(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	const char *loc = flag_str(fs, F_STORAGE_LOCATION);
+	struct kube *k = NULL;
+	cJSON *b = NULL;
+	int rc;
+
+	if (fs->nargs != 1)
+		return cli_usage_error(cmd, "backup create needs exactly one "
+		    "NAME");
+	if (!valid_name(fs->args[0]))
+		return cli_usage_error(cmd, "invalid backup name \"%s\": use "
+		    "lowercase letters, digits, '-' and '.' (at most %d)",
+		    fs->args[0], BK_NAME_MAX);
+	rc = build_backup(cmd, fs, fs->args[0], ns, &b);
+	if (rc != 0)
+		return rc;
+	if (open_client(fs, &k) < 0) {
+		cJSON_Delete(b);
+		return CLI_EXIT_FAIL;
+	}
+	if (loc != NULL && loc[0] != '\0') {
+		rc = kube_get(k, &gvr_bsl, ns, loc, NULL, &err);
+		if (rc == CAIRN_ENOTFOUND) {
+			rc = cli_fail("storage location \"%s\" not found in "
+			    "namespace %s", loc, ns);
+			goto out;
+		}
+		if (rc < 0) {
+			rc = cli_fail("%s", err.msg);
+			goto out;
+		}
+	}
+	rc = kube_create(k, &gvr_backups, ns, b, NULL, &err);
+	if (rc == CAIRN_EEXIST) {
+		rc = cli_fail("backup %s already exists in namespace %s",
+		    fs->args[0], ns);
+		goto out;
+	}
+	if (rc < 0) {
+		rc = cli_fail("creating backup %s: %s", fs->args[0], err.msg);
+		goto out;
+	}
+	printf("Backup request \"%s\" submitted successfully.\n", fs->args[0]);
+	if (!flag_bool(fs, F_WAIT)) {
+		printf("Run 'cairn backup describe %s' or 'cairn backup logs %s' "
+		    "for more details.\n", fs->args[0], fs->args[0]);
+		rc = CLI_EXIT_OK;
+		goto out;
+	}
+	fflush(stdout);
+	rc = follow_backup(k, ns, fs->args[0]);
+out:
+	cJSON_Delete(b);
+	kube_free(k);
+	return rc;
+}
+
+/* ---- backup get ------------------------------------------------------- */
+
+struct bk_collect {
+	cJSON **items;		/* owned */
+	size_t n, alloc;
+};
+
+static int
+collect_item(void *arg, cJSON *item)
+{
+	struct bk_collect *c = arg;
+
+	if (c->n >= BK_CAP_LIST_ITEMS)
+		return CAIRN_ETOOBIG;
+	if (c->n == c->alloc) {
+		c->alloc = c->alloc ? c->alloc * 2 : 32;
+		c->items = xreallocarray(c->items, c->alloc, sizeof *c->items);
+	}
+	c->items[c->n++] = item;
+	return KUBE_TAKE;
+}
+
+static void
+collect_free(struct bk_collect *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		cJSON_Delete(c->items[i]);
+	free(c->items);
+}
+
+static void
+table_add_backup(struct out_table *t, const cJSON *b, int64_t now)
+{
+	char items[64], attempt[32], errs[32], warns[32];
+	char age[OUT_AGE_MAX], exp[OUT_AGE_MAX];
+	const char *holder = json_str(b, "status.claim.holder");
+
+	fmt_items(b, items);
+	fmt_count(b, "status.claim.attempt", attempt);
+	fmt_count(b, "status.errors", errs);
+	fmt_count(b, "status.warnings", warns);
+	out_age(json_str(b, "metadata.creationTimestamp"), now, age);
+	fmt_expires(json_str(b, "status.expiration"), now, exp);
+	out_table_row(t, (const char *const[]){
+	    json_str_or(b, "metadata.name", ""),
+	    shown_phase(b),
+	    items,
+	    holder && holder[0] ? holder : "<none>",
+	    attempt,
+	    errs,
+	    warns,
+	    json_str_or(b, "spec.storageLocation", "<default>"),
+	    age,
+	    exp,
+	});
+}
+
+int
+cmd_backup_get(const struct cli_command *cmd, struct flagset *fs)
+{
+	static const char *const headers[] = { "NAME", "STATUS", "ITEMS",
+		"HOLDER", "ATTEMPT", "ERRORS", "WARNINGS", "STORAGE LOCATION",
+		"AGE", "EXPIRES", NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	enum out_format fmt;
+	struct bk_collect c;
+	struct kube *k = NULL;
+	cJSON *one = NULL, *doc = NULL;
+	int rc;
+
+	memset(&c, 0, sizeof c);
+	if (fs->nargs > 1)
+		return cli_usage_error(cmd, "backup get takes at most one NAME");
+	if (out_parse_format(flag_str(fs, F_OUTPUT), &fmt, &err) < 0)
+		return cli_usage_error(cmd, "%s", err.msg);
+	if (open_client(fs, &k) < 0)
+		return CLI_EXIT_FAIL;
+	if (fs->nargs == 1) {
+		rc = kube_get(k, &gvr_backups, ns, fs->args[0], &one, &err);
+		if (rc == CAIRN_ENOTFOUND) {
+			rc = cli_fail("backup \"%s\" not found in namespace %s",
+			    fs->args[0], ns);
+			goto out;
+		}
+		if (rc < 0) {
+			rc = cli_fail("%s", err.msg);
+			goto out;
+		}
+		collect_item(&c, one);
+	} else {
+		rc = kube_list(k, &gvr_backups, ns, NULL, collect_item, &c, NULL,
+		    &err);
+		if (rc < 0) {
+			rc = cli_fail("listing backups in namespace %s: %s", ns,
+			    rc == CAIRN_ETOOBIG ? "too many backups" : err.msg);
+			goto out;
+		}
+	}
+	if (fmt != OUT_TABLE) {
+		doc = fs->nargs == 1 ? one : out_list_wrap(c.items, c.n);
+		rc = out_print_doc(stdout, fmt, doc, &err) < 0 ?
+		    cli_fail("%s", err.msg) : CLI_EXIT_OK;
+		if (doc != one)
+			cJSON_Delete(doc);
+	} else if (c.n == 0) {
+		fprintf(stderr, "No backups found in namespace %s.\n", ns);
+		rc = CLI_EXIT_OK;
+	} else {
+		struct out_table *t = out_table_new(headers);
+		int64_t now = time_now_us();
+
+		for (size_t i = 0; i < c.n; i++)
+			table_add_backup(t, c.items[i], now);
+		out_table_print(t, stdout);
+		out_table_free(t);
+		rc = CLI_EXIT_OK;
+	}
+out:
+	collect_free(&c);
+	kube_free(k);
+	return rc;
+}
+
+/* ---- backup describe -------------------------------------------------- */
+
+static void
+print_list_field(FILE *f, const char *label, const cJSON *arr,
+    const char *if_empty)
+{
+	const cJSON *e;
+	const char *sep = "";
+
+	fprintf(f, "  %-16s", label);
+	if (cJSON_GetArraySize(arr) == 0) {
+		fprintf(f, "%s\n", if_empty);
+		return;
+	}
+	cJSON_ArrayForEach(e, arr) {
+		fprintf(f, "%s%s", sep, cJSON_IsString(e) ? e->valuestring : "?");
+		sep = ", ";
+	}
+	fputc('\n', f);
+}
+
+static const char *
+tristate(const cJSON *b, const char *path, const char *unset)
+{
+	cJSON *v = json_get(b, path);
+
+	if (cJSON_IsTrue(v))
+		return "true";
+	if (cJSON_IsFalse(v))
+		return "false";
+	return unset;
+}
+
+static void
+print_labels(FILE *f, const char *title, const cJSON *obj)
+{
+	const cJSON *c;
+	int first = 1;
+
+	fprintf(f, "%-13s", title);
+	cJSON_ArrayForEach(c, obj) {
+		fprintf(f, "%s%s=%s\n", first ? "" : "             ", c->string,
+		    cJSON_IsString(c) ? c->valuestring : "");
+		first = 0;
+	}
+	if (first)
+		fprintf(f, "<none>\n");
+}
+
+static void
+print_time(FILE *f, const char *label, const cJSON *b, const char *path,
+    int64_t now)
+{
+	const char *ts = json_str(b, path);
+	char age[OUT_AGE_MAX];
+
+	if (ts == NULL) {
+		fprintf(f, "  %-13s<n/a>\n", label);
+		return;
+	}
+	out_age(ts, now, age);
+	fprintf(f, "  %-13s%s (%s ago)\n", label, ts, age);
+}
+
+/* Describe backup b on f (untrusted text escaped by the caller's buf). */
+static void
+describe_backup(FILE *f, const cJSON *b, const char *ns,
+    const struct bk_location *loc, const char *loc_problem)
+{
+	const char *name = json_str_or(b, "metadata.name", "");
+	const char *phase = json_str_or(b, "status.phase", "New");
+	const cJSON *c, *parts;
+	int64_t now = time_now_us();
+	char items[64], sz[32], exp[OUT_AGE_MAX];
+	struct buf sel;
+
+	fprintf(f, "Name:        %s\n", name);
+	fprintf(f, "Namespace:   %s\n", json_str_or(b, "metadata.namespace", ns));
+	print_labels(f, "Labels:", json_get(b, "metadata.labels"));
+	print_labels(f, "Annotations:", json_get(b, "metadata.annotations"));
+	fprintf(f, "\nPhase:  %s%s\n", phase, is_unclaimed(b) ?
+	    " (waiting: no cairn server has claimed it)" : "");
+	if (json_get(b, "status.failureReason") != NULL)
+		fprintf(f, "Failure reason:  %s\n",
+		    json_str_or(b, "status.failureReason", ""));
+	if (cJSON_GetArraySize(json_get(b, "status.validationErrors")) > 0) {
+		fprintf(f, "Validation errors:\n");
+		cJSON_ArrayForEach(c, json_get(b, "status.validationErrors"))
+			fprintf(f, "  - %s\n", cJSON_IsString(c) ?
+			    c->valuestring : "?");
+	}
+	fprintf(f, "Errors:    %lld\nWarnings:  %lld\n",
+	    (long long)json_int(b, "status.errors", 0),
+	    (long long)json_int(b, "status.warnings", 0));
+
+	fprintf(f, "\nNamespaces:\n");
+	print_list_field(f, "Included:", json_get(b, "spec.includedNamespaces"), "*");
+	print_list_field(f, "Excluded:", json_get(b, "spec.excludedNamespaces"),
+	    "<none>");
+	fprintf(f, "\nResources:\n");
+	print_list_field(f, "Included:", json_get(b, "spec.includedResources"), "*");
+	print_list_field(f, "Excluded:", json_get(b, "spec.excludedResources"),
+	    "<none>");
+	fprintf(f, "  %-16s%s\n", "Cluster-scoped:",
+	    tristate(b, "spec.includeClusterResources", "auto"));
+	buf_init(&sel, 64 * 1024);
+	selector_text(json_get(b, "spec.labelSelector"), &sel);
+	fprintf(f, "\nLabel selector:    %s\n", buf_cstr(&sel));
+	buf_free(&sel);
+	fprintf(f, "Storage location:  %s\n",
+	    json_str_or(b, "spec.storageLocation", "<default>"));
+	fprintf(f, "Snapshot volumes:  %s\n",
+	    tristate(b, "spec.snapshotVolumes", "auto"));
+	fprintf(f, "TTL:               %s\n", json_str_or(b, "spec.ttl", "720h"));
+
+	fmt_items(b, items);
+	fmt_bytes((uint64_t)json_int(b, "status.progress.bytesDone", 0), sz);
+	fprintf(f, "\nProgress:\n  Items:  %s\n  Bytes:  %s\n", items, sz);
+
+	fprintf(f, "\nClaim:\n");
+	if (json_get(b, "status.claim") == NULL)
+		fprintf(f, "  <none>\n");
+	else {
+		char att[32];
+
+		fmt_count(b, "status.claim.attempt", att);
+		fprintf(f, "  Holder:      %s\n",
+		    json_str_or(b, "status.claim.holder", "<none>"));
+		fprintf(f, "  Worker:      %s\n",
+		    json_str_or(b, "status.claim.worker", "<none>"));
+		fprintf(f, "  Attempt:     %s\n", att);
+		print_time(f, "Claimed at:", b, "status.claim.claimedAt", now);
+	}
+
+	fprintf(f, "\nCheckpoint:\n");
+	if (json_get(b, "status.checkpoint") == NULL)
+		fprintf(f, "  <none>\n");
+	else {
+		fprintf(f, "  Upload ID:   %s\n",
+		    json_str_or(b, "status.checkpoint.uploadID", "<none>"));
+		fprintf(f, "  Items done:  %lld\n",
+		    (long long)json_int(b, "status.checkpoint.itemsDone", 0));
+		parts = json_get(b, "status.checkpoint.parts");
+		fprintf(f, "  Parts:       %d\n", cJSON_GetArraySize(parts));
+		if (cJSON_GetArraySize(parts) > 0) {
+			static const char *const hdr[] = { "    PART", "ETAG",
+				"ITEMS", "BYTES", "LAST ITEM", NULL };
+			struct out_table *t = out_table_new(hdr);
+
+			cJSON_ArrayForEach(c, parts) {
+				char num[32], it[32], by[32];
+
+				snprintf(num, sizeof num, "    %lld",
+				    (long long)json_int(c, "number", 0));
+				fmt_count(c, "items", it);
+				if (cJSON_IsNumber(json_get(c, "bytes")))
+					fmt_bytes((uint64_t)json_int(c, "bytes",
+					    0), by);
+				else
+					snprintf(by, sizeof by, "-");
+				out_table_row(t, (const char *const[]){ num,
+				    json_str_or(c, "etag", "-"), it, by,
+				    json_str_or(c, "lastItem", "-") });
+			}
+			out_table_print(t, f);
+			out_table_free(t);
+		}
+	}
+
+	if (cJSON_GetArraySize(json_get(b, "status.conditions")) > 0) {
+		static const char *const hdr[] = { "  TYPE", "STATUS", "REASON",
+			"AGE", "MESSAGE", NULL };
+		struct out_table *t = out_table_new(hdr);
+
+		fprintf(f, "\nConditions:\n");
+		cJSON_ArrayForEach(c, json_get(b, "status.conditions")) {
+			char ty[128], age[OUT_AGE_MAX];
+
+			snprintf(ty, sizeof ty, "  %s", json_str_or(c, "type", ""));
+			out_age(json_str(c, "lastTransitionTime"), now, age);
+			out_table_row(t, (const char *const[]){ ty,
+			    json_str_or(c, "status", ""),
+			    json_str_or(c, "reason", ""), age,
+			    json_str_or(c, "message", "") });
+		}
+		out_table_print(t, f);
+		out_table_free(t);
+	}
+
+	fprintf(f, "\nTimes:\n");
+	print_time(f, "Created:", b, "metadata.creationTimestamp", now);
+	print_time(f, "Started:", b, "status.startTimestamp", now);
+	print_time(f, "Completed:", b, "status.completionTimestamp", now);
+	fmt_expires(json_str(b, "status.expiration"), now, exp);
+	fprintf(f, "  %-13s%s%s%s%s\n", "Expiration:",
+	    json_str_or(b, "status.expiration", "<n/a>"),
+	    json_str(b, "status.expiration") ? " (" : "",
+	    json_str(b, "status.expiration") ? exp : "",
+	    json_str(b, "status.expiration") ? ")" : "");
+
+	fprintf(f, "\nStorage keys");
+	if (loc != NULL)
+		fprintf(f, " (location %s, %s):\n", loc->name,
+		    store_describe(loc->store));
+	else
+		fprintf(f, " (relative to the location's prefix%s%s):\n",
+		    loc_problem ? "; " : "", loc_problem ? loc_problem : "");
+	for (size_t i = 0; bk_layout[i] != NULL; i++) {
+		char *key = layout_key(loc ? loc->prefix : "", name, bk_layout[i]);
+
+		fprintf(f, "  %s\n", key);
+		free(key);
+	}
+}
+
+int
+cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT, lerr = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	struct bk_location loc;
+	struct kube *k = NULL;
+	cJSON *b = NULL;
+	int rc, have_loc;
+
+	if (fs->nargs != 1)
+		return cli_usage_error(cmd, "backup describe needs one NAME");
+	if (open_client(fs, &k) < 0)
+		return CLI_EXIT_FAIL;
+	rc = kube_get(k, &gvr_backups, ns, fs->args[0], &b, &err);
+	if (rc == CAIRN_ENOTFOUND) {
+		rc = cli_fail("backup \"%s\" not found in namespace %s",
+		    fs->args[0], ns);
+		goto out;
+	}
+	if (rc < 0) {
+		rc = cli_fail("%s", err.msg);
+		goto out;
+	}
+	/* The location is only needed for the key prefix: never fatal. */
+	have_loc = location_open(k, ns, b, &loc, &lerr) == 0;
+	describe_backup(stdout, b, ns, have_loc ? &loc : NULL,
+	    have_loc ? NULL : lerr.msg);
+	if (have_loc)
+		location_free(&loc);
+	rc = CLI_EXIT_OK;
+out:
+	cJSON_Delete(b);
+	kube_free(k);
+	return rc;
+}
+
+/* ---- backup logs ------------------------------------------------------ */
+
+/* Common start of logs / download / delete: client, object, location. */
+static int
+open_backup(const struct cli_command *cmd, const struct flagset *fs,
+    const char *verb, struct kube **k, cJSON **b, struct bk_location *loc)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	int rc;
+
+	*k = NULL;
+	*b = NULL;
+	memset(loc, 0, sizeof *loc);
+	if (fs->nargs != 1)
+		return cli_usage_error(cmd, "backup %s needs one NAME", verb);
+	if (open_client(fs, k) < 0)
+		return CLI_EXIT_FAIL;
+	rc = kube_get(*k, &gvr_backups, ns, fs->args[0], b, &err);
+	if (rc == CAIRN_ENOTFOUND)
+		return cli_fail("backup \"%s\" not found in namespace %s",
+		    fs->args[0], ns);
+	if (rc < 0)
+		return cli_fail("%s", err.msg);
+	if (location_open(*k, ns, *b, loc, &err) < 0)
+		return cli_fail("backup %s: %s", fs->args[0], err.msg);
+	return 0;
+}
+
+struct gunzip {
+	z_stream zs;
+	int started;		/* inflateInit2 done */
+	int in_member;		/* inside a gzip member (not at a boundary) */
+	FILE *out;
+	int write_failed;
+};
+
+/* Sink: inflate concatenated gzip members to out. */
+static int
+gunzip_write(void *arg, const void *data, size_t n)
+{
+	struct gunzip *g = arg;
+	unsigned char obuf[BK_GUNZIP_CHUNK];
+
+	g->zs.next_in = (unsigned char *)(uintptr_t)data;
+	g->zs.avail_in = (uInt)n;
+	while (g->zs.avail_in > 0) {
+		int zrc;
+
+		g->zs.next_out = obuf;
+		g->zs.avail_out = sizeof obuf;
+		g->in_member = 1;
+		zrc = inflate(&g->zs, Z_NO_FLUSH);
+		if (zrc != Z_OK && zrc != Z_STREAM_END && zrc != Z_BUF_ERROR)
+			return -1;
+		if (sizeof obuf - g->zs.avail_out > 0 &&
+		    fwrite(obuf, 1, sizeof obuf - g->zs.avail_out, g->out) !=
+		    sizeof obuf - g->zs.avail_out) {
+			g->write_failed = 1;
+			return -1;
+		}
+		if (zrc == Z_STREAM_END) {
+			g->in_member = 0;
+			if (inflateReset(&g->zs) != Z_OK)
+				return -1;
+		} else if (zrc == Z_BUF_ERROR && g->zs.avail_in == 0)
+			break;
+	}
+	return 0;
+}
+
+int
+cmd_backup_logs(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct bk_location loc;
+	struct gunzip g;
+	struct kube *k;
+	cJSON *b;
+	char *key = NULL;
+	int rc;
+
+	rc = open_backup(cmd, fs, "logs", &k, &b, &loc);
+	if (rc != 0)
+		goto out;
+	key = layout_key(loc.prefix, fs->args[0], "+-logs.gz");
+	memset(&g, 0, sizeof g);
+	g.out = stdout;
+	if (inflateInit2(&g.zs, 16 + MAX_WBITS) != Z_OK) {
+		rc = cli_fail("cannot start zlib");
+		goto out;
+	}
+	g.started = 1;
+	rc = store_get(loc.store, key, 0, -1, gunzip_write, &g, NULL, &err);
+	fflush(stdout);
+	if (rc == CAIRN_ENOTFOUND)
+		rc = cli_fail("no logs for backup %s in storage location %s "
+		    "(%s): the backup has not finished yet, or failed before "
+		    "uploading", fs->args[0], loc.name, key);
+	else if (rc == CAIRN_ECANCELED)
+		rc = cli_fail("%s: %s", key, g.write_failed ?
+		    "cannot write output" : "not valid gzip data");
+	else if (rc < 0)
+		rc = cli_fail("reading logs of backup %s: %s", fs->args[0],
+		    err.msg);
+	else if (g.in_member)
+		rc = cli_fail("%s: gzip data ends early", key);
+	else
+		rc = CLI_EXIT_OK;
+	inflateEnd(&g.zs);
+out:
+	free(key);
+	location_free(&loc);
+	cJSON_Delete(b);
+	kube_free(k);
+	return rc;
+}
+
+/* ---- backup download -------------------------------------------------- */
+
+struct dl {
+	int fd;
+	struct progress *p;
+	int64_t total;
+};
+
+static int
+dl_write(void *arg, const void *data, size_t n)
+{
+	struct dl *d = arg;
+	const char *p = data;
+
+	while (n > 0) {
+		ssize_t w = write(d->fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void
+dl_progress(void *arg, uint64_t done, int64_t total)
+{
+	struct dl *d = arg;
+	struct progress_state st = { "downloading", -1, -1, (int64_t)done,
+		total >= 0 ? total : d->total, NULL };
+
+	progress_update(d->p, &st);
+}
+
+int
+cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct bk_location loc;
+	struct store_stat stt;
+	struct store_progress prog;
+	struct kube *k;
+	struct dl d;
+	cJSON *b;
+	char *key = NULL, *file = NULL, *tmp = NULL, label[BK_NAME_MAX + 32];
+	char sz[32];
+	int rc;
+
+	memset(&d, 0, sizeof d);
+	d.fd = -1;
+	rc = open_backup(cmd, fs, "download", &k, &b, &loc);
+	if (rc != 0)
+		goto out;
+	/* --output-file, or -o FILE as Velero's `backup download -o`. */
+	if (flag_str(fs, F_OUTPUT_FILE) != NULL)
+		file = xstrdup(flag_str(fs, F_OUTPUT_FILE));
+	else if (flag_given(fs, F_OUTPUT))
+		file = xstrdup(flag_str(fs, F_OUTPUT));
+	else
+		file = xasprintf("%s.tar.gz", fs->args[0]);
+	key = layout_key(loc.prefix, fs->args[0], "+.tar.gz");
+	rc = store_head(loc.store, key, &stt, &err);
+	if (rc == CAIRN_ENOTFOUND) {
+		rc = cli_fail("backup %s has no tarball in storage location %s "
+		    "(%s): it has not completed", fs->args[0], loc.name, key);
+		goto out;
+	}
+	if (rc < 0) {
+		rc = cli_fail("%s", err.msg);
+		goto out;
+	}
+	/* Published atomically: a temp file next to FILE, then rename. */
+	tmp = xasprintf("%s.part-XXXXXX", file);
+	d.fd = mkstemp(tmp);
+	if (d.fd < 0) {
+		rc = cli_fail("cannot create %s: %s", tmp, strerror(errno));
+		FREE_NULL(tmp);
+		goto out;
+	}
+	(void)fchmod(d.fd, 0644);
+	d.total = (int64_t)stt.size;
+	snprintf(label, sizeof label, "download %s", fs->args[0]);
+	d.p = progress_new(stderr, PROGRESS_AUTO, label);
+	prog.fn = dl_progress;
+	prog.arg = &d;
+	rc = store_get(loc.store, key, 0, -1, dl_write, &d, &prog, &err);
+	if (rc == 0) {
+		struct progress_state st = { "downloaded", -1, -1,
+			(int64_t)stt.size, (int64_t)stt.size, NULL };
+
+		progress_update(d.p, &st);
+		progress_end(d.p, NULL);
+	} else
+		progress_end(d.p, "failed");
+	if (rc < 0) {
+		rc = cli_fail("downloading %s: %s", key, rc == CAIRN_ECANCELED ?
+		    "cannot write the file" : err.msg);
+		goto out;
+	}
+	if (fsync(d.fd) < 0 || close(d.fd) < 0) {
+		d.fd = -1;
+		rc = cli_fail("writing %s: %s", tmp, strerror(errno));
+		goto out;
+	}
+	d.fd = -1;
+	if (rename(tmp, file) < 0) {
+		rc = cli_fail("renaming %s to %s: %s", tmp, file, strerror(errno));
+		goto out;
+	}
+	FREE_NULL(tmp);
+	fmt_bytes(stt.size, sz);
+	printf("Backup %s downloaded to %s (%s).\n", fs->args[0], file, sz);
+	rc = CLI_EXIT_OK;
+out:
+	if (d.fd >= 0)
+		close(d.fd);
+	if (tmp != NULL)
+		unlink(tmp);
+	progress_free(d.p);
+	free(tmp);
+	free(file);
+	free(key);
+	location_free(&loc);
+	cJSON_Delete(b);
+	kube_free(k);
+	return rc;
+}
+
+/* ---- backup delete ---------------------------------------------------- */
+
+/* Ask on the terminal; 1 when the answer is yes. */
+static int
+confirm(const char *name, const char *ns)
+{
+	char line[64];
+
+	fprintf(stderr, "Delete backup %s (namespace %s) and its files in "
+	    "storage? [y/N] ", name, ns);
+	fflush(stderr);
+	if (fgets(line, sizeof line, stdin) == NULL)
+		return 0;
+	return line[0] == 'y' || line[0] == 'Y';
+}
+
+int
+cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	struct bk_location loc;
+	struct kube *k = NULL;
+	cJSON *b = NULL;
+	char *prefix = NULL;
+	size_t n = 0;
+	int rc, have_loc = 0;
+
+	memset(&loc, 0, sizeof loc);
+	if (fs->nargs != 1)
+		return cli_usage_error(cmd, "backup delete needs one NAME");
+	if (!flag_bool(fs, F_CONFIRM)) {
+		if (!isatty(STDIN_FILENO))
+			return cli_usage_error(cmd, "deleting backup %s needs "
+			    "--confirm when not asked on a terminal", fs->args[0]);
+		if (!confirm(fs->args[0], ns)) {
+			fprintf(stderr, "Nothing deleted.\n");
+			return CLI_EXIT_FAIL;
+		}
+	}
+	if (open_client(fs, &k) < 0)
+		return CLI_EXIT_FAIL;
+	rc = kube_get(k, &gvr_backups, ns, fs->args[0], &b, &err);
+	if (rc == CAIRN_ENOTFOUND) {
+		rc = cli_fail("backup \"%s\" not found in namespace %s",
+		    fs->args[0], ns);
+		goto out;
+	}
+	if (rc < 0) {
+		rc = cli_fail("%s", err.msg);
+		goto out;
+	}
+	rc = location_open(k, ns, b, &loc, &err);
+	if (rc == 0)
+		have_loc = 1;
+	else if (json_get(b, "status.startTimestamp") != NULL ||
+	    json_get(b, "status.checkpoint") != NULL) {
+		/* It may have written files: do not orphan them silently. */
+		rc = cli_fail("backup %s: %s; nothing deleted", fs->args[0],
+		    err.msg);
+		goto out;
+	} else
+		fprintf(stderr, "Backup %s never started; deleting only the "
+		    "object (%s).\n", fs->args[0], err.msg);
+	if (have_loc) {
+		prefix = xasprintf("%sbackups/%s/", loc.prefix, fs->args[0]);
+		rc = store_delete_prefix(loc.store, prefix, &n, &err);
+		if (rc < 0) {
+			rc = cli_fail("deleting %s in storage location %s: %s; "
+			    "the Backup object is kept", prefix, loc.name,
+			    err.msg);
+			goto out;
+		}
+	}
+	rc = kube_delete(k, &gvr_backups, ns, fs->args[0], NULL, NULL, &err);
+	if (rc < 0 && rc != CAIRN_ENOTFOUND) {
+		rc = cli_fail("deleting backup %s: %s", fs->args[0], err.msg);
+		goto out;
+	}
+	if (have_loc)
+		printf("Backup %s deleted (%zu objects removed from storage "
+		    "location %s).\n", fs->args[0], n, loc.name);
+	else
+		printf("Backup %s deleted.\n", fs->args[0]);
+	rc = CLI_EXIT_OK;
+out:
+	free(prefix);
+	location_free(&loc);
+	cJSON_Delete(b);
+	kube_free(k);
+	return rc;
+}
