@@ -114,7 +114,9 @@ def run(tmp, procs):
          "metadata": {"name": "default", "namespace": "cairn-system"},
          "spec": {"provider": "fs", "default": True, "objectStorage": {"bucket": "local"},
                   "config": {"path": storage}}}]}
-    subprocess.run(kubectl + ["apply", "-f", "-"], input=json.dumps(bsl), text=True, check=True)
+    # kubectl validates a `kind: List` through /openapi/v2; send a document stream.
+    subprocess.run(kubectl + ["apply", "-f", "-"], check=True, text=True,
+                   input="\n".join(json.dumps(o) for o in bsl["items"]))
 
     step("Starting cairn server (web endpoint on 127.0.0.1)")
     port = free_port()

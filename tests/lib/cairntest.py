@@ -215,10 +215,37 @@ class Kubesim:
         return r
 
     def apply(self, obj_or_path):
-        """kubectl apply -f of a dict/list (as JSON) or a path."""
+        """kubectl apply -f of an object, a list of objects, a `List`, or a path.
+
+        Lists go to kubectl as a stream of JSON documents: kubectl validates a
+        `kind: List` client-side through /openapi/v2, which kubesim does not
+        serve.
+        """
         if isinstance(obj_or_path, str):
             return self.kubectl("apply", "-f", obj_or_path)
-        return self.kubectl("apply", "-f", "-", input=json.dumps(obj_or_path))
+        items = obj_or_path
+        if isinstance(items, dict):
+            items = items.get("items", []) if items.get("kind") == "List" else [items]
+        return self.kubectl("apply", "-f", "-", input="\n".join(json.dumps(o) for o in items))
+
+    def bulk(self, template, count, name="obj-{i:06d}", namespace=None, start=0):
+        """Create count objects from template fast (kubesim's /_sim/bulk)."""
+        body = {"template": template, "count": count, "name": name, "start": start}
+        if namespace:
+            body["namespace"] = namespace
+        return self.ok("POST", "/_sim/bulk", body)
+
+    def compact(self):
+        """Make every resourceVersion and continue token issued so far too old."""
+        return self.ok("POST", "/_sim/compact")
+
+    def reset(self):
+        return self.ok("POST", "/_sim/reset")
+
+    def install_crds(self, namespace="cairn-system"):
+        """cairn's CRDs from schema/crds/ and the namespace cairn works in."""
+        self.kubectl("apply", "-f", os.path.join(SRCDIR, "schema/crds/"))
+        self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
 
 
 class Case:
