@@ -294,8 +294,10 @@ struct kube_delete_opts {
 	const char *uid;		/* precondition, NULL: none */
 	const char *resource_version;	/* precondition, NULL: none */
 	const char *propagation;	/* "Background", "Foreground", "Orphan", NULL */
-	int64_t grace_seconds;		/* < 0: server default */
+	int64_t grace_seconds;		/* 0: server default; > 0: seconds;
+					   KUBE_GRACE_NOW: immediately (0) */
 };
+#define KUBE_GRACE_NOW (-1)
 /*
  * DELETE with optional preconditions (mismatch: CAIRN_ECONFLICT). opts may
  * be NULL. *out (may be NULL) gets the reply: the object (custom resources,

@@ -1,1 +1,24 @@
 # kube/: fragment owned by the kube module (see kube/README.md).
+# The Kubernetes REST client: configuration, transport, discovery, objects,
+# streamed lists, watches, informers, label selectors.
+noinst_LIBRARIES += kube/libkube.a
+CAIRN_MODULE_LIBS += kube/libkube.a
+kube_libkube_a_SOURCES = \
+	kube/kube.h kube/internal.h \
+	kube/config.c \
+	kube/kube.c \
+	kube/stream.c \
+	kube/discovery.c \
+	kube/objects.c \
+	kube/list.c \
+	kube/watch.c \
+	kube/selector.c
+EXTRA_DIST += kube/README.md
+
+check_PROGRAMS += tests/unit/test_kube
+tests_unit_test_kube_SOURCES = tests/unit/test_kube.c tests/unit/unit.h
+tests_unit_test_kube_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/helpers/kube_tool
+tests_helpers_kube_tool_SOURCES = tests/helpers/kube_tool.c
+tests_helpers_kube_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)

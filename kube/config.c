@@ -1,0 +1,887 @@
+/*
+ * config.c: where the client finds its cluster and credentials.
+ *
+ * Order (as kubectl and client-go): --kubeconfig FILE; else $KUBECONFIG, a
+ * colon list of files merged so that the first file to set a value wins
+ * (current-context, and each named cluster, context and user); else
+ * ~/.kube/config; else in-cluster (KUBERNETES_SERVICE_HOST/PORT plus the
+ * service-account directory). YAML is read with libyaml into a cJSON tree
+ * (scalars stay strings) and then walked with the jsonutil helpers.
+ *
+ * Every error names the file and the field ("kubeconfig /x: cluster
+ * \"c\": server: missing"). Relative file paths in a kubeconfig are relative
+ * to the directory of that file. `-data` fields are base64 PEM decoded into
+ * memory and handed to libcurl as blobs: no secret is ever written to disk.
+ *
+ * Tokens from a file (users[].user.tokenFile, the service-account token)
+ * rotate: kcfg_token() re-reads the file when its mtime, size or inode
+ * changed, checking at most once a second. The config is otherwise
+ * immutable after load, so only the token state is under a mutex.
+ */
+#include "config.h"
+#include "kube/internal.h"
+#include "base/jsonutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <openssl/evp.h>
+#include <yaml.h>
+
+#define KCFG_DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define KCFG_TOKEN_MAX (64u << 10)	/* a token file */
+#define KCFG_PEM_MAX (1u << 20)		/* one certificate or key */
+#define KCFG_TOKEN_CHECK_US (1 * TIME_US_PER_SEC)
+
+struct blob {
+	unsigned char *data;	/* owned */
+	size_t len;
+};
+
+struct kube_config {
+	char *source;		/* file(s) or "in-cluster" */
+	char *context;		/* context name, "" in-cluster */
+	char *cluster;
+	char *user;
+	char *server;
+	char *ns;
+	char *tls_server_name;
+	int insecure;
+	char *ca_file;
+	struct blob ca_data;
+	char *cert_file;
+	struct blob cert_data;
+	char *key_file;
+	struct blob key_data;
+	char *token;		/* static token */
+	char *token_file;
+
+	pthread_mutex_t lock;	/* guards the token file state below */
+	char *file_token;	/* last token read from token_file */
+	int64_t checked_us;	/* monotonic time of the last stat */
+	struct stat token_st;	/* stat of the last read */
+};
+
+static int
+is_space_char(char c)
+{
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* ---- YAML to cJSON ---- */
+
+static cJSON *
+yaml_node_json(yaml_document_t *doc, yaml_node_t *n, int depth)
+{
+	cJSON *j, *v;
+	yaml_node_item_t *it;
+	yaml_node_pair_t *pr;
+	yaml_node_t *kn;
+
+	if (n == NULL || depth > CAIRN_JSON_MAX_DEPTH)
+		return NULL;
+	switch (n->type) {
+	case YAML_SCALAR_NODE:
+		if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		    (n->data.scalar.length == 0 ||
+		    strcmp((char *)n->data.scalar.value, "null") == 0 ||
+		    strcmp((char *)n->data.scalar.value, "~") == 0))
+			return cJSON_CreateNull();
+		return cJSON_CreateString((char *)n->data.scalar.value);
+	case YAML_SEQUENCE_NODE:
+		j = cJSON_CreateArray();
+		for (it = n->data.sequence.items.start;
+		    it < n->data.sequence.items.top; it++) {
+			v = yaml_node_json(doc, yaml_document_get_node(doc, *it),
+			    depth + 1);
+			if (v == NULL) {
+				cJSON_Delete(j);
+				return NULL;
+			}
+			cJSON_AddItemToArray(j, v);
+		}
+		return j;
+	case YAML_MAPPING_NODE:
+		j = cJSON_CreateObject();
+		for (pr = n->data.mapping.pairs.start;
+		    pr < n->data.mapping.pairs.top; pr++) {
+			kn = yaml_document_get_node(doc, pr->key);
+			if (kn == NULL || kn->type != YAML_SCALAR_NODE) {
+				cJSON_Delete(j);
+				return NULL;
+			}
+			v = yaml_node_json(doc,
+			    yaml_document_get_node(doc, pr->value), depth + 1);
+			if (v == NULL) {
+				cJSON_Delete(j);
+				return NULL;
+			}
+			cJSON_DeleteItemFromObjectCaseSensitive(j,
+			    (char *)kn->data.scalar.value);
+			cJSON_AddItemToObject(j, (char *)kn->data.scalar.value, v);
+		}
+		return j;
+	default:
+		return NULL;
+	}
+}
+
+cJSON *
+kcfg_yaml_to_json(const char *data, size_t len, const char *what,
+    struct cairn_err *err)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	yaml_node_t *root;
+	cJSON *j = NULL;
+
+	if (!yaml_parser_initialize(&parser)) {
+		cairn_err_set(err, CAIRN_EFAIL, "%s: libyaml init failed", what);
+		return NULL;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		cairn_err_set(err, CAIRN_EINVAL,
+		    "%s: YAML error at line %zu column %zu: %s", what,
+		    parser.problem_mark.line + 1,
+		    parser.problem_mark.column + 1,
+		    parser.problem ? parser.problem : "unknown");
+		yaml_parser_delete(&parser);
+		return NULL;
+	}
+	root = yaml_document_get_root_node(&doc);
+	if (root == NULL)
+		j = cJSON_CreateObject();	/* empty file */
+	else
+		j = yaml_node_json(&doc, root, 0);
+	if (j == NULL)
+		cairn_err_set(err, CAIRN_EINVAL,
+		    "%s: unsupported YAML (non-scalar key or too deep)", what);
+	yaml_document_delete(&doc);
+	yaml_parser_delete(&parser);
+	return j;
+}
+
+/* ---- helpers ---- */
+
+static int
+read_file(const char *path, size_t cap, char **out, size_t *len,
+    const char *what, struct cairn_err *err)
+{
+	FILE *f;
+	struct buf b;
+	char tmp[8192];
+	size_t n;
+
+	*out = NULL;
+	f = fopen(path, "rb");
+	if (f == NULL)
+		return cairn_err_errno(err, errno == ENOENT ? CAIRN_ENOTFOUND :
+		    CAIRN_EIO, errno, "%s %s", what, path);
+	buf_init(&b, cap);
+	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
+		if (buf_append(&b, tmp, n) < 0) {
+			fclose(f);
+			buf_free(&b);
+			return cairn_err_set(err, CAIRN_ETOOBIG,
+			    "%s %s: larger than %zu bytes", what, path, cap);
+		}
+	}
+	if (ferror(f)) {
+		fclose(f);
+		buf_free(&b);
+		return cairn_err_errno(err, CAIRN_EIO, errno, "%s %s", what,
+		    path);
+	}
+	fclose(f);
+	if (b.data == NULL)
+		buf_append(&b, "", 0);
+	*out = buf_take(&b, len);
+	return 0;
+}
+
+/* Decode base64 (whitespace ignored) with libcrypto. */
+static int
+b64_decode(const char *s, struct blob *out)
+{
+	char *clean;
+	size_t n = 0, i, pad = 0;
+	int r;
+
+	clean = xmalloc(strlen(s) + 1);
+	for (i = 0; s[i] != '\0'; i++)
+		if (!is_space_char(s[i]))
+			clean[n++] = s[i];
+	clean[n] = '\0';
+	if (n == 0 || n % 4 != 0) {
+		free(clean);
+		return -1;
+	}
+	if (clean[n - 1] == '=')
+		pad++;
+	if (n >= 2 && clean[n - 2] == '=')
+		pad++;
+	out->data = xmalloc(n / 4 * 3 + 1);
+	r = EVP_DecodeBlock(out->data, (unsigned char *)clean, (int)n);
+	free(clean);
+	if (r < 0 || (size_t)r < pad) {
+		FREE_NULL(out->data);
+		return -1;
+	}
+	out->len = (size_t)r - pad;
+	out->data[out->len] = '\0';
+	return 0;
+}
+
+/* Resolve a path from a kubeconfig relative to that file's directory. */
+static char *
+rel_path(const char *file, const char *p)
+{
+	const char *slash;
+
+	if (p[0] == '/' || file == NULL)
+		return xstrdup(p);
+	if (p[0] == '~' && p[1] == '/' && getenv("HOME") != NULL)
+		return xasprintf("%s%s", getenv("HOME"), p + 1);
+	slash = strrchr(file, '/');
+	if (slash == NULL)
+		return xstrdup(p);
+	return xasprintf("%.*s/%s", (int)(slash - file), file, p);
+}
+
+static void
+blob_free(struct blob *b)
+{
+	FREE_NULL(b->data);
+	b->len = 0;
+}
+
+void
+kube_config_free(struct kube_config *cfg)
+{
+	if (cfg == NULL)
+		return;
+	free(cfg->source);
+	free(cfg->context);
+	free(cfg->cluster);
+	free(cfg->user);
+	free(cfg->server);
+	free(cfg->ns);
+	free(cfg->tls_server_name);
+	free(cfg->ca_file);
+	blob_free(&cfg->ca_data);
+	free(cfg->cert_file);
+	blob_free(&cfg->cert_data);
+	free(cfg->key_file);
+	blob_free(&cfg->key_data);
+	free(cfg->token);
+	free(cfg->token_file);
+	free(cfg->file_token);
+	pthread_mutex_destroy(&cfg->lock);
+	free(cfg);
+}
+
+static struct kube_config *
+kcfg_alloc(void)
+{
+	struct kube_config *cfg = xcalloc(1, sizeof *cfg);
+
+	pthread_mutex_init(&cfg->lock, NULL);
+	return cfg;
+}
+
+/* Check a PEM file is readable now, so the error names the field. */
+static int
+check_file(const char *file, const char *field, const char *path,
+    struct cairn_err *err)
+{
+	char *data;
+	size_t len;
+	int rc;
+
+	rc = read_file(path, KCFG_PEM_MAX, &data, &len, "reading", err);
+	if (rc < 0)
+		return cairn_err_prefix(err, "kubeconfig %s: %s", file, field);
+	free(data);
+	return 0;
+}
+
+/* ---- kubeconfig files ---- */
+
+/* A named entry (cluster, context, user) and the file that defined it. */
+struct kentry {
+	const char *name;
+	const char *file;
+	cJSON *node;		/* borrowed: the inner cluster/context/user map */
+};
+
+struct kfiles {
+	cJSON *docs[32];
+	char *paths[32];
+	size_t n;
+	const char *current;	/* first non-empty current-context */
+	const char *current_file;
+};
+
+static void
+kfiles_free(struct kfiles *kf)
+{
+	size_t i;
+
+	for (i = 0; i < kf->n; i++) {
+		cJSON_Delete(kf->docs[i]);
+		free(kf->paths[i]);
+	}
+}
+
+/* Find a named entry in list `key` (clusters...), first file wins. */
+static int
+kfiles_find(struct kfiles *kf, const char *key, const char *inner,
+    const char *name, struct kentry *out)
+{
+	size_t i;
+	cJSON *arr, *e;
+
+	for (i = 0; i < kf->n; i++) {
+		arr = cJSON_GetObjectItemCaseSensitive(kf->docs[i], key);
+		if (!cJSON_IsArray(arr))
+			continue;
+		cJSON_ArrayForEach(e, arr) {
+			const char *nm = json_str(e, "name");
+
+			if (nm == NULL || strcmp(nm, name) != 0)
+				continue;
+			out->name = nm;
+			out->file = kf->paths[i];
+			out->node = cJSON_GetObjectItemCaseSensitive(e, inner);
+			if (out->node == NULL || cJSON_IsNull(out->node))
+				out->node = NULL;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int
+kfiles_load(struct kfiles *kf, const char *path, int missing_ok,
+    struct cairn_err *err)
+{
+	char *data = NULL, *what = NULL;
+	size_t len;
+	cJSON *doc;
+	int rc;
+
+	if (kf->n >= sizeof kf->docs / sizeof kf->docs[0])
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "too many kubeconfig files (at most %zu)",
+		    sizeof kf->docs / sizeof kf->docs[0]);
+	rc = read_file(path, CAIRN_CAP_FILE, &data, &len, "kubeconfig", err);
+	if (rc == CAIRN_ENOTFOUND && missing_ok)
+		return 0;
+	if (rc < 0)
+		return rc;
+	what = xasprintf("kubeconfig %s", path);
+	doc = kcfg_yaml_to_json(data, len, what, err);
+	free(data);
+	free(what);
+	if (doc == NULL)
+		return CAIRN_EINVAL;
+	if (!cJSON_IsObject(doc)) {
+		cJSON_Delete(doc);
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: not a YAML mapping", path);
+	}
+	kf->docs[kf->n] = doc;
+	kf->paths[kf->n] = xstrdup(path);
+	kf->n++;
+	if (kf->current == NULL) {
+		const char *cc = json_str(doc, "current-context");
+
+		if (cc != NULL && *cc != '\0') {
+			kf->current = cc;
+			kf->current_file = kf->paths[kf->n - 1];
+		}
+	}
+	return 0;
+}
+
+/* A string field of an entry, or NULL; an empty string counts as unset. */
+static const char *
+field(const struct kentry *e, const char *name)
+{
+	const char *s;
+
+	if (e->node == NULL)
+		return NULL;
+	s = json_str(e->node, name);
+	return s != NULL && *s != '\0' ? s : NULL;
+}
+
+static int
+pem_field(const struct kentry *e, const char *what, const char *name_file,
+    const char *name_data, char **file_out, struct blob *data_out,
+    struct cairn_err *err)
+{
+	const char *d = field(e, name_data), *f = field(e, name_file);
+
+	if (d != NULL) {
+		if (b64_decode(d, data_out) < 0)
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "kubeconfig %s: %s \"%s\": %s: not valid base64",
+			    e->file, what, e->name, name_data);
+		if (strstr((char *)data_out->data, "-----BEGIN") == NULL)
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "kubeconfig %s: %s \"%s\": %s: not PEM data",
+			    e->file, what, e->name, name_data);
+		return 0;
+	}
+	if (f != NULL) {
+		char *fl = xasprintf("%s \"%s\": %s", what, e->name, name_file);
+		int rc;
+
+		*file_out = rel_path(e->file, f);
+		rc = check_file(e->file, fl, *file_out, err);
+		free(fl);
+		return rc;
+	}
+	return 0;
+}
+
+static int
+parse_bool_field(const struct kentry *e, const char *what, const char *name,
+    int *out, struct cairn_err *err)
+{
+	const char *s = field(e, name);
+
+	*out = 0;
+	if (s == NULL)
+		return 0;
+	if (flags_parse_bool(s, out) < 0)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: %s \"%s\": %s: not a boolean: \"%s\"",
+		    e->file, what, e->name, name, s);
+	return 0;
+}
+
+static int
+load_kubeconfig(struct kfiles *kf, const char *context,
+    struct kube_config **out, struct cairn_err *err)
+{
+	struct kube_config *cfg;
+	struct kentry ctx, cl, us;
+	const char *ctxname, *s, *files;
+	struct buf src;
+	size_t i;
+	int rc;
+
+	ctxname = context != NULL && *context ? context : kf->current;
+	buf_init(&src, 4096);
+	for (i = 0; i < kf->n; i++)
+		buf_printf(&src, "%s%s", i ? ":" : "", kf->paths[i]);
+	files = buf_cstr(&src);
+	if (ctxname == NULL) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: current-context: not set (and no --context)",
+		    files);
+		buf_free(&src);
+		return rc;
+	}
+	if (kfiles_find(kf, "contexts", "context", ctxname, &ctx) < 0) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: %s: context \"%s\" not found in contexts",
+		    context != NULL && *context ? files : kf->current_file,
+		    context != NULL && *context ? "--context" :
+		    "current-context", ctxname);
+		buf_free(&src);
+		return rc;
+	}
+	s = field(&ctx, "cluster");
+	if (s == NULL) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: context \"%s\": cluster: missing",
+		    ctx.file, ctxname);
+		buf_free(&src);
+		return rc;
+	}
+	if (kfiles_find(kf, "clusters", "cluster", s, &cl) < 0 ||
+	    cl.node == NULL) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: context \"%s\": cluster: \"%s\" not found "
+		    "in clusters", ctx.file, ctxname, s);
+		buf_free(&src);
+		return rc;
+	}
+	memset(&us, 0, sizeof us);
+	s = field(&ctx, "user");
+	if (s != NULL && kfiles_find(kf, "users", "user", s, &us) < 0) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: context \"%s\": user: \"%s\" not found "
+		    "in users", ctx.file, ctxname, s);
+		buf_free(&src);
+		return rc;
+	}
+
+	cfg = kcfg_alloc();
+	cfg->source = buf_take(&src, NULL);
+	cfg->context = xstrdup(ctxname);
+	cfg->cluster = xstrdup(cl.name);
+	cfg->user = xstrdup(us.name ? us.name : "");
+	s = field(&ctx, "namespace");
+	cfg->ns = xstrdup(s ? s : "default");
+
+	s = field(&cl, "server");
+	if (s == NULL) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: cluster \"%s\": server: missing",
+		    cl.file, cl.name);
+		goto fail;
+	}
+	if (!str_has_prefix(s, "https://") && !str_has_prefix(s, "http://")) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "kubeconfig %s: cluster \"%s\": server: \"%s\" is not an "
+		    "http(s):// URL", cl.file, cl.name, s);
+		goto fail;
+	}
+	cfg->server = xstrdup(s);
+	while (str_has_suffix(cfg->server, "/") &&
+	    strlen(cfg->server) > strlen("https://"))
+		cfg->server[strlen(cfg->server) - 1] = '\0';
+	s = field(&cl, "tls-server-name");
+	cfg->tls_server_name = xstrdup(s);
+	rc = parse_bool_field(&cl, "cluster", "insecure-skip-tls-verify",
+	    &cfg->insecure, err);
+	if (rc < 0)
+		goto fail;
+	rc = pem_field(&cl, "cluster", "certificate-authority",
+	    "certificate-authority-data", &cfg->ca_file, &cfg->ca_data, err);
+	if (rc < 0)
+		goto fail;
+
+	if (us.node != NULL) {
+		if (cJSON_GetObjectItemCaseSensitive(us.node, "exec") != NULL ||
+		    cJSON_GetObjectItemCaseSensitive(us.node,
+		    "auth-provider") != NULL)
+			log_warn("kubeconfig %s: user \"%s\": exec and "
+			    "auth-provider credentials are not supported; "
+			    "ignored", us.file, us.name);
+		rc = pem_field(&us, "user", "client-certificate",
+		    "client-certificate-data", &cfg->cert_file,
+		    &cfg->cert_data, err);
+		if (rc < 0)
+			goto fail;
+		rc = pem_field(&us, "user", "client-key", "client-key-data",
+		    &cfg->key_file, &cfg->key_data, err);
+		if (rc < 0)
+			goto fail;
+		if ((cfg->cert_file || cfg->cert_data.data) !=
+		    (cfg->key_file || cfg->key_data.data)) {
+			rc = cairn_err_set(err, CAIRN_EINVAL,
+			    "kubeconfig %s: user \"%s\": client-key: a client "
+			    "certificate needs a key and a key a certificate",
+			    us.file, us.name);
+			goto fail;
+		}
+		cfg->token = xstrdup(field(&us, "token"));
+		s = field(&us, "tokenFile");
+		if (cfg->token == NULL && s != NULL) {
+			char *t;
+
+			cfg->token_file = rel_path(us.file, s);
+			t = kcfg_token(cfg, 1);
+			if (t == NULL) {
+				rc = cairn_err_set(err, CAIRN_EINVAL,
+				    "kubeconfig %s: user \"%s\": tokenFile: "
+				    "cannot read %s (or it is empty)", us.file,
+				    us.name, cfg->token_file);
+				goto fail;
+			}
+			free(t);
+		}
+	}
+	*out = cfg;
+	return 0;
+fail:
+	kube_config_free(cfg);
+	return rc;
+}
+
+/* ---- in-cluster ---- */
+
+static int
+load_in_cluster(struct kube_config **out, struct cairn_err *err)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	const char *dir = getenv("CAIRN_SERVICEACCOUNT_DIR");
+	const char *pns = getenv("POD_NAMESPACE");
+	struct kube_config *cfg;
+	char *ns = NULL, *t;
+	size_t len;
+	int rc;
+
+	if (dir == NULL || *dir == '\0')
+		dir = KCFG_DEFAULT_SA_DIR;
+	cfg = kcfg_alloc();
+	cfg->source = xstrdup("in-cluster");
+	cfg->context = xstrdup("");
+	cfg->cluster = xstrdup("");
+	cfg->user = xstrdup("");
+	if (strchr(host, ':') != NULL)
+		cfg->server = xasprintf("https://[%s]:%s", host, port);
+	else
+		cfg->server = xasprintf("https://%s:%s", host, port);
+	cfg->token_file = xasprintf("%s/token", dir);
+	cfg->ca_file = xasprintf("%s/ca.crt", dir);
+	t = kcfg_token(cfg, 1);
+	if (t == NULL) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "in-cluster config: token: cannot read %s (or it is empty)",
+		    cfg->token_file);
+		goto fail;
+	}
+	free(t);
+	rc = read_file(cfg->ca_file, KCFG_PEM_MAX, &t, &len, "reading", err);
+	if (rc < 0) {
+		cairn_err_prefix(err, "in-cluster config: ca.crt");
+		goto fail;
+	}
+	free(t);
+	if (pns != NULL && *pns != '\0')
+		cfg->ns = xstrdup(pns);
+	else {
+		char *p = xasprintf("%s/namespace", dir);
+
+		if (read_file(p, 4096, &ns, &len, "reading", NULL) == 0) {
+			while (len > 0 && is_space_char(ns[len - 1]))
+				ns[--len] = '\0';
+			if (len > 0)
+				cfg->ns = ns;
+			else
+				free(ns);
+		}
+		free(p);
+		if (cfg->ns == NULL)
+			cfg->ns = xstrdup("default");
+	}
+	*out = cfg;
+	return 0;
+fail:
+	kube_config_free(cfg);
+	return rc;
+}
+
+int
+kube_config_load(const struct kube_config_opts *o, struct kube_config **out,
+    struct cairn_err *err)
+{
+	struct kfiles kf;
+	const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	const char *ctx = o != NULL ? o->context : NULL;
+	char *path;
+	int rc;
+
+	*out = NULL;
+	memset(&kf, 0, sizeof kf);
+	if (o != NULL && o->kubeconfig != NULL && *o->kubeconfig != '\0') {
+		rc = kfiles_load(&kf, o->kubeconfig, 0, err);
+		if (rc < 0)
+			goto done;
+	} else if (env != NULL && *env != '\0') {
+		char **v = str_split(env, ':', NULL);
+		size_t i;
+
+		for (i = 0; v[i] != NULL; i++) {
+			rc = kfiles_load(&kf, v[i], 1, err);
+			if (rc < 0) {
+				strv_free(v);
+				goto done;
+			}
+		}
+		strv_free(v);
+		if (kf.n == 0) {
+			rc = cairn_err_set(err, CAIRN_ENOTFOUND,
+			    "KUBECONFIG=%s: none of its files exists", env);
+			goto done;
+		}
+	} else if (home != NULL && *home != '\0') {
+		path = xasprintf("%s/.kube/config", home);
+		rc = kfiles_load(&kf, path, 1, err);
+		free(path);
+		if (rc < 0)
+			goto done;
+	}
+	if (kf.n > 0) {
+		rc = load_kubeconfig(&kf, ctx, out, err);
+		goto done;
+	}
+	if (host != NULL && *host != '\0' && port != NULL && *port != '\0') {
+		rc = load_in_cluster(out, err);
+		goto done;
+	}
+	rc = cairn_err_set(err, CAIRN_ENOTFOUND,
+	    "no cluster configuration: no --kubeconfig, $KUBECONFIG or "
+	    "~/.kube/config, and not in a cluster "
+	    "(KUBERNETES_SERVICE_HOST/PORT unset)");
+done:
+	kfiles_free(&kf);
+	return rc;
+}
+
+/* ---- tokens ---- */
+
+char *
+kcfg_token(struct kube_config *cfg, int force)
+{
+	struct stat st;
+	char *t = NULL, *res;
+	size_t len;
+	int64_t now;
+
+	if (cfg->token != NULL)
+		return xstrdup(cfg->token);
+	if (cfg->token_file == NULL)
+		return NULL;
+	pthread_mutex_lock(&cfg->lock);
+	now = time_mono_us();
+	if (!force && cfg->file_token != NULL &&
+	    now - cfg->checked_us < KCFG_TOKEN_CHECK_US)
+		goto out;
+	cfg->checked_us = now;
+	if (stat(cfg->token_file, &st) < 0)
+		goto out;	/* keep the last token */
+	if (cfg->file_token != NULL && st.st_mtim.tv_sec ==
+	    cfg->token_st.st_mtim.tv_sec && st.st_mtim.tv_nsec ==
+	    cfg->token_st.st_mtim.tv_nsec && st.st_size ==
+	    cfg->token_st.st_size && st.st_ino == cfg->token_st.st_ino)
+		goto out;
+	if (read_file(cfg->token_file, KCFG_TOKEN_MAX, &t, &len, "token",
+	    NULL) < 0)
+		goto out;
+	while (len > 0 && is_space_char(t[len - 1]))
+		t[--len] = '\0';
+	if (len == 0) {
+		free(t);
+		goto out;
+	}
+	if (cfg->file_token != NULL)
+		log_info("re-read rotated token from %s", cfg->token_file);
+	free(cfg->file_token);
+	cfg->file_token = t;
+	cfg->token_st = st;
+out:
+	res = xstrdup(cfg->file_token);
+	pthread_mutex_unlock(&cfg->lock);
+	return res;
+}
+
+/* ---- accessors ---- */
+
+void
+kcfg_tls(const struct kube_config *cfg, struct kcfg_tls *out)
+{
+	memset(out, 0, sizeof *out);
+	out->ca_file = cfg->ca_file;
+	out->ca_data = cfg->ca_data.data;
+	out->ca_len = cfg->ca_data.len;
+	out->cert_file = cfg->cert_file;
+	out->cert_data = cfg->cert_data.data;
+	out->cert_len = cfg->cert_data.len;
+	out->key_file = cfg->key_file;
+	out->key_data = cfg->key_data.data;
+	out->key_len = cfg->key_data.len;
+	out->tls_server_name = cfg->tls_server_name;
+	out->insecure = cfg->insecure;
+}
+
+const char *
+kube_config_server(const struct kube_config *cfg)
+{
+	return cfg->server;
+}
+
+const char *
+kube_config_namespace(const struct kube_config *cfg)
+{
+	return cfg->ns;
+}
+
+const char *
+kube_config_source(const struct kube_config *cfg)
+{
+	return cfg->source;
+}
+
+const char *
+kube_config_context(const struct kube_config *cfg)
+{
+	return cfg->context;
+}
+
+static void
+add_secret(cJSON *j, const char *key, const void *p, size_t len)
+{
+	char tmp[64];
+
+	if (p == NULL) {
+		cJSON_AddNullToObject(j, key);
+		return;
+	}
+	snprintf(tmp, sizeof tmp, "<redacted %zu bytes>", len);
+	cJSON_AddStringToObject(j, key, tmp);
+}
+
+static void
+add_str(cJSON *j, const char *key, const char *s)
+{
+	if (s == NULL)
+		cJSON_AddNullToObject(j, key);
+	else
+		cJSON_AddStringToObject(j, key, s);
+}
+
+cJSON *
+kube_config_describe(const struct kube_config *cfg)
+{
+	cJSON *j = cJSON_CreateObject();
+
+	add_str(j, "source", cfg->source);
+	add_str(j, "context", cfg->context);
+	add_str(j, "cluster", cfg->cluster);
+	add_str(j, "user", cfg->user);
+	add_str(j, "server", cfg->server);
+	add_str(j, "namespace", cfg->ns);
+	add_str(j, "tlsServerName", cfg->tls_server_name);
+	cJSON_AddBoolToObject(j, "insecure", cfg->insecure);
+	if (cfg->ca_data.data != NULL)
+		add_secret(j, "ca", cfg->ca_data.data, cfg->ca_data.len);
+	else
+		add_str(j, "ca", cfg->ca_file);
+	if (cfg->cert_data.data != NULL)
+		add_secret(j, "clientCert", cfg->cert_data.data,
+		    cfg->cert_data.len);
+	else
+		add_str(j, "clientCert", cfg->cert_file);
+	if (cfg->key_data.data != NULL)
+		add_secret(j, "clientKey", cfg->key_data.data,
+		    cfg->key_data.len);
+	else
+		add_str(j, "clientKey", cfg->key_file);
+	if (cfg->token != NULL)
+		add_secret(j, "token", cfg->token, strlen(cfg->token));
+	else if (cfg->file_token != NULL)
+		add_secret(j, "token", cfg->file_token,
+		    strlen(cfg->file_token));
+	else
+		cJSON_AddNullToObject(j, "token");
+	add_str(j, "tokenFile", cfg->token_file);
+	return j;
+}

@@ -1,0 +1,530 @@
+/*
+ * discovery.c: which group-versions and resources the server serves.
+ *
+ * Plain (legacy) discovery, which every server speaks: GET /api and
+ * /api/<v>, GET /apis and /apis/<g>/<v> for every served group-version.
+ * The result is an immutable, reference-counted snapshot; the client keeps
+ * the latest one and replaces it on refresh, so readers never see a
+ * snapshot change under them. Subresources ("backups/status") are folded
+ * into their parent's `subresources` list.
+ *
+ * Refresh: explicitly (kube_discovery_get(k, 1, ...)), when the snapshot is
+ * older than 10 minutes, and by kube_resolve() when a name is unknown (a
+ * CRD created since) unless another thread refreshed meanwhile.
+ */
+#include "config.h"
+#include "kube/internal.h"
+#include "base/jsonutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DISC_MAX_AGE_US (600 * TIME_US_PER_SEC)
+
+struct kube_discovery {
+	atomic_int refs;
+	struct kube_resource **res;	/* owned, subresources folded in */
+	size_t nres, ares;
+	struct kube_group *groups;	/* owned; core ("") first */
+	size_t ngroups;
+};
+
+static char **
+strv_new(void)
+{
+	return xcalloc(1, sizeof(char *));
+}
+
+static char **
+strv_push(char **v, const char *s)
+{
+	size_t n = strv_len(v);
+
+	v = xreallocarray(v, n + 2, sizeof *v);
+	v[n] = xstrdup(s);
+	v[n + 1] = NULL;
+	return v;
+}
+
+void
+kube_resource_free(struct kube_resource *r)
+{
+	if (r == NULL)
+		return;
+	free(r->group);
+	free(r->version);
+	free(r->group_version);
+	free(r->resource);
+	free(r->singular);
+	free(r->kind);
+	strv_free(r->short_names);
+	strv_free(r->categories);
+	strv_free(r->subresources);
+	free(r);
+}
+
+static char **
+strv_dup(char *const *v)
+{
+	char **o = strv_new();
+	size_t i;
+
+	for (i = 0; v != NULL && v[i] != NULL; i++)
+		o = strv_push(o, v[i]);
+	return o;
+}
+
+struct kube_resource *
+kube_resource_dup(const struct kube_resource *r)
+{
+	struct kube_resource *o = xcalloc(1, sizeof *o);
+
+	o->group = xstrdup(r->group);
+	o->version = xstrdup(r->version);
+	o->group_version = xstrdup(r->group_version);
+	o->resource = xstrdup(r->resource);
+	o->singular = xstrdup(r->singular);
+	o->kind = xstrdup(r->kind);
+	o->short_names = strv_dup(r->short_names);
+	o->categories = strv_dup(r->categories);
+	o->subresources = strv_dup(r->subresources);
+	o->verbs = r->verbs;
+	o->namespaced = r->namespaced;
+	o->preferred = r->preferred;
+	return o;
+}
+
+struct kube_gvr
+kube_resource_gvr(const struct kube_resource *r)
+{
+	return KUBE_GVR(r->group, r->version, r->resource);
+}
+
+int
+kube_resource_has_sub(const struct kube_resource *r, const char *sub)
+{
+	return strv_contains(r->subresources, sub);
+}
+
+static void
+disc_free(struct kube_discovery *d)
+{
+	size_t i;
+
+	for (i = 0; i < d->nres; i++)
+		kube_resource_free(d->res[i]);
+	free(d->res);
+	for (i = 0; i < d->ngroups; i++) {
+		free(d->groups[i].name);
+		free(d->groups[i].preferred);
+		strv_free(d->groups[i].versions);
+	}
+	free(d->groups);
+	free(d);
+}
+
+void
+kube_disc_ref(struct kube_discovery *d)
+{
+	atomic_fetch_add(&d->refs, 1);
+}
+
+void
+kube_discovery_release(struct kube_discovery *d)
+{
+	if (d != NULL && atomic_fetch_sub(&d->refs, 1) == 1)
+		disc_free(d);
+}
+
+static unsigned
+parse_verbs(const cJSON *arr)
+{
+	static const struct { const char *n; unsigned bit; } tab[] = {
+		{ "get", KUBE_VERB_GET }, { "list", KUBE_VERB_LIST },
+		{ "watch", KUBE_VERB_WATCH }, { "create", KUBE_VERB_CREATE },
+		{ "update", KUBE_VERB_UPDATE }, { "patch", KUBE_VERB_PATCH },
+		{ "delete", KUBE_VERB_DELETE },
+		{ "deletecollection", KUBE_VERB_DELETECOLLECTION },
+	};
+	const cJSON *v;
+	unsigned bits = 0;
+	size_t i;
+
+	cJSON_ArrayForEach(v, arr) {
+		if (!cJSON_IsString(v))
+			continue;
+		for (i = 0; i < sizeof tab / sizeof tab[0]; i++)
+			if (strcmp(v->valuestring, tab[i].n) == 0)
+				bits |= tab[i].bit;
+	}
+	return bits;
+}
+
+static char **
+parse_strv(const cJSON *arr)
+{
+	char **v = strv_new();
+	const cJSON *e;
+
+	cJSON_ArrayForEach(e, arr)
+		if (cJSON_IsString(e))
+			v = strv_push(v, e->valuestring);
+	return v;
+}
+
+/* Add the resources of one APIResourceList. */
+static void
+add_resource_list(struct kube_discovery *d, const char *group,
+    const char *version, int preferred, const cJSON *list)
+{
+	const cJSON *arr = cJSON_GetObjectItemCaseSensitive(list, "resources");
+	const cJSON *e;
+	size_t first = d->nres, i;
+	int pass;
+
+	/* Pass 0: resources; pass 1: subresources onto their parents. */
+	for (pass = 0; pass < 2; pass++) {
+		cJSON_ArrayForEach(e, arr) {
+			const char *name = json_str(e, "name");
+			const char *slash;
+			struct kube_resource *r;
+
+			if (name == NULL || *name == '\0')
+				continue;
+			slash = strchr(name, '/');
+			if (pass == 1) {
+				if (slash == NULL)
+					continue;
+				for (i = first; i < d->nres; i++) {
+					r = d->res[i];
+					if (strlen(r->resource) ==
+					    (size_t)(slash - name) &&
+					    strncmp(r->resource, name,
+					    (size_t)(slash - name)) == 0 &&
+					    !strv_contains(r->subresources,
+					    slash + 1))
+						r->subresources = strv_push(
+						    r->subresources, slash + 1);
+				}
+				continue;
+			}
+			if (slash != NULL)
+				continue;
+			r = xcalloc(1, sizeof *r);
+			r->group = xstrdup(group);
+			r->version = xstrdup(version);
+			r->group_version = *group ? xasprintf("%s/%s", group,
+			    version) : xstrdup(version);
+			r->resource = xstrdup(name);
+			r->singular = xstrdup(json_str_or(e, "singularName",
+			    ""));
+			r->kind = xstrdup(json_str_or(e, "kind", ""));
+			r->short_names = parse_strv(
+			    cJSON_GetObjectItemCaseSensitive(e, "shortNames"));
+			r->categories = parse_strv(
+			    cJSON_GetObjectItemCaseSensitive(e, "categories"));
+			r->subresources = strv_new();
+			r->verbs = parse_verbs(
+			    cJSON_GetObjectItemCaseSensitive(e, "verbs"));
+			r->namespaced = json_bool(e, "namespaced", 0);
+			r->preferred = preferred;
+			if (d->nres == d->ares) {
+				d->ares = d->ares ? d->ares * 2 : 64;
+				d->res = xreallocarray(d->res, d->ares,
+				    sizeof *d->res);
+			}
+			d->res[d->nres++] = r;
+		}
+	}
+}
+
+static int
+load_gv(struct kube *k, struct kube_discovery *d, const char *group,
+    const char *version, int preferred, struct cairn_err *err)
+{
+	char *path;
+	cJSON *j = NULL;
+	int rc;
+
+	path = *group ? xasprintf("/apis/%s/%s", group, version) :
+	    xasprintf("/api/%s", version);
+	rc = kube_request(k, "GET", path, NULL, NULL, 0, 1, &j, err);
+	if (rc == 0 && cJSON_IsObject(j))
+		add_resource_list(d, group, version, preferred, j);
+	cJSON_Delete(j);
+	free(path);
+	return rc;
+}
+
+static int
+disc_load(struct kube *k, struct kube_discovery **out, struct cairn_err *err)
+{
+	struct kube_discovery *d = xcalloc(1, sizeof *d);
+	struct cairn_err e2 = CAIRN_ERR_INIT;
+	cJSON *api = NULL, *apis = NULL, *g, *v;
+	const cJSON *vers;
+	size_t ng = 0, i, j;
+	int rc;
+
+	atomic_init(&d->refs, 1);
+	rc = kube_request(k, "GET", "/api", NULL, NULL, 0, 1, &api, err);
+	if (rc < 0)
+		goto fail;
+	rc = kube_request(k, "GET", "/apis", NULL, NULL, 0, 1, &apis, err);
+	if (rc < 0)
+		goto fail;
+	vers = cJSON_GetObjectItemCaseSensitive(api, "versions");
+	ng = 1 + (size_t)cJSON_GetArraySize(
+	    cJSON_GetObjectItemCaseSensitive(apis, "groups"));
+	d->groups = xcalloc(ng, sizeof *d->groups);
+	d->groups[0].name = xstrdup("");
+	d->groups[0].versions = parse_strv(vers);
+	d->groups[0].preferred = xstrdup(d->groups[0].versions[0] ?
+	    d->groups[0].versions[0] : "v1");
+	d->ngroups = 1;
+	cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(apis,
+	    "groups")) {
+		struct kube_group *kg;
+		const char *name = json_str(g, "name");
+
+		if (name == NULL || d->ngroups >= ng)
+			continue;
+		kg = &d->groups[d->ngroups++];
+		kg->name = xstrdup(name);
+		kg->versions = strv_new();
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(g,
+		    "versions")) {
+			const char *ver = json_str(v, "version");
+
+			if (ver != NULL)
+				kg->versions = strv_push(kg->versions, ver);
+		}
+		kg->preferred = xstrdup(json_str_or(g,
+		    "preferredVersion.version", kg->versions[0] ?
+		    kg->versions[0] : ""));
+	}
+	for (i = 0; i < d->ngroups; i++) {
+		struct kube_group *kg = &d->groups[i];
+
+		for (j = 0; kg->versions[j] != NULL; j++) {
+			rc = load_gv(k, d, kg->name, kg->versions[j],
+			    strcmp(kg->versions[j], kg->preferred) == 0, &e2);
+			if (rc == CAIRN_EAUTH || rc == CAIRN_ECANCELED) {
+				cairn_err_copy(err, &e2);
+				goto fail;
+			}
+			if (rc < 0)
+				log_warn("discovery of %s%s%s skipped: %s",
+				    kg->name, *kg->name ? "/" : "",
+				    kg->versions[j], e2.msg);
+		}
+	}
+	cJSON_Delete(api);
+	cJSON_Delete(apis);
+	log_debug("discovered %zu groups, %zu resources", d->ngroups, d->nres);
+	*out = d;
+	return 0;
+fail:
+	cJSON_Delete(api);
+	cJSON_Delete(apis);
+	disc_free(d);
+	cairn_err_prefix(err, "discovery");
+	return rc;
+}
+
+int
+kube_discovery_get(struct kube *k, int refresh, struct kube_discovery **out,
+    struct cairn_err *err)
+{
+	struct kube_discovery *d;
+	int rc = 0;
+
+	*out = NULL;
+	kube_disc_lock(k);
+	d = kube_disc_cached(k);
+	if (d == NULL || refresh ||
+	    time_mono_us() - kube_disc_loaded_at(k) > DISC_MAX_AGE_US) {
+		rc = disc_load(k, &d, err);
+		if (rc == 0)
+			kube_disc_set(k, d);
+	}
+	if (rc == 0) {
+		kube_disc_ref(d);
+		*out = d;
+	}
+	kube_disc_unlock(k);
+	return rc;
+}
+
+size_t
+kube_discovery_count(const struct kube_discovery *d)
+{
+	return d->nres;
+}
+
+const struct kube_resource *
+kube_discovery_at(const struct kube_discovery *d, size_t i)
+{
+	return i < d->nres ? d->res[i] : NULL;
+}
+
+size_t
+kube_discovery_group_count(const struct kube_discovery *d)
+{
+	return d->ngroups;
+}
+
+const struct kube_group *
+kube_discovery_group_at(const struct kube_discovery *d, size_t i)
+{
+	return i < d->ngroups ? &d->groups[i] : NULL;
+}
+
+static int
+name_matches(const struct kube_resource *r, const char *name, int pass)
+{
+	if (pass == 0)
+		return strcmp(r->resource, name) == 0;
+	return (*r->singular && strcmp(r->singular, name) == 0) ||
+	    strcasecmp(r->kind, name) == 0 ||
+	    strv_contains(r->short_names, name) ||
+	    strcasecmp(r->resource, name) == 0;
+}
+
+const struct kube_resource *
+kube_discovery_find(const struct kube_discovery *d, const char *group,
+    const char *version, const char *name)
+{
+	size_t i;
+	int pass;
+
+	if (name == NULL)
+		return NULL;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < d->nres; i++) {
+			const struct kube_resource *r = d->res[i];
+
+			if (group != NULL && strcmp(r->group, group) != 0)
+				continue;
+			if (version != NULL ? strcmp(r->version, version) != 0 :
+			    !r->preferred)
+				continue;
+			if (name_matches(r, name, pass))
+				return r;
+		}
+	}
+	return NULL;
+}
+
+const struct kube_resource *
+kube_discovery_lookup(const struct kube_discovery *d, const char *arg)
+{
+	const struct kube_resource *r;
+	const char *dot, *dot2;
+	char *name, *ver;
+
+	if (arg == NULL || *arg == '\0')
+		return NULL;
+	dot = strchr(arg, '.');
+	if (dot == NULL)
+		return kube_discovery_find(d, NULL, NULL, arg);
+	name = xstrndup(arg, (size_t)(dot - arg));
+	r = kube_discovery_find(d, dot + 1, NULL, name);
+	if (r == NULL) {
+		dot2 = strchr(dot + 1, '.');
+		if (dot2 != NULL) {
+			ver = xstrndup(dot + 1, (size_t)(dot2 - dot - 1));
+			r = kube_discovery_find(d, dot2 + 1, ver, name);
+			free(ver);
+		}
+	}
+	free(name);
+	return r;
+}
+
+int
+kube_discovery_foreach_listable(const struct kube_discovery *d,
+    int (*fn)(void *arg, const struct kube_resource *r), void *arg)
+{
+	size_t i;
+	int rc;
+
+	for (i = 0; i < d->nres; i++) {
+		if (!d->res[i]->preferred ||
+		    !(d->res[i]->verbs & KUBE_VERB_LIST))
+			continue;
+		rc = fn(arg, d->res[i]);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Lookup with an optional explicit version. */
+static const struct kube_resource *
+lookup_version(const struct kube_discovery *d, const char *arg,
+    const char *version)
+{
+	const struct kube_resource *r;
+	const char *dot;
+	char *name;
+
+	if (version == NULL)
+		return kube_discovery_lookup(d, arg);
+	dot = strchr(arg, '.');
+	if (dot == NULL)
+		return kube_discovery_find(d, NULL, version, arg);
+	name = xstrndup(arg, (size_t)(dot - arg));
+	r = kube_discovery_find(d, dot + 1, version, name);
+	free(name);
+	return r;
+}
+
+int
+kube_resolve(struct kube *k, const char *arg, const char *version,
+    struct kube_resource **out, struct cairn_err *err)
+{
+	struct kube_discovery *d;
+	const struct kube_resource *r;
+	const void *seen;
+	int rc, refreshed = 0;
+
+	*out = NULL;
+	rc = kube_discovery_get(k, 0, &d, err);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		seen = d;
+		r = lookup_version(d, arg, version);
+		if (r != NULL) {
+			*out = kube_resource_dup(r);
+			kube_discovery_release(d);
+			return 0;
+		}
+		kube_discovery_release(d);
+		if (refreshed)
+			break;
+		refreshed = 1;
+		kube_disc_lock(k);
+		if (kube_disc_cached(k) != seen) {
+			/* Someone refreshed meanwhile: look in theirs. */
+			d = kube_disc_cached(k);
+			kube_disc_ref(d);
+			kube_disc_unlock(k);
+			continue;
+		}
+		kube_disc_unlock(k);
+		rc = kube_discovery_get(k, 1, &d, err);
+		if (rc < 0)
+			return rc;
+	}
+	return cairn_err_set(err, CAIRN_ENOTFOUND,
+	    "the server has no resource type \"%s\"%s%s", arg,
+	    version ? " in version " : "", version ? version : "");
+}

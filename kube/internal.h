@@ -1,0 +1,154 @@
+/*
+ * internal.h: what the kube/ source files share and the unit tests reach.
+ * Nothing here is public API; see kube.h.
+ */
+#ifndef CAIRN_KUBE_INTERNAL_H
+#define CAIRN_KUBE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "kube/kube.h"
+
+/* ---- config.c ---- */
+
+/*
+ * The current bearer token of cfg, re-read from the token file when it
+ * changed (checked at most once a second; force: check now). Owned copy,
+ * NULL when the config has no token.
+ */
+char *kcfg_token(struct kube_config *cfg, int force);
+
+/* What the transport needs from the config (borrowed). */
+struct kcfg_tls {
+	const char *ca_file;
+	const void *ca_data; size_t ca_len;
+	const char *cert_file;
+	const void *cert_data; size_t cert_len;
+	const char *key_file;
+	const void *key_data; size_t key_len;
+	const char *tls_server_name;
+	int insecure;
+};
+void kcfg_tls(const struct kube_config *cfg, struct kcfg_tls *out);
+
+/* Parse a YAML document into cJSON (scalars as strings). Exposed for tests. */
+cJSON *kcfg_yaml_to_json(const char *data, size_t len, const char *what,
+	struct cairn_err *err);
+
+/* ---- kube.c: the transport ---- */
+
+/*
+ * One HTTP exchange with retries. With sink set, the body of a 2xx reply is
+ * streamed to sink (which returns 0, or a negative rc to abort); other
+ * replies are buffered (capped) so the Status can be read.
+ */
+struct kube_call {
+	const char *method;
+	const char *path;		/* path and query */
+	const char *content_type;	/* of body; NULL: application/json */
+	const char *body;
+	size_t body_len;
+	int idempotent;			/* may be re-sent after a connection failure */
+	int64_t timeout_us;		/* 0: client default; < 0: none (watch) */
+	int no_retry;			/* never retry (watch: the caller does) */
+	const volatile int *stop;
+
+	int (*sink)(void *arg, const char *p, size_t n);
+	/* Before re-sending a streamed request: 0 go on, < 0 give up with it. */
+	int (*rewind)(void *arg);
+	void *sink_arg;
+	int sink_rc;			/* what sink returned when it aborted */
+
+	long http;			/* out: final HTTP status, 0 none */
+	struct buf reply;		/* out: buffered body (no sink or not 2xx) */
+};
+
+/* Perform c (see above). Returns 0 on 2xx; else the mapped error. */
+int kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err);
+/* Free c's reply buffer. */
+void kube_call_done(struct kube_call *c);
+/* kube_call_do + parse of the reply (empty: *out = NULL). */
+int kube_call_json(struct kube *k, struct kube_call *c, cJSON **out,
+	struct cairn_err *err);
+
+/* Map an HTTP status and Status reason to an enum cairn_rc. */
+int kube_http_rc(long http, const char *reason);
+/* Record the thread's last status. */
+void kube_status_set(int http, int rc, const char *reason,
+	const char *message, int64_t retry_after_s);
+
+/* The discovery cache hanging on the client (discovery.c). */
+struct kube_discovery *kube_disc_cached(struct kube *k);
+void kube_disc_set(struct kube *k, struct kube_discovery *d);
+int64_t kube_disc_loaded_at(struct kube *k);
+void kube_disc_lock(struct kube *k);
+void kube_disc_unlock(struct kube *k);
+void kube_disc_ref(struct kube_discovery *d);
+
+/* Query-string helpers: append "&k=v" (v escaped) to b. */
+void kube_query_add(struct buf *b, const char *key, const char *value);
+
+/* ---- stream.c: splitting JSON byte streams ---- */
+
+/*
+ * jsplit: cuts a stream of JSON values (watch lines, or the elements of a
+ * list's "items" array) into complete texts, whatever the chunk borders.
+ * It only tracks strings, escapes and bracket depth; cJSON parses each
+ * piece. One value is buffered at a time, capped.
+ */
+struct jsplit {
+	struct buf cur;		/* the value being collected */
+	int depth;		/* bracket depth inside cur */
+	int in_str;		/* inside a string */
+	int esc;		/* after a backslash in a string */
+	int active;		/* collecting a value */
+};
+void jsplit_init(struct jsplit *s, size_t cap);
+void jsplit_reset(struct jsplit *s);
+void jsplit_free(struct jsplit *s);
+/*
+ * Feed n bytes of a stream of top-level values separated by whitespace
+ * (newline-delimited JSON as watches send). fn gets each complete value
+ * (text, len; not NUL-terminated beyond len... it is, see buf); a non-zero
+ * return from fn stops and is returned. CAIRN_ETOOBIG past the cap,
+ * CAIRN_EPROTO on a stray closing bracket or scalar at top level.
+ */
+int jsplit_feed(struct jsplit *s, const char *p, size_t n,
+	int (*fn)(void *arg, const char *text, size_t len), void *arg);
+
+/*
+ * lsplit: a streamed List reply {"apiVersion", "kind", "metadata":{...},
+ * "items":[...]}. Each element of "items" goes to fn as soon as it is
+ * complete; everything else is kept (small) as the envelope, parsed at the
+ * end, wherever "items" sits among the keys.
+ */
+struct lsplit {
+	struct jsplit item;	/* the item being collected */
+	struct buf env;		/* envelope text with "items" emptied */
+	struct buf key;		/* last key at depth 1 */
+	int state;		/* internal */
+	int depth;		/* depth in the envelope */
+	int in_str, esc;
+	int key_mode;		/* collecting a depth-1 key string */
+	int expect_key;		/* next depth-1 string is a key */
+	int in_items;		/* inside the items array */
+	int items_seen;		/* "items" key was present */
+	char api_version[128];	/* from the envelope when seen before items */
+	char kind[128];
+};
+void lsplit_init(struct lsplit *l, size_t item_cap);
+void lsplit_free(struct lsplit *l);
+void lsplit_reset(struct lsplit *l);
+int lsplit_feed(struct lsplit *l, const char *p, size_t n,
+	int (*fn)(void *arg, const char *text, size_t len), void *arg);
+/* After the last byte: parse the envelope. Owned, or NULL with err. */
+cJSON *lsplit_finish(struct lsplit *l, struct cairn_err *err);
+
+/* ---- watch.c / informer ---- */
+int kube_event_type_parse(const char *s, enum kube_event_type *out);
+
+#endif

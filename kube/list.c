@@ -1,0 +1,253 @@
+/*
+ * list.c: paged lists delivered item by item.
+ *
+ * Each page (limit/continue) is streamed: libcurl's write callback feeds
+ * the bytes to the list splitter (stream.c), which hands over each element
+ * of "items" as soon as its closing brace arrives; cJSON parses that one
+ * item, the caller's callback gets it, and it is freed. Memory is one item
+ * plus the envelope, however large the page or the list.
+ *
+ * Items get apiVersion and kind from the envelope when the server leaves
+ * them out (kind = the list kind minus "List"), from the request's
+ * group/version and the discovery cache if the envelope names them only
+ * after the items.
+ *
+ * A page that breaks in the middle (connection drop, timeout) is fetched
+ * again with the same continue token; the items already delivered from it
+ * are counted and skipped, so each item is delivered once. An expired
+ * continue token (410) either ends the list with CAIRN_EGONE or restarts it
+ * (restart_on_gone; the callback then sees items again after on_restart).
+ */
+#include "config.h"
+#include "kube/internal.h"
+#include "base/jsonutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIST_DEFAULT_LIMIT 500
+#define LIST_MAX_RESTARTS 3
+
+struct lst {
+	struct kube *k;
+	const struct kube_gvr *r;
+	struct lsplit ls;
+	kube_item_fn fn;
+	void *arg;
+	struct kube_list_info *info;
+	struct cairn_err *err;
+	char *gv;			/* "group/version" of the request */
+	char *disc_kind;		/* kind from discovery, lazily */
+	int disc_tried;
+	uint64_t page_seen;		/* items of this page parsed, this attempt */
+	uint64_t page_done;		/* items of this page delivered, all attempts */
+};
+
+static const char *
+item_kind(struct lst *l)
+{
+	size_t n = strlen(l->ls.kind);
+	struct kube_discovery *d;
+	const struct kube_resource *r;
+
+	if (n > 4 && strcmp(l->ls.kind + n - 4, "List") == 0) {
+		l->ls.kind[n - 4] = '\0';
+		return l->ls.kind;
+	}
+	if (n > 0)
+		return l->ls.kind;
+	if (!l->disc_tried) {
+		l->disc_tried = 1;
+		kube_disc_lock(l->k);
+		d = kube_disc_cached(l->k);
+		if (d != NULL) {
+			r = kube_discovery_find(d, l->r->group ? l->r->group :
+			    "", l->r->version, l->r->resource);
+			if (r != NULL)
+				l->disc_kind = xstrdup(r->kind);
+		}
+		kube_disc_unlock(l->k);
+	}
+	return l->disc_kind;
+}
+
+static int
+on_item(void *arg, const char *text, size_t len)
+{
+	struct lst *l = arg;
+	cJSON *item;
+	const char *kind;
+	int rc;
+
+	l->page_seen++;
+	if (l->page_seen <= l->page_done)
+		return 0;	/* delivered before this page was retried */
+	item = json_parse(text, len, l->err);
+	if (item == NULL) {
+		cairn_err_prefix(l->err, "list item %llu",
+		    (unsigned long long)l->page_seen);
+		return CAIRN_EPROTO;
+	}
+	if (!cJSON_IsObject(item)) {
+		cJSON_Delete(item);
+		return cairn_err_set(l->err, CAIRN_EPROTO,
+		    "list item %llu is not an object",
+		    (unsigned long long)l->page_seen);
+	}
+	if (cJSON_GetObjectItemCaseSensitive(item, "apiVersion") == NULL)
+		cJSON_AddStringToObject(item, "apiVersion",
+		    l->ls.api_version[0] ? l->ls.api_version : l->gv);
+	if (cJSON_GetObjectItemCaseSensitive(item, "kind") == NULL) {
+		kind = item_kind(l);
+		if (kind != NULL)
+			cJSON_AddStringToObject(item, "kind", kind);
+	}
+	l->page_done++;
+	l->info->items++;
+	rc = l->fn(l->arg, item);
+	if (rc != KUBE_TAKE)
+		cJSON_Delete(item);
+	return rc == KUBE_TAKE ? 0 : rc;
+}
+
+static int
+sink(void *arg, const char *p, size_t n)
+{
+	struct lst *l = arg;
+
+	return lsplit_feed(&l->ls, p, n, on_item, l);
+}
+
+static int
+rewind_page(void *arg)
+{
+	struct lst *l = arg;
+
+	lsplit_reset(&l->ls);
+	l->page_seen = 0;
+	return 0;
+}
+
+int
+kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
+    const struct kube_list_opts *opts, kube_item_fn fn, void *arg,
+    struct kube_list_info *info, struct cairn_err *err)
+{
+	struct kube_list_opts o;
+	struct kube_list_info info0;
+	struct kube_call c;
+	struct lst l;
+	struct buf q;
+	char *base, *cont = NULL;
+	cJSON *env;
+	int rc = 0, limit;
+
+	if (opts != NULL)
+		o = *opts;
+	else
+		memset(&o, 0, sizeof o);
+	if (info == NULL)
+		info = &info0;
+	memset(info, 0, sizeof *info);
+	if (r == NULL || r->version == NULL || r->resource == NULL)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "list: version and resource are required");
+	limit = o.limit == 0 ? LIST_DEFAULT_LIMIT : o.limit;
+	memset(&l, 0, sizeof l);
+	l.k = k;
+	l.r = r;
+	l.fn = fn;
+	l.arg = arg;
+	l.info = info;
+	l.err = err;
+	l.gv = r->group && *r->group ? xasprintf("%s/%s", r->group,
+	    r->version) : xstrdup(r->version);
+	lsplit_init(&l.ls, CAIRN_CAP_API_BODY);
+	base = kube_path(r, ns, NULL, NULL);
+	buf_init(&q, 64u << 10);
+
+	for (;;) {
+		buf_reset(&q);
+		buf_puts(&q, base);
+		if (limit > 0)
+			buf_printf(&q, "?limit=%d", limit);
+		kube_query_add(&q, "labelSelector", o.label_selector);
+		kube_query_add(&q, "fieldSelector", o.field_selector);
+		if (cont != NULL)
+			kube_query_add(&q, "continue", cont);
+		else
+			kube_query_add(&q, "resourceVersion",
+			    o.resource_version);
+		if (q.len >= q.cap) {
+			rc = cairn_err_set(err, CAIRN_ETOOBIG,
+			    "list %s: query too long", base);
+			break;
+		}
+		lsplit_reset(&l.ls);
+		l.page_seen = 0;
+		l.page_done = 0;
+		memset(&c, 0, sizeof c);
+		c.method = "GET";
+		c.path = buf_cstr(&q);
+		c.idempotent = 1;
+		c.stop = o.stop;
+		c.sink = sink;
+		c.rewind = rewind_page;
+		c.sink_arg = &l;
+		rc = kube_call_do(k, &c, err);
+		kube_call_done(&c);
+		if (rc == CAIRN_EGONE && cont != NULL) {
+			if (!o.restart_on_gone ||
+			    info->restarts >= LIST_MAX_RESTARTS) {
+				cairn_err_prefix(err, "list %s: continue token "
+				    "expired after %llu items; list again", base,
+				    (unsigned long long)info->items);
+				break;
+			}
+			log_info("list %s: continue token expired after %llu "
+			    "items; restarting", base,
+			    (unsigned long long)info->items);
+			info->restarts++;
+			FREE_NULL(cont);
+			if (o.on_restart != NULL) {
+				rc = o.on_restart(arg);
+				if (rc != 0)
+					break;
+			}
+			continue;
+		}
+		if (rc != 0)
+			break;
+		info->pages++;
+		env = lsplit_finish(&l.ls, err);
+		if (env == NULL) {
+			rc = cairn_err_prefix(err, "list %s", base);
+			break;
+		}
+		FREE_NULL(cont);
+		snprintf(info->resource_version, sizeof info->resource_version,
+		    "%s", json_str_or(env, "metadata.resourceVersion", ""));
+		if (json_str(env, "metadata.continue") != NULL &&
+		    *json_str(env, "metadata.continue") != '\0')
+			cont = xstrdup(json_str(env, "metadata.continue"));
+		cJSON_Delete(env);
+		if (cont == NULL)
+			break;
+		if (o.stop != NULL && *o.stop) {
+			rc = cairn_err_set(err, CAIRN_ECANCELED,
+			    "list %s: canceled", base);
+			break;
+		}
+	}
+	free(cont);
+	free(base);
+	free(l.gv);
+	free(l.disc_kind);
+	buf_free(&q);
+	lsplit_free(&l.ls);
+	return rc;
+}
