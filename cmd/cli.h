@@ -42,5 +42,6 @@ int cli_setup_logging(const struct cli_command *cmd, const struct flagset *fs);
 
 /* Commands. */
 int cmd_version(const struct cli_command *cmd, struct flagset *fs);
+int cmd_server(const struct cli_command *cmd, struct flagset *fs);
 
 #endif

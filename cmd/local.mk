@@ -4,6 +4,7 @@ CMD_SOURCES = \
 	cmd/main.c cmd/cli.h \
 	cmd/commands.c \
 	cmd/cmd_version.c \
+	cmd/cmd_server.c \
 	cmd/output.c cmd/output.h \
 	cmd/progress.c cmd/progress.h
 

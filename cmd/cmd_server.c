@@ -1,0 +1,110 @@
+/*
+ * cmd_server.c: `cairn server`: the controller process. Opens the
+ * Kubernetes client and the journal, then runs engine/server.c until
+ * SIGTERM or SIGINT, which stop claiming and let workers stop at their
+ * next item (an InProgress backup resumes on restart).
+ */
+#include "config.h"
+#include "cmd/cli.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "engine/server.h"
+#include "journal/journal.h"
+#include "kube/kube.h"
+
+static volatile int server_stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	server_stop = 1;
+}
+
+int
+cmd_server(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct server_opts o;
+	struct kube *k = NULL;
+	struct journal *j = NULL;
+	struct kube_selector *shard = NULL;
+	struct sigaction sa;
+	char host[256];
+	const char *id, *sel;
+	int64_t part, period;
+	int rc = CLI_EXIT_FAIL;
+
+	if (fs->nargs > 0)
+		return cli_usage_error(cmd, "unexpected argument \"%s\"",
+		    fs->args[0]);
+	id = flag_str(fs, F_SERVER_ID);
+	if (id == NULL || id[0] == '\0')
+		id = getenv("POD_NAME");
+	if (id == NULL || id[0] == '\0') {
+		if (gethostname(host, sizeof host) < 0)
+			snprintf(host, sizeof host, "cairn");
+		host[sizeof host - 1] = '\0';
+		id = host;
+	}
+	part = flag_int(fs, F_PART_SIZE);
+	if (part < 4096)
+		return cli_usage_error(cmd, "--part-size must be at least 4096");
+	if (flag_int(fs, F_WORKERS) < 1)
+		return cli_usage_error(cmd, "--workers must be at least 1");
+	sel = flag_str(fs, F_SHARD_SELECTOR);
+	if (sel != NULL && kube_selector_parse(sel, &shard, &err) < 0)
+		return cli_usage_error(cmd, "--shard-selector: %s", err.msg);
+	log_set_component(id);
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (kube_open_flags(fs, &k, &err) < 0) {
+		cli_fail("%s", err.msg);
+		goto done;
+	}
+	if (journal_open(flag_str(fs, F_JOURNAL), 0, &j, &err) < 0) {
+		cli_fail("%s", err.msg);
+		goto done;
+	}
+	if (flag_str(fs, F_LISTEN) != NULL)
+		log_warn("--listen %s: the web endpoint is not built into this "
+		    "server yet", flag_str(fs, F_LISTEN));
+	period = flag_duration_us(fs, F_RETRY_PERIOD);
+	if (period > TIME_US_PER_SEC || period <= 0)
+		period = TIME_US_PER_SEC;
+	memset(&o, 0, sizeof o);
+	o.kube = k;
+	o.journal = j;
+	o.server_id = id;
+	o.namespace = flag_str(fs, F_NAMESPACE);
+	o.workers = (int)flag_int(fs, F_WORKERS);
+	o.part_size = (size_t)part;
+	o.scan_period_us = period;
+	o.shard = shard;
+	o.stop = &server_stop;
+	log_info("cairn server %s starting: api %s, namespace %s, journal %s",
+	    id, kube_server(k), o.namespace, journal_path(j));
+	if (server_run(&o, &err) < 0)
+		cli_fail("%s", err.msg);
+	else
+		rc = CLI_EXIT_OK;
+done:
+	journal_close(j);
+	kube_free(k);
+	kube_selector_free(shard);
+	return rc;
+}

@@ -1,0 +1,1460 @@
+/*
+ * backup.c: one Backup, from claim to Completed, streaming and resumable.
+ *
+ * Design. Items are visited in a deterministic order: resources sorted by
+ * (walk pass, group, plural), items within a resource as the paged list
+ * returns them (namespace, then name: the API server's key order). Each
+ * item is written twice (legacy and -preferredversion paths) into a
+ * tarparts writer; between items the writer may cut a part once its
+ * compressed size passed --part-size. A cut part is spooled to an
+ * unlinked temp file (so RSS stays flat and the upload can be retried),
+ * uploaded as part N of a multipart upload (S3: UploadPart; fs: a part
+ * file under .cairn-uploads), recorded in the journal (journal first),
+ * then mirrored into status.checkpoint with a conditional status write.
+ *
+ * Resume. The checkpoint is the list of stored parts with the last item
+ * key in each. A resumed run checks those parts are still in the upload
+ * (list parts, ETags equal), skips the resources before the last key's
+ * resource without listing them, skips items up to the last key in that
+ * resource, and continues with part last+1. Everything after the last
+ * checkpoint is redone: at most one part.
+ *
+ * Memory: one item at a time from the list stream, one tar entry at a
+ * time through libarchive, a 64 KiB deflate buffer and the part spool on
+ * disk. What grows: the checkpoint's part list (<= 10000 entries), the
+ * names of PVs bound to included PVCs and the custom resource kinds seen
+ * (only when includeClusterResources is unset and some namespaces are
+ * filtered out), and the error messages of the results file (capped).
+ * The resource list file is made at the end by reading the stored
+ * tarball back (so it is right after a resume too), streamed into a
+ * gzip temp file.
+ *
+ * Threads: a run is one worker thread; struct kube, journal and store are
+ * shared thread-safe handles.
+ */
+#include "config.h"
+#include "engine/backup.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/buf.h"
+#include "base/jsonutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
+#include "engine/bspec.h"
+#include "engine/bsl.h"
+#include "engine/tarparts.h"
+#include "journal/journal.h"
+#include "kube/kube.h"
+#include "storage/store.h"
+
+#define BK_MAX_RESULTS 1000		/* error/warning lines kept for results */
+#define BK_PROGRESS_US TIME_US_PER_SEC	/* status.progress at most this often */
+#define BK_STATUS_RETRIES 5
+
+static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
+
+/* One resource of the walk, in order. */
+struct bk_res {
+	struct kube_resource *r;	/* owned copy */
+	int pass;			/* 0 normal, 1 related cluster-scoped */
+};
+
+struct bk {
+	const struct engine_env *env;
+	const char *worker;
+	char *ns, *name, *uid;
+	cJSON *obj;			/* latest object known (owned) */
+	cJSON *status;			/* the status we own and write (owned) */
+	int64_t attempt;
+	int64_t jid;			/* journal row */
+	int fenced;
+	struct bspec *spec;
+	struct bsl *loc;
+	struct store *store;		/* borrowed from loc */
+	char *tar_key;
+	char *upload_id;
+	struct journal_part *parts;	/* stored parts, ascending */
+	size_t nparts, aparts;
+	/* resume point */
+	char *resume[4];		/* group, resource, ns, name or NULLs */
+	int resume_pass;
+	/* the walk */
+	struct bk_res *res;
+	size_t nres;
+	struct tarparts *tp;
+	FILE *spool;			/* current part's bytes */
+	uint64_t spool_len;
+	char *last_key;			/* last item written (owned) */
+	uint64_t part_items;
+	int64_t items_done;		/* in stored parts + current */
+	int64_t items_stored;		/* in stored parts */
+	int64_t bytes_stored;
+	int64_t total_items;
+	int64_t last_progress_us;
+	int64_t start_us;
+	struct buf legacy, preferred;
+	/* related cluster-scoped items (includeClusterResources unset) */
+	char **pv_names;		/* sorted at use; NULL-terminated */
+	size_t npv, apv;
+	char **cr_kinds;		/* "plural.group" with included items */
+	size_t ncr, acr;
+	/* results */
+	cJSON *errors;			/* array of strings */
+	cJSON *warnings;
+	int nerrors, nwarnings;
+	/* current resource while listing */
+	const struct bk_res *cur;
+	int skipping;			/* resume: still before the last key */
+	int observe_only;		/* rebuilding related sets, no writes */
+	int cur_rc;			/* first error inside a list callback */
+	struct cairn_err cur_err;
+};
+
+/* ------------------------------------------------------------------ */
+/* Status writes, conditional on resourceVersion, with fencing.        */
+/* ------------------------------------------------------------------ */
+
+static int
+bk_wait_write_ok(struct bk *b)
+{
+	const struct engine_env *e = b->env;
+
+	if (e->may_write == NULL)
+		return 0;
+	while (!e->may_write(e->may_write_arg)) {
+		if (e->stop != NULL && *e->stop)
+			return CAIRN_ECANCELED;
+		time_sleep_us(100000, e->stop);
+	}
+	return 0;
+}
+
+static int
+claim_is_ours(const struct bk *b, const cJSON *obj)
+{
+	const char *holder = json_str(obj, "status.claim.holder");
+
+	return holder != NULL && strcmp(holder, b->env->server_id) == 0 &&
+	    json_int(obj, "status.claim.attempt", 0) == b->attempt &&
+	    strcmp(json_str_or(obj, "metadata.uid", ""), b->uid) == 0;
+}
+
+/*
+ * Write b->status through the status subresource with the RV of b->obj.
+ * On 409: re-read; another holder -> CAIRN_EFENCED (and b->fenced), else
+ * retry on the fresh object.
+ */
+static int
+bk_status_write(struct bk *b, struct cairn_err *err)
+{
+	struct cairn_err e2 = CAIRN_ERR_INIT;
+	cJSON *body, *out = NULL, *fresh = NULL;
+	int rc = CAIRN_EFAIL;
+
+	if (b->fenced)
+		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
+	for (int i = 0; i < BK_STATUS_RETRIES; i++) {
+		rc = bk_wait_write_ok(b);
+		if (rc < 0)
+			return cairn_err_set(err, rc, "stopped");
+		body = cJSON_Duplicate(b->obj, 1);
+		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
+		cJSON_AddItemToObject(body, "status",
+		    cJSON_Duplicate(b->status, 1));
+		rc = kube_update_status(b->env->kube, &backups_gvr, b->ns, body,
+		    &out, err);
+		cJSON_Delete(body);
+		if (rc == 0) {
+			cJSON_Delete(b->obj);
+			b->obj = out;
+			return 0;
+		}
+		if (rc != CAIRN_ECONFLICT)
+			return rc;
+		rc = kube_get(b->env->kube, &backups_gvr, b->ns, b->name, &fresh,
+		    &e2);
+		if (rc < 0) {
+			cairn_err_copy(err, &e2);
+			if (rc == CAIRN_ENOTFOUND) {
+				b->fenced = 1;
+				return cairn_err_set(err, CAIRN_EFENCED,
+				    "backup %s/%s was deleted", b->ns, b->name);
+			}
+			return rc;
+		}
+		if (!claim_is_ours(b, fresh)) {
+			log_warn("backup %s/%s: claim lost to %s attempt %lld: "
+			    "stopping", b->ns, b->name,
+			    json_str_or(fresh, "status.claim.holder", "(none)"),
+			    (long long)json_int(fresh, "status.claim.attempt", 0));
+			cJSON_Delete(fresh);
+			b->fenced = 1;
+			return cairn_err_set(err, CAIRN_EFENCED,
+			    "ownership of backup %s/%s lost", b->ns, b->name);
+		}
+		cJSON_Delete(b->obj);
+		b->obj = fresh;
+		fresh = NULL;
+	}
+	return rc;
+}
+
+int
+backup_claim(const struct engine_env *env, const cJSON *obj,
+	const char *worker, int64_t attempt, cJSON **out,
+	struct cairn_err *err)
+{
+	cJSON *body = cJSON_Duplicate(obj, 1);
+	cJSON *claim = cJSON_CreateObject();
+	char now[TIME_STR_MAX];
+	int rc;
+
+	*out = NULL;
+	time_format_rfc3339(time_now_us(), now);
+	json_set_str(body, "status.phase", "InProgress");
+	cJSON_AddStringToObject(claim, "holder", env->server_id);
+	cJSON_AddStringToObject(claim, "worker", worker);
+	cJSON_AddNumberToObject(claim, "attempt", (double)attempt);
+	cJSON_AddStringToObject(claim, "claimedAt", now);
+	json_set_item(body, "status.claim", claim);
+	rc = kube_update_status(env->kube, &backups_gvr,
+	    json_str_or(obj, "metadata.namespace", env->namespace), body, out,
+	    err);
+	cJSON_Delete(body);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Events, errors, progress.                                           */
+/* ------------------------------------------------------------------ */
+
+static void
+bk_event(struct bk *b, const char *level, const char *fmt, ...)
+	CAIRN_PRINTF(3, 4);
+
+static void
+bk_event(struct bk *b, const char *level, const char *fmt, ...)
+{
+	char line[JOURNAL_EVENT_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (strcmp(level, "error") == 0)
+		log_error("backup %s/%s: %s", b->ns, b->name, line);
+	else if (strcmp(level, "warning") == 0)
+		log_warn("backup %s/%s: %s", b->ns, b->name, line);
+	else
+		log_info("backup %s/%s: %s", b->ns, b->name, line);
+	if (b->jid > 0)
+		(void)journal_event(b->env->journal, b->jid, level, NULL, "%s",
+		    line);
+}
+
+static void
+bk_record(struct bk *b, int is_error, const char *msg)
+{
+	cJSON *a = is_error ? b->errors : b->warnings;
+
+	if (is_error)
+		b->nerrors++;
+	else
+		b->nwarnings++;
+	if (cJSON_GetArraySize(a) < BK_MAX_RESULTS)
+		cJSON_AddItemToArray(a, cJSON_CreateString(msg));
+	bk_event(b, is_error ? "error" : "warning", "%s", msg);
+}
+
+static void
+bk_set_progress(struct bk *b)
+{
+	cJSON *p = cJSON_CreateObject();
+	int64_t total = b->total_items > b->items_done ? b->total_items :
+	    b->items_done;
+
+	cJSON_AddNumberToObject(p, "totalItems", (double)total);
+	cJSON_AddNumberToObject(p, "itemsBackedUp", (double)b->items_done);
+	cJSON_AddNumberToObject(p, "bytesDone", (double)(b->bytes_stored +
+	    (int64_t)(b->tp ? tarparts_part_bytes(b->tp) : 0)));
+	json_set_item(b->status, "progress", p);
+}
+
+/* status.progress at most once a second. */
+static int
+bk_progress(struct bk *b, int force, struct cairn_err *err)
+{
+	int64_t now = time_mono_us();
+
+	if (!force && now - b->last_progress_us < BK_PROGRESS_US)
+		return 0;
+	b->last_progress_us = now;
+	bk_set_progress(b);
+	(void)journal_set_progress(b->env->journal, b->jid, b->total_items,
+	    b->items_done, b->bytes_stored, NULL);
+	return bk_status_write(b, err);
+}
+
+static void
+bk_set_checkpoint(struct bk *b)
+{
+	cJSON *c = cJSON_CreateObject();
+	cJSON *parts = cJSON_AddArrayToObject(c, "parts");
+
+	cJSON_AddStringToObject(c, "uploadID", b->upload_id ? b->upload_id : "");
+	for (size_t i = 0; i < b->nparts; i++) {
+		cJSON *p = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(p, "number",
+		    (double)b->parts[i].part_number);
+		cJSON_AddStringToObject(p, "etag", b->parts[i].etag);
+		cJSON_AddStringToObject(p, "lastItem", b->parts[i].last_key);
+		cJSON_AddNumberToObject(p, "items", (double)b->parts[i].items);
+		cJSON_AddNumberToObject(p, "bytes", (double)b->parts[i].bytes);
+		cJSON_AddItemToArray(parts, p);
+	}
+	cJSON_AddNumberToObject(c, "itemsDone", (double)b->items_stored);
+	json_set_item(b->status, "checkpoint", c);
+}
+
+/* ------------------------------------------------------------------ */
+/* The part sink: spool, upload, journal, status.                     */
+/* ------------------------------------------------------------------ */
+
+static int
+sink_begin(void *arg, int part, struct cairn_err *err)
+{
+	struct bk *b = arg;
+
+	(void)part;
+	if (b->spool == NULL) {
+		b->spool = tmpfile();
+		if (b->spool == NULL)
+			return cairn_err_errno(err, CAIRN_EIO, errno,
+			    "part spool file");
+	}
+	rewind(b->spool);
+	if (ftruncate(fileno(b->spool), 0) < 0)
+		return cairn_err_errno(err, CAIRN_EIO, errno, "part spool");
+	b->spool_len = 0;
+	b->part_items = 0;
+	return 0;
+}
+
+static int
+sink_write(void *arg, const void *p, size_t n, struct cairn_err *err)
+{
+	struct bk *b = arg;
+
+	if (fwrite(p, 1, n, b->spool) != n)
+		return cairn_err_errno(err, CAIRN_EIO, errno,
+		    "writing part spool");
+	b->spool_len += n;
+	return 0;
+}
+
+static void
+bk_add_part(struct bk *b, const struct journal_part *p)
+{
+	if (b->nparts == b->aparts) {
+		b->aparts = b->aparts ? 2 * b->aparts : 16;
+		b->parts = xreallocarray(b->parts, b->aparts, sizeof *b->parts);
+	}
+	b->parts[b->nparts++] = *p;
+}
+
+static int
+sink_end(void *arg, int part, uint64_t bytes, uint64_t entries,
+	struct cairn_err *err)
+{
+	struct bk *b = arg;
+	struct journal_part jp;
+	struct store_src src;
+	char etag[STORE_ETAG_MAX];
+	int rc;
+
+	(void)entries;
+	if (b->fenced)
+		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
+	if (fflush(b->spool) != 0)
+		return cairn_err_errno(err, CAIRN_EIO, errno, "part spool");
+	rc = bk_wait_write_ok(b);
+	if (rc < 0)
+		return cairn_err_set(err, rc, "stopped");
+	rc = store_src_fd(&src, fileno(b->spool), 0, (int64_t)b->spool_len,
+	    err);
+	if (rc < 0)
+		return rc;
+	rc = store_mpu_put_part(b->store, b->tar_key, b->upload_id, part, &src,
+	    etag, NULL, err);
+	if (rc < 0)
+		return cairn_err_prefix(err, "uploading part %d of %s", part,
+		    b->tar_key);
+	memset(&jp, 0, sizeof jp);
+	jp.part_number = part;
+	snprintf(jp.upload_id, sizeof jp.upload_id, "%s", b->upload_id);
+	snprintf(jp.etag, sizeof jp.etag, "%s", etag);
+	snprintf(jp.last_key, sizeof jp.last_key, "%s",
+	    b->last_key ? b->last_key : "");
+	jp.items = (int64_t)b->part_items;
+	jp.bytes = (int64_t)bytes;
+	/* Journal first ... */
+	rc = journal_part_add(b->env->journal, b->jid, &jp, err);
+	if (rc < 0)
+		return cairn_err_prefix(err, "journal checkpoint of part %d",
+		    part);
+	bk_add_part(b, &jp);
+	b->items_stored += (int64_t)b->part_items;
+	b->bytes_stored += (int64_t)bytes;
+	b->part_items = 0;
+	/* ... then the cluster. */
+	bk_set_checkpoint(b);
+	bk_set_progress(b);
+	b->last_progress_us = time_mono_us();
+	rc = bk_status_write(b, err);
+	if (rc < 0)
+		return rc;
+	log_info("backup %s/%s: part %d stored (%llu bytes, %lld items, "
+	    "last %s)", b->ns, b->name, part, (unsigned long long)bytes,
+	    (long long)jp.items, jp.last_key);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The walk.                                                           */
+/* ------------------------------------------------------------------ */
+
+static int
+strv_add_sorted_unique(char ***v, size_t *n, size_t *a, const char *s)
+{
+	size_t lo = 0, hi = *n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp((*v)[mid], s);
+
+		if (c == 0)
+			return 0;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (*n + 2 > *a) {
+		*a = *a ? 2 * *a : 16;
+		*v = xreallocarray(*v, *a, sizeof **v);
+	}
+	memmove(*v + lo + 1, *v + lo, (*n - lo) * sizeof **v);
+	(*v)[lo] = xstrdup(s);
+	(*n)++;
+	(*v)[*n] = NULL;
+	return 1;
+}
+
+static int
+strv_sorted_has(char **v, size_t n, const char *s)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(v[mid], s);
+
+		if (c == 0)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+/* Compare ns/name with the resume key both as tuple and as joined text. */
+static int
+after_resume_key(const struct bk *b, const char *ns, const char *name)
+{
+	int t = strcmp(ns, b->resume[2]);
+	char *j1, *j2;
+	int c;
+
+	if (t == 0)
+		t = strcmp(name, b->resume[3]);
+	j1 = xasprintf("%s/%s", ns, name);
+	j2 = xasprintf("%s/%s", b->resume[2], b->resume[3]);
+	c = strcmp(j1, j2);
+	free(j1);
+	free(j2);
+	if (t > 0 && c > 0)
+		return 1;
+	return 0;
+}
+
+/* Does this item pass the filters of the resource being walked? */
+static int
+item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
+	const char *ns, const char *name)
+{
+	int is_ns = r->group[0] == '\0' && strcmp(r->resource, "namespaces") == 0;
+
+	if (json_get(item, "metadata.deletionTimestamp") != NULL &&
+	    !cJSON_IsNull(json_get(item, "metadata.deletionTimestamp")))
+		return 0;	/* Velero: "being deleted" items are skipped */
+	if (is_ns)
+		return bspec_ns_included(b->spec, name);
+	if (r->namespaced && !bspec_ns_included(b->spec, ns))
+		return 0;
+	if (!bspec_labels_match(b->spec, item))
+		return 0;
+	if (b->cur->pass == 1) {
+		if (strcmp(r->resource, "persistentvolumes") == 0)
+			return strv_sorted_has(b->pv_names, b->npv, name);
+		/* CRD "plural.group" of an included custom resource */
+		return strv_sorted_has(b->cr_kinds, b->ncr, name);
+	}
+	return 1;
+}
+
+/* Remember what related cluster-scoped items an included item needs. */
+static void
+note_related(struct bk *b, const struct kube_resource *r, const cJSON *item)
+{
+	const char *vol;
+	char *kind;
+
+	if (b->spec->cluster != BSPEC_CLUSTER_AUTO || b->spec->all_namespaces)
+		return;
+	if (r->group[0] == '\0' &&
+	    strcmp(r->resource, "persistentvolumeclaims") == 0) {
+		vol = json_str(item, "spec.volumeName");
+		if (vol != NULL && vol[0] != '\0')
+			strv_add_sorted_unique(&b->pv_names, &b->npv, &b->apv,
+			    vol);
+		return;
+	}
+	if (r->group[0] == '\0' || strchr(r->group, '.') == NULL ||
+	    str_has_suffix(r->group, ".k8s.io"))
+		return;		/* built-in groups have no CRD */
+	kind = xasprintf("%s.%s", r->resource, r->group);
+	strv_add_sorted_unique(&b->cr_kinds, &b->ncr, &b->acr, kind);
+	free(kind);
+}
+
+static int
+write_item(struct bk *b, const struct kube_resource *r, const cJSON *item,
+	const char *ns, const char *name, struct cairn_err *err)
+{
+	char *json = NULL;
+	size_t len;
+	int rc, cut;
+
+	rc = bspec_item_paths(r->group, r->version, r->resource, ns, name,
+	    &b->legacy, &b->preferred);
+	if (rc < 0)
+		return cairn_err_set(err, rc, "item path too long: %s/%s", ns,
+		    name);
+	json = cJSON_PrintUnformatted(item);
+	if (json == NULL)
+		return cairn_err_set(err, CAIRN_EFAIL, "cannot print item");
+	len = strlen(json);
+	rc = tarparts_add(b->tp, buf_cstr(&b->legacy), json, len, err);
+	if (rc == 0)
+		rc = tarparts_add(b->tp, buf_cstr(&b->preferred), json, len,
+		    err);
+	free(json);
+	if (rc < 0)
+		return rc;
+	free(b->last_key);
+	b->last_key = bspec_item_key(r->group, r->resource, ns, name);
+	b->part_items++;
+	b->items_done++;
+	rc = tarparts_boundary(b->tp, &cut, err);
+	if (rc < 0)
+		return rc;
+	return bk_progress(b, 0, err);
+}
+
+static int
+list_cb(void *arg, cJSON *item)
+{
+	struct bk *b = arg;
+	const struct kube_resource *r = b->cur->r;
+	const char *ns = json_str_or(item, "metadata.namespace", "");
+	const char *name = json_str_or(item, "metadata.name", "");
+	int rc;
+
+	if (b->env->stop != NULL && *b->env->stop) {
+		b->cur_rc = cairn_err_set(&b->cur_err, CAIRN_ECANCELED,
+		    "stopped");
+		return b->cur_rc;
+	}
+	if (!r->namespaced)
+		ns = "";
+	if (!item_selected(b, r, item, ns, name))
+		return 0;
+	if (r->namespaced)
+		note_related(b, r, item);
+	if (b->observe_only)
+		return 0;
+	if (b->skipping) {
+		if (strcmp(ns, b->resume[2]) == 0 &&
+		    strcmp(name, b->resume[3]) == 0) {
+			b->skipping = 0;
+			return 0;
+		}
+		if (!after_resume_key(b, ns, name))
+			return 0;
+		b->skipping = 0;
+	}
+	rc = write_item(b, r, item, ns, name, &b->cur_err);
+	if (rc < 0) {
+		b->cur_rc = rc;
+		return rc;
+	}
+	return 0;
+}
+
+static int
+res_cmp(const void *pa, const void *pb)
+{
+	const struct bk_res *a = pa, *c = pb;
+
+	return bspec_resource_cmp(a->pass, a->r->group, a->r->resource,
+	    c->pass, c->r->group, c->r->resource);
+}
+
+struct plan_ctx {
+	struct bk *b;
+	size_t alloc;
+};
+
+static int
+plan_cb(void *arg, const struct kube_resource *r)
+{
+	struct plan_ctx *pc = arg;
+	struct bk *b = pc->b;
+	enum bspec_walk w = bspec_walk_of(b->spec, r);
+
+	if (w == BSPEC_WALK_SKIP)
+		return 0;
+	if (b->nres == pc->alloc) {
+		pc->alloc = pc->alloc ? 2 * pc->alloc : 64;
+		b->res = xreallocarray(b->res, pc->alloc, sizeof *b->res);
+	}
+	b->res[b->nres].r = kube_resource_dup(r);
+	b->res[b->nres].pass = w == BSPEC_WALK_RELATED ? 1 : 0;
+	b->nres++;
+	return 0;
+}
+
+static int
+bk_plan(struct bk *b, struct cairn_err *err)
+{
+	struct kube_discovery *d = NULL;
+	struct plan_ctx pc = { b, 0 };
+	int rc;
+
+	rc = kube_discovery_get(b->env->kube, 1, &d, err);
+	if (rc < 0)
+		return cairn_err_prefix(err, "discovery");
+	rc = kube_discovery_foreach_listable(d, plan_cb, &pc);
+	kube_discovery_release(d);
+	if (rc < 0)
+		return cairn_err_set(err, rc, "discovery walk failed");
+	qsort(b->res, b->nres, sizeof *b->res, res_cmp);
+	return 0;
+}
+
+/* Rough total for progress: one limit=1 list per resource. */
+static void
+bk_estimate_total(struct bk *b)
+{
+	int64_t total = 0;
+
+	for (size_t i = 0; i < b->nres; i++) {
+		struct kube_gvr g = kube_resource_gvr(b->res[i].r);
+		char *path = kube_path(&g, NULL, NULL, NULL);
+		char *full;
+		cJSON *out = NULL;
+
+		full = xasprintf("%s?limit=1", path);
+		free(path);
+		if (kube_request(b->env->kube, "GET", full, NULL, NULL, 0, 1,
+		    &out, NULL) == 0) {
+			total += cJSON_GetArraySize(json_get(out, "items"));
+			total += json_int(out, "metadata.remainingItemCount", 0);
+		}
+		cJSON_Delete(out);
+		free(full);
+	}
+	b->total_items = total;
+}
+
+static int
+bk_walk(struct bk *b, struct cairn_err *err)
+{
+	int has_resume = b->resume[1] != NULL;
+	int rc;
+
+	for (size_t i = 0; i < b->nres; i++) {
+		const struct bk_res *br = &b->res[i];
+		const struct kube_resource *r = br->r;
+		struct kube_gvr g = kube_resource_gvr(r);
+		struct kube_list_opts lo;
+		struct cairn_err lerr = CAIRN_ERR_INIT;
+		int c = 0;
+
+		b->observe_only = 0;
+		b->skipping = 0;
+		if (has_resume) {
+			c = bspec_resource_cmp(br->pass, r->group, r->resource,
+			    b->resume_pass, b->resume[0], b->resume[1]);
+			if (c < 0) {
+				/* Before the checkpoint: rebuild related sets only. */
+				if (b->spec->cluster != BSPEC_CLUSTER_AUTO ||
+				    b->spec->all_namespaces || !r->namespaced)
+					continue;
+				b->observe_only = 1;
+			} else if (c == 0)
+				b->skipping = 1;
+		}
+		memset(&lo, 0, sizeof lo);
+		lo.label_selector = (b->spec->sel != NULL && r->group[0] == '\0' &&
+		    strcmp(r->resource, "namespaces") == 0) ? NULL :
+		    b->spec->selector_text;
+		lo.limit = 500;
+		lo.restart_on_gone = 0;
+		lo.stop = b->env->stop;
+		b->cur = br;
+		b->cur_rc = 0;
+		cairn_err_clear(&b->cur_err);
+		rc = kube_list(b->env->kube, &g, NULL, &lo, list_cb, b, NULL,
+		    &lerr);
+		if (b->cur_rc < 0) {
+			cairn_err_copy(err, &b->cur_err);
+			return b->cur_rc;
+		}
+		if (rc == CAIRN_ECANCELED)
+			return cairn_err_set(err, rc, "stopped");
+		if (rc < 0) {
+			char msg[CAIRN_ERR_MSG_MAX + 200];
+
+			snprintf(msg, sizeof msg, "error listing %s%s%s: %s",
+			    r->resource, r->group[0] ? "." : "", r->group,
+			    lerr.msg);
+			bk_record(b, 1, msg);
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Resume.                                                             */
+/* ------------------------------------------------------------------ */
+
+struct part_check {
+	const struct journal_part *want;
+	size_t n;
+	size_t matched;
+};
+
+static int
+part_check_cb(void *arg, const struct store_part *p)
+{
+	struct part_check *pc = arg;
+
+	for (size_t i = 0; i < pc->n; i++)
+		if (pc->want[i].part_number == p->number &&
+		    strcmp(pc->want[i].etag, p->etag) == 0)
+			pc->matched++;
+	return 0;
+}
+
+/* Load the checkpoint: journal rows, else status.checkpoint. */
+static void
+bk_load_checkpoint(struct bk *b)
+{
+	struct journal_part *jp = NULL;
+	size_t n = 0;
+	const cJSON *cp, *p;
+
+	if (journal_parts(b->env->journal, b->jid, &jp, &n, NULL) == 0 &&
+	    n > 0) {
+		for (size_t i = 0; i < n; i++)
+			bk_add_part(b, &jp[i]);
+		free(jp);
+		b->upload_id = xstrdup(b->parts[0].upload_id);
+		return;
+	}
+	free(jp);
+	cp = json_get(b->obj, "status.checkpoint");
+	if (cp == NULL || json_str(cp, "uploadID") == NULL)
+		return;
+	cJSON_ArrayForEach(p, json_get(cp, "parts")) {
+		struct journal_part x;
+
+		memset(&x, 0, sizeof x);
+		x.part_number = json_int(p, "number", 0);
+		snprintf(x.upload_id, sizeof x.upload_id, "%s",
+		    json_str_or(cp, "uploadID", ""));
+		snprintf(x.etag, sizeof x.etag, "%s", json_str_or(p, "etag", ""));
+		snprintf(x.last_key, sizeof x.last_key, "%s",
+		    json_str_or(p, "lastItem", ""));
+		x.items = json_int(p, "items", 0);
+		x.bytes = json_int(p, "bytes", 0);
+		if (x.part_number < 1 || x.etag[0] == '\0')
+			break;
+		/* Vouched for by the checkpoint: recorded here too. */
+		if (journal_part_add(b->env->journal, b->jid, &x, NULL) < 0 &&
+		    0)
+			break;
+		bk_add_part(b, &x);
+	}
+	if (b->nparts > 0)
+		b->upload_id = xstrdup(json_str_or(cp, "uploadID", ""));
+}
+
+static void
+bk_drop_checkpoint(struct bk *b)
+{
+	b->nparts = 0;
+	FREE_NULL(b->upload_id);
+}
+
+/* Set up the upload and the resume point. */
+static int
+bk_prepare_upload(struct bk *b, struct cairn_err *err)
+{
+	struct part_check pc;
+	int rc;
+
+	bk_load_checkpoint(b);
+	if (b->nparts > 0) {
+		pc.want = b->parts;
+		pc.n = b->nparts;
+		pc.matched = 0;
+		rc = store_mpu_list_parts(b->store, b->tar_key, b->upload_id,
+		    part_check_cb, &pc, err);
+		if (rc < 0 || pc.matched != b->nparts) {
+			bk_event(b, "warning", "checkpointed parts are not all in "
+			    "upload %s (%s): starting the tarball again",
+			    b->upload_id, rc < 0 ? err->msg : "ETag mismatch");
+			cairn_err_clear(err);
+			bk_drop_checkpoint(b);
+		}
+	}
+	if (b->nparts == 0) {
+		rc = bk_wait_write_ok(b);
+		if (rc < 0)
+			return cairn_err_set(err, rc, "stopped");
+		rc = store_mpu_create(b->store, b->tar_key, &b->upload_id, err);
+		if (rc < 0)
+			return rc;
+		return 0;
+	}
+	for (size_t i = 0; i < b->nparts; i++) {
+		b->items_stored += b->parts[i].items;
+		b->bytes_stored += b->parts[i].bytes;
+	}
+	b->items_done = b->items_stored;
+	if (bspec_key_split(b->parts[b->nparts - 1].last_key, b->resume) < 0) {
+		bk_event(b, "warning", "bad checkpoint key \"%s\": starting "
+		    "again", b->parts[b->nparts - 1].last_key);
+		bk_drop_checkpoint(b);
+		b->items_stored = b->bytes_stored = b->items_done = 0;
+		return store_mpu_create(b->store, b->tar_key, &b->upload_id, err);
+	}
+	/* The pass of the key's resource follows from the spec. */
+	b->resume_pass = 0;
+	for (size_t i = 0; i < b->nres; i++)
+		if (strcmp(b->res[i].r->group, b->resume[0]) == 0 &&
+		    strcmp(b->res[i].r->resource, b->resume[1]) == 0)
+			b->resume_pass = b->res[i].pass;
+	bk_event(b, "info", "resuming after part %lld (item %s, %lld items "
+	    "stored)", (long long)b->parts[b->nparts - 1].part_number,
+	    b->parts[b->nparts - 1].last_key, (long long)b->items_stored);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Metadata files.                                                     */
+/* ------------------------------------------------------------------ */
+
+/* gzip len bytes into an owned buffer. */
+static int
+gzip_mem(const void *data, size_t len, unsigned char **out, size_t *outlen)
+{
+	z_stream z;
+	size_t cap = compressBound((uLong)len) + 64;
+	unsigned char *o = xmalloc(cap);
+
+	memset(&z, 0, sizeof z);
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8,
+	    Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(o);
+		return CAIRN_EFAIL;
+	}
+	z.next_in = (Bytef *)(uintptr_t)data;
+	z.avail_in = (uInt)len;
+	z.next_out = o;
+	z.avail_out = (uInt)cap;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+		deflateEnd(&z);
+		free(o);
+		return CAIRN_EFAIL;
+	}
+	*outlen = z.total_out;
+	deflateEnd(&z);
+	*out = o;
+	return 0;
+}
+
+static int
+put_gz(struct bk *b, enum layout_backup_file f, const char *text,
+	struct cairn_err *err)
+{
+	unsigned char *gz = NULL;
+	size_t gzlen = 0;
+	char *key;
+	int rc;
+
+	if (gzip_mem(text, strlen(text), &gz, &gzlen) < 0)
+		return cairn_err_set(err, CAIRN_EFAIL, "gzip failed");
+	key = bsl_backup_key(b->loc, b->name, f);
+	rc = store_put_mem(b->store, key, gz, gzlen, err);
+	free(key);
+	free(gz);
+	return rc;
+}
+
+static int
+log_line_cb(int64_t at_us, const char *level, const char *line, void *arg)
+{
+	struct buf *lb = arg;
+	char ts[TIME_STR_MAX];
+
+	time_format_micro(at_us, ts);
+	buf_printf(lb, "time=\"%s\" level=%s msg=", ts, level);
+	str_escape_json(lb, line);
+	buf_putc(lb, '\n');
+	return 0;
+}
+
+static cJSON *
+results_tree(const cJSON *list)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(r, "velero", cJSON_Duplicate(list, 1));
+	cJSON_AddArrayToObject(r, "cluster");
+	cJSON_AddObjectToObject(r, "namespaces");
+	return r;
+}
+
+/* Reader thread for the read-back: store_get into a pipe. */
+struct readback {
+	struct store *store;
+	const char *key;
+	int wfd;
+	int rc;
+	struct cairn_err err;
+};
+
+static int
+rb_sink(void *arg, const void *p, size_t n)
+{
+	struct readback *rb = arg;
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t w = write(rb->wfd, c, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void *
+rb_thread(void *arg)
+{
+	struct readback *rb = arg;
+
+	rb->rc = store_get(rb->store, rb->key, 0, -1, rb_sink, rb, NULL,
+	    &rb->err);
+	close(rb->wfd);
+	return NULL;
+}
+
+/*
+ * The resource list: read the stored tarball back and collect the legacy
+ * entries "resources/<res>[.<group>]/(cluster|namespaces/<ns>)/<n>.json"
+ * under "<group/version>/<Kind>". Items of one resource are contiguous, so
+ * the JSON is streamed out; key order is the tarball's.
+ */
+static int
+bk_resource_list(struct bk *b, struct buf *out, struct cairn_err *err)
+{
+	struct readback rb;
+	struct archive *a = NULL;
+	struct archive_entry *e;
+	pthread_t th;
+	int fds[2], rc = 0, first_key = 1, first_item = 1;
+	char *cur = NULL;
+
+	if (pipe(fds) < 0)
+		return cairn_err_errno(err, CAIRN_EIO, errno, "pipe");
+	memset(&rb, 0, sizeof rb);
+	rb.store = b->store;
+	rb.key = b->tar_key;
+	rb.wfd = fds[1];
+	if (pthread_create(&th, NULL, rb_thread, &rb) != 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return cairn_err_set(err, CAIRN_EFAIL, "thread");
+	}
+	a = archive_read_new();
+	archive_read_support_filter_gzip(a);
+	archive_read_support_format_tar(a);
+	buf_putc(out, '{');
+	if (archive_read_open_fd(a, fds[0], 65536) != ARCHIVE_OK) {
+		rc = cairn_err_set(err, CAIRN_EPROTO, "reading back tarball: %s",
+		    archive_error_string(a));
+		goto done;
+	}
+	while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
+		const char *path = archive_entry_pathname(e);
+		char *res = NULL, *rest, *slash, *item, *key;
+		const char *group = "", *kind = "", *version = "v1";
+
+		if (!str_has_prefix(path, "resources/") ||
+		    strstr(path, "-preferredversion/") != NULL)
+			continue;
+		res = xstrdup(path + 10);
+		slash = strchr(res, '/');
+		if (slash == NULL) {
+			free(res);
+			continue;
+		}
+		*slash = '\0';
+		rest = slash + 1;
+		if (str_has_prefix(rest, "cluster/"))
+			item = xstrdup(rest + 8);
+		else if (str_has_prefix(rest, "namespaces/"))
+			item = xstrdup(rest + 11);
+		else {
+			free(res);
+			continue;
+		}
+		if (str_has_suffix(item, ".json"))
+			item[strlen(item) - 5] = '\0';
+		for (size_t i = 0; i < b->nres; i++) {
+			const struct kube_resource *r = b->res[i].r;
+			char *full = r->group[0] ? xasprintf("%s.%s",
+			    r->resource, r->group) : xstrdup(r->resource);
+			int m = strcmp(full, res) == 0;
+
+			free(full);
+			if (m) {
+				group = r->group;
+				kind = r->kind;
+				version = r->version;
+				break;
+			}
+		}
+		key = group[0] ? xasprintf("%s/%s/%s", group, version, kind) :
+		    xasprintf("%s/%s", version, kind);
+		if (cur == NULL || strcmp(cur, key) != 0) {
+			if (cur != NULL)
+				buf_putc(out, ']');
+			buf_puts(out, first_key ? "" : ",");
+			str_escape_json(out, key);
+			buf_puts(out, ":[");
+			first_key = 0;
+			first_item = 1;
+			free(cur);
+			cur = key;
+		} else
+			free(key);
+		buf_puts(out, first_item ? "" : ",");
+		first_item = 0;
+		if (str_escape_json(out, item) < 0)
+			rc = cairn_err_set(err, CAIRN_ETOOBIG,
+			    "resource list too big");
+		free(item);
+		free(res);
+		if (rc < 0)
+			break;
+	}
+	if (cur != NULL)
+		buf_putc(out, ']');
+	buf_putc(out, '}');
+done:
+	archive_read_free(a);	/* closes fds[0]: the writer sees EPIPE */
+	pthread_join(th, NULL);
+	free(cur);
+	if (rc == 0 && rb.rc < 0)
+		rc = cairn_err_copy(err, &rb.err);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Final phases.                                                       */
+/* ------------------------------------------------------------------ */
+
+static int
+bk_finish_status(struct bk *b, const char *phase, const char *reason,
+	struct cairn_err *err)
+{
+	char ts[TIME_STR_MAX];
+	int rc;
+
+	rc = journal_finish(b->env->journal, b->jid, phase, reason, err);
+	if (rc < 0)
+		return rc;
+	json_set_str(b->status, "phase", phase);
+	time_format_rfc3339(time_now_us(), ts);
+	json_set_str(b->status, "completionTimestamp", ts);
+	if (reason != NULL)
+		json_set_str(b->status, "failureReason", reason);
+	json_set_int(b->status, "errors", b->nerrors);
+	json_set_int(b->status, "warnings", b->nwarnings);
+	if (b->total_items < b->items_done || strcmp(phase, "Completed") == 0 ||
+	    strcmp(phase, "PartiallyFailed") == 0)
+		b->total_items = b->items_done;
+	bk_set_progress(b);
+	rc = bk_status_write(b, err);
+	if (rc == 0)
+		log_info("backup %s/%s: %s%s%s (%lld items, %lld errors)",
+		    b->ns, b->name, phase, reason ? ": " : "",
+		    reason ? reason : "", (long long)b->items_done,
+		    (long long)b->nerrors);
+	return rc;
+}
+
+static int
+bk_fail(struct bk *b, const char *reason, struct cairn_err *err)
+{
+	bk_event(b, "error", "%s", reason);
+	return bk_finish_status(b, "Failed", reason, err);
+}
+
+/* Upload the metadata files (velero-backup.json last: its presence means done). */
+static int
+bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
+{
+	struct buf lb, rl;
+	cJSON *res = NULL, *final = NULL;
+	char *text = NULL, *key = NULL;
+	char ts[TIME_STR_MAX];
+	int rc;
+
+	buf_init(&lb, 64u << 20);
+	buf_init(&rl, 256u << 20);
+	(void)journal_events_foreach(b->env->journal, b->jid, log_line_cb, &lb,
+	    NULL);
+	rc = put_gz(b, LAYOUT_BACKUP_LOGS, buf_cstr(&lb), err);
+	if (rc < 0)
+		goto done;
+	rc = bk_resource_list(b, &rl, err);
+	if (rc < 0)
+		goto done;
+	rc = put_gz(b, LAYOUT_BACKUP_RESOURCE_LIST, buf_cstr(&rl), err);
+	if (rc < 0)
+		goto done;
+	res = cJSON_CreateObject();
+	cJSON_AddItemToObject(res, "errors", results_tree(b->errors));
+	cJSON_AddItemToObject(res, "warnings", results_tree(b->warnings));
+	text = cJSON_PrintUnformatted(res);
+	rc = put_gz(b, LAYOUT_BACKUP_RESULTS, text, err);
+	if (rc < 0)
+		goto done;
+	rc = put_gz(b, LAYOUT_BACKUP_VOLUMESNAPSHOTS, "[]", err);
+	if (rc < 0)
+		goto done;
+	/* The Backup as it will read once final. */
+	final = cJSON_Duplicate(b->obj, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(final, "status");
+	json_set_item(final, "status", cJSON_Duplicate(b->status, 1));
+	json_set_str(final, "status.phase", phase);
+	time_format_rfc3339(time_now_us(), ts);
+	json_set_str(final, "status.completionTimestamp", ts);
+	json_set_int(final, "status.errors", b->nerrors);
+	json_set_int(final, "status.warnings", b->nwarnings);
+	json_set_int(final, "status.progress.totalItems", b->items_done);
+	json_set_int(final, "status.progress.itemsBackedUp", b->items_done);
+	free(text);
+	text = cJSON_PrintUnformatted(final);
+	key = bsl_backup_key(b->loc, b->name, LAYOUT_BACKUP_METADATA);
+	rc = store_put_mem(b->store, key, text, strlen(text), err);
+done:
+	buf_free(&lb);
+	buf_free(&rl);
+	cJSON_Delete(res);
+	cJSON_Delete(final);
+	free(text);
+	free(key);
+	return rc;
+}
+
+/* Everything after the walk: last part, complete, metadata, phase. */
+static int
+bk_complete(struct bk *b, struct cairn_err *err)
+{
+	struct store_part *sp;
+	const char *phase;
+	int rc;
+
+	rc = tarparts_finish(b->tp, err);
+	if (rc < 0)
+		return rc;
+	sp = xcalloc(b->nparts ? b->nparts : 1, sizeof *sp);
+	for (size_t i = 0; i < b->nparts; i++) {
+		sp[i].number = (int)b->parts[i].part_number;
+		snprintf(sp[i].etag, sizeof sp[i].etag, "%.*s",
+		    (int)sizeof sp[i].etag - 1, b->parts[i].etag);
+		sp[i].size = (uint64_t)b->parts[i].bytes;
+	}
+	rc = bk_wait_write_ok(b);
+	if (rc == 0 && b->fenced)
+		rc = CAIRN_EFENCED;
+	if (rc == 0)
+		rc = store_mpu_complete(b->store, b->tar_key, b->upload_id, sp,
+		    b->nparts, NULL, err);
+	free(sp);
+	if (rc < 0)
+		return cairn_err_prefix(err, "completing %s", b->tar_key);
+	phase = b->nerrors > 0 ? "PartiallyFailed" : "Completed";
+	rc = bk_upload_metadata(b, phase, err);
+	if (rc < 0)
+		return cairn_err_prefix(err, "metadata files");
+	return bk_finish_status(b, phase, NULL, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* The run.                                                            */
+/* ------------------------------------------------------------------ */
+
+static void
+bk_free(struct bk *b)
+{
+	tarparts_free(b->tp);
+	if (b->spool != NULL)
+		fclose(b->spool);
+	for (size_t i = 0; i < b->nres; i++)
+		kube_resource_free(b->res[i].r);
+	free(b->res);
+	for (size_t i = 0; i < b->npv; i++)
+		free(b->pv_names[i]);
+	free(b->pv_names);
+	for (size_t i = 0; i < b->ncr; i++)
+		free(b->cr_kinds[i]);
+	free(b->cr_kinds);
+	for (int i = 0; i < 4; i++)
+		free(b->resume[i]);
+	free(b->parts);
+	free(b->upload_id);
+	free(b->tar_key);
+	free(b->last_key);
+	bsl_free(b->loc);
+	bspec_free(b->spec);
+	cJSON_Delete(b->obj);
+	cJSON_Delete(b->status);
+	cJSON_Delete(b->errors);
+	cJSON_Delete(b->warnings);
+	buf_free(&b->legacy);
+	buf_free(&b->preferred);
+	free(b->ns);
+	free(b->name);
+	free(b->uid);
+}
+
+static int
+bk_journal_claim(struct bk *b, struct cairn_err *err)
+{
+	struct journal_item it;
+
+	memset(&it, 0, sizeof it);
+	snprintf(it.kind, sizeof it.kind, "%s", JOURNAL_KIND_BACKUP);
+	snprintf(it.namespace, sizeof it.namespace, "%s", b->ns);
+	snprintf(it.name, sizeof it.name, "%s", b->name);
+	snprintf(it.uid, sizeof it.uid, "%s", b->uid);
+	it.attempt = b->attempt;
+	snprintf(it.holder, sizeof it.holder, "%s", b->env->server_id);
+	snprintf(it.worker, sizeof it.worker, "%s", b->worker);
+	if (journal_item_find(b->env->journal, JOURNAL_KIND_BACKUP, b->ns,
+	    b->name, b->uid, &it, NULL) == 0 && it.attempt == b->attempt &&
+	    it.finished_at == 0) {
+		b->jid = it.id;		/* our own restart: keep the row */
+		return 0;
+	}
+	it.attempt = b->attempt;
+	snprintf(it.holder, sizeof it.holder, "%s", b->env->server_id);
+	snprintf(it.worker, sizeof it.worker, "%s", b->worker);
+	snprintf(it.phase, sizeof it.phase, "InProgress");
+	it.claimed_at = 0;
+	return journal_claim(b->env->journal, &it, &b->jid, err);
+}
+
+int
+backup_run(const struct engine_env *env, const cJSON *obj,
+	const char *worker, struct cairn_err *err)
+{
+	struct bk b;
+	struct tarparts_sink sink;
+	cJSON *verrs = NULL;
+	char ts[TIME_STR_MAX];
+	char reason[CAIRN_ERR_MSG_MAX + 100];
+	const char *st;
+	int rc, first_part;
+
+	memset(&b, 0, sizeof b);
+	b.env = env;
+	b.worker = worker;
+	b.ns = xstrdup(json_str_or(obj, "metadata.namespace", env->namespace));
+	b.name = xstrdup(json_str_or(obj, "metadata.name", ""));
+	b.uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
+	b.obj = cJSON_Duplicate(obj, 1);
+	b.status = cJSON_Duplicate(json_get(obj, "status"), 1);
+	if (b.status == NULL)
+		b.status = cJSON_CreateObject();
+	b.attempt = json_int(obj, "status.claim.attempt", 1);
+	b.errors = cJSON_CreateArray();
+	b.warnings = cJSON_CreateArray();
+	buf_init(&b.legacy, 4096);
+	buf_init(&b.preferred, 4096);
+	b.last_progress_us = time_mono_us();
+
+	rc = bk_journal_claim(&b, err);
+	if (rc < 0)
+		goto out;
+	bk_event(&b, "info", "backup started by %s (attempt %lld)", worker,
+	    (long long)b.attempt);
+
+	st = json_str(b.status, "startTimestamp");
+	if (st == NULL || time_parse(st, &b.start_us) < 0) {
+		b.start_us = time_now_us();
+		time_format_rfc3339(b.start_us, ts);
+		json_set_str(b.status, "startTimestamp", ts);
+	}
+	json_set_int(b.status, "version", 1);
+	json_set_str(b.status, "formatVersion", BSPEC_TAR_VERSION);
+
+	/* Validation. */
+	verrs = cJSON_CreateArray();
+	rc = bspec_parse(b.obj, &b.spec, verrs);
+	if (rc == 0 && b.spec != NULL) {
+		struct cairn_err le = CAIRN_ERR_INIT;
+
+		rc = bsl_open(env->kube, b.ns, b.spec->location, &b.loc, &le);
+		if (rc == CAIRN_ENOTFOUND || rc == CAIRN_EINVAL) {
+			cJSON_AddItemToArray(verrs, cJSON_CreateString(le.msg));
+			rc = 0;
+		} else if (rc < 0) {
+			cairn_err_copy(err, &le);
+			goto out;
+		}
+	}
+	if (rc < 0)
+		goto out;
+	if (cJSON_GetArraySize(verrs) > 0) {
+		json_set_item(b.status, "validationErrors", verrs);
+		verrs = NULL;
+		bk_event(&b, "error", "validation failed");
+		rc = bk_finish_status(&b, "FailedValidation", NULL, err);
+		goto out;
+	}
+	time_format_rfc3339(b.start_us + b.spec->ttl_us, ts);
+	json_set_str(b.status, "expiration", ts);
+	b.store = bsl_store(b.loc);
+
+	/* Storage reachable? */
+	rc = store_check(b.store, err);
+	if (rc < 0) {
+		snprintf(reason, sizeof reason, "storage location %s (%s) is "
+		    "unreachable: %s", bsl_name(b.loc), store_describe(b.store),
+		    err->msg);
+		cairn_err_clear(err);
+		rc = bk_fail(&b, reason, err);
+		goto out;
+	}
+	b.tar_key = bsl_backup_key(b.loc, b.name, LAYOUT_BACKUP_TARBALL);
+	if (b.tar_key == NULL) {
+		rc = bk_fail(&b, "backup name cannot be used as a storage key", err);
+		goto out;
+	}
+
+	rc = bk_plan(&b, err);
+	if (rc < 0)
+		goto out;
+	rc = bk_prepare_upload(&b, err);
+	if (rc < 0) {
+		snprintf(reason, sizeof reason, "cannot start the tarball "
+		    "upload to %s: %s", store_describe(b.store), err->msg);
+		cairn_err_clear(err);
+		rc = bk_fail(&b, reason, err);
+		goto out;
+	}
+	bk_estimate_total(&b);
+	bk_set_checkpoint(&b);
+	rc = bk_progress(&b, 1, err);
+	if (rc < 0)
+		goto out;
+
+	sink.begin = sink_begin;
+	sink.write = sink_write;
+	sink.end = sink_end;
+	sink.arg = &b;
+	first_part = b.nparts > 0 ?
+	    (int)b.parts[b.nparts - 1].part_number + 1 : 1;
+	rc = tarparts_open(&sink, first_part, env->part_size,
+	    b.start_us / TIME_US_PER_SEC, &b.tp, err);
+	if (rc < 0)
+		goto out;
+	if (first_part == 1) {
+		rc = tarparts_add(b.tp, "metadata/version",
+		    BSPEC_TAR_VERSION "\n", strlen(BSPEC_TAR_VERSION) + 1, err);
+		if (rc < 0)
+			goto storage_fail;
+	}
+	rc = bk_walk(&b, err);
+	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED)
+		goto out;
+	if (rc < 0)
+		goto storage_fail;
+	rc = bk_complete(&b, err);
+	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED)
+		goto out;
+	if (rc < 0)
+		goto storage_fail;
+	goto out;
+
+storage_fail:
+	if (b.fenced || rc == CAIRN_EFENCED)
+		goto out;
+	snprintf(reason, sizeof reason, "%s", err->msg);
+	cairn_err_clear(err);
+	rc = bk_fail(&b, reason, err);
+out:
+	cJSON_Delete(verrs);
+	if (b.fenced && rc != CAIRN_EFENCED)
+		rc = cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
+	bk_free(&b);
+	return rc;
+}

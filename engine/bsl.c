@@ -1,0 +1,176 @@
+/*
+ * bsl.c: BackupStorageLocation object -> opened store, through
+ * storage/location.h; the credentials Secret is read here because
+ * storage/ does not talk to Kubernetes.
+ */
+#include "config.h"
+#include "engine/bsl.h"
+
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonutil.h"
+#include "base/mem.h"
+#include "kube/kube.h"
+#include "storage/location.h"
+#include "storage/store.h"
+
+#define BSL_SECRET_MAX (1u << 20)	/* a credentials file */
+
+static const struct kube_gvr bsl_gvr = { "cairn.io", "v1",
+	"backupstoragelocations" };
+
+struct bsl {
+	char *name;
+	char *prefix;		/* owned, "" when none */
+	struct store *store;
+};
+
+/* Base64 of a Secret value through libcrypto; owned or NULL. */
+static char *
+b64dec(const char *in)
+{
+	size_t n = strlen(in);
+	unsigned char *out;
+	int len;
+
+	if (n == 0 || n > BSL_SECRET_MAX || n % 4 != 0)
+		return NULL;
+	out = xmalloc(n / 4 * 3 + 1);
+	len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
+	if (len < 0) {
+		free(out);
+		return NULL;
+	}
+	/* EVP_DecodeBlock counts the '=' padding as zero bytes. */
+	while (n > 0 && in[n - 1] == '=' && len > 0) {
+		n--;
+		len--;
+	}
+	out[len] = '\0';
+	return (char *)out;
+}
+
+int
+bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
+	struct bsl **out, struct cairn_err *err)
+{
+	const char *sname = NULL, *skey = NULL;
+	char *creds = NULL;
+	struct bsl *l;
+	int rc;
+
+	*out = NULL;
+	l = xcalloc(1, sizeof *l);
+	l->name = xstrdup(json_str_or(obj, "metadata.name", ""));
+	if (location_credential_ref(obj, &sname, &skey)) {
+		cJSON *sec = NULL;
+		const cJSON *v;
+
+		rc = kube_get(k, &KUBE_GVR("", "v1", "secrets"), ns, sname,
+		    &sec, err);
+		if (rc < 0) {
+			cairn_err_prefix(err, "storage location \"%s\": "
+			    "credential Secret", l->name);
+			if (rc == CAIRN_ENOTFOUND)
+				rc = CAIRN_EINVAL;
+			goto fail;
+		}
+		v = cJSON_GetObjectItemCaseSensitive(json_get(sec, "data"),
+		    skey);
+		if (cJSON_IsString(v))
+			creds = b64dec(v->valuestring);
+		cJSON_Delete(sec);
+		if (creds == NULL) {
+			rc = cairn_err_set(err, CAIRN_EINVAL, "storage location "
+			    "\"%s\": Secret %s has no usable key \"%s\"",
+			    l->name, sname, skey);
+			goto fail;
+		}
+	}
+	rc = location_open(obj, creds, &l->store, &l->prefix, err);
+	free(creds);
+	if (rc < 0)
+		goto fail;
+	if (l->prefix == NULL)
+		l->prefix = xstrdup("");
+	*out = l;
+	return 0;
+fail:
+	bsl_free(l);
+	return rc;
+}
+
+int
+bsl_open(struct kube *k, const char *ns, const char *name, struct bsl **out,
+	struct cairn_err *err)
+{
+	struct kube_gvr g = bsl_gvr;
+	cJSON *obj = NULL, *list = NULL;
+	char *path;
+	const cJSON *it;
+	int rc;
+
+	*out = NULL;
+	if (name != NULL && name[0] != '\0') {
+		rc = kube_get(k, &g, ns, name, &obj, err);
+		if (rc == CAIRN_ENOTFOUND)
+			return cairn_err_set(err, CAIRN_ENOTFOUND,
+			    "a BackupStorageLocation CRD with the name "
+			    "specified in the backup spec needs to be created "
+			    "before this backup can be executed. Error: "
+			    "backupstoragelocations.cairn.io \"%s\" not found",
+			    name);
+		if (rc < 0)
+			return rc;
+		rc = bsl_open_object(k, ns, obj, out, err);
+		cJSON_Delete(obj);
+		return rc;
+	}
+	path = kube_path(&g, ns, NULL, NULL);
+	rc = kube_request(k, "GET", path, NULL, NULL, 0, 1, &list, err);
+	free(path);
+	if (rc < 0)
+		return rc;
+	cJSON_ArrayForEach(it, json_get(list, "items")) {
+		if (json_bool(it, "spec.default", 0)) {
+			rc = bsl_open_object(k, ns, it, out, err);
+			cJSON_Delete(list);
+			return rc;
+		}
+	}
+	cJSON_Delete(list);
+	return cairn_err_set(err, CAIRN_ENOTFOUND, "no storage location "
+	    "given and no BackupStorageLocation in %s is marked default", ns);
+}
+
+void
+bsl_free(struct bsl *l)
+{
+	if (l == NULL)
+		return;
+	store_free(l->store);
+	free(l->name);
+	free(l->prefix);
+	free(l);
+}
+
+struct store *
+bsl_store(struct bsl *l)
+{
+	return l->store;
+}
+
+const char *
+bsl_name(const struct bsl *l)
+{
+	return l->name;
+}
+
+char *
+bsl_backup_key(const struct bsl *l, const char *backup,
+	enum layout_backup_file f)
+{
+	return layout_backup_key(l->prefix, backup, f);
+}

@@ -1,0 +1,38 @@
+/*
+ * bsl.h: a BackupStorageLocation, resolved to an opened store and its
+ * Velero key layout (<prefix>/backups/<name>/<name>.tar.gz ...).
+ *
+ * A thin layer over storage/location.h and storage/layout.h that adds
+ * what storage/ must not do: finding the object (by name or the default)
+ * and reading its credentials Secret through the Kubernetes client.
+ */
+#ifndef CAIRN_BSL_H
+#define CAIRN_BSL_H
+
+#include <cjson/cJSON.h>
+#include "base/err.h"
+#include "storage/layout.h"
+
+struct kube;
+struct store;
+struct bsl;
+
+/*
+ * Find the BackupStorageLocation `name` in ns (NULL or "": the one with
+ * spec.default true) and open its store. CAIRN_ENOTFOUND / CAIRN_EINVAL
+ * carry a message meant for a Backup's validationErrors; other codes are
+ * API failures. The store is not contacted (store_check() does that).
+ */
+int bsl_open(struct kube *k, const char *ns, const char *name,
+	struct bsl **out, struct cairn_err *err);
+/* Open from a BSL object already read (credentials Secret read from ns). */
+int bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
+	struct bsl **out, struct cairn_err *err);
+void bsl_free(struct bsl *l);
+struct store *bsl_store(struct bsl *l);	/* borrowed */
+const char *bsl_name(const struct bsl *l);
+/* Key of one of a backup's files (Velero layout under the prefix). Owned. */
+char *bsl_backup_key(const struct bsl *l, const char *backup,
+	enum layout_backup_file f);
+
+#endif
