@@ -1,0 +1,492 @@
+/*
+ * web_demo.c: the web endpoint with a fake server behind it, for the web
+ * tests and benchmark before (and besides) the real `cairn server`.
+ *
+ *   web_demo [--listen ADDR:PORT] [--port-file F] [--token-file F]
+ *            [--not-ready-file F] [--unhealthy-file F] [--tick-ms N]
+ *            [--status-interval-ms N] [--threads N] [--max-connections N]
+ *            [--idle-timeout N]
+ *
+ * The fake state: one running backup whose items and bytes grow every tick
+ * (held by "demo-1", worker "demo-1/0", attempt 2), a running restore, a
+ * volume operation, waiting items, three servers seen through Leases and a
+ * few recent results. A label value and the error messages contain
+ * <script> and other markup, for the escaping tests.
+ *
+ * Readiness: not ready while --not-ready-file exists (its first line is the
+ * reason); unhealthy while --unhealthy-file exists.
+ * SIGUSR1 records one successful, one failed and one validation-failed
+ * backup of schedule "nightly" in the metrics and the recent results, as
+ * the engine will. SIGTERM / SIGINT stop it. The bound port is written to
+ * --port-file (atomically) once it serves.
+ */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "web/metrics.h"
+#include "web/web.h"
+
+#define DEMO_TOTAL_ITEMS	4000
+#define DEMO_ITEMS_PER_TICK	13
+#define DEMO_BYTES_PER_ITEM	(37 * 1024)
+#define DEMO_MAX_RECENT		12
+#define SCRIPT_LABEL		"<script>window.__pwned=1</script>"
+#define SCRIPT_ERROR \
+	"upload failed: <img src=x onerror=\"window.__pwned=2\"><script>window.__pwned=3</script> & more"
+
+struct recent {
+	char *name;
+	const char *phase;
+	int64_t completed_us;
+	double duration_s;
+	long items, total, bytes, errors;
+	char *message;		/* NULL: none */
+};
+
+static struct {
+	pthread_mutex_t mu;
+	int64_t started_us;
+	int64_t backup_started_us;
+	int run;		/* number of the running backup */
+	int attempt;
+	long items;
+	long bytes;
+	long restore_items;
+	long volume_bytes;
+	struct recent recent[DEMO_MAX_RECENT];
+	int nrecent;
+	int outcomes;		/* SIGUSR1 rounds handled */
+	const char *not_ready_file;
+	const char *unhealthy_file;
+} demo = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t usr1_count;
+
+static void
+on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		usr1_count++;
+	else
+		stop_flag = 1;
+}
+
+static void
+add_time(cJSON *o, const char *key, int64_t us)
+{
+	char ts[TIME_STR_MAX];
+
+	time_format_rfc3339(us, ts);
+	cJSON_AddStringToObject(o, key, ts);
+}
+
+/* Newest first; the oldest entry falls off. Mutex held. */
+static void
+recent_push(const char *name, const char *phase, double dur, long items,
+    long total, long bytes, long errors, const char *message)
+{
+	struct recent *r;
+
+	if (demo.nrecent == DEMO_MAX_RECENT) {
+		r = &demo.recent[DEMO_MAX_RECENT - 1];
+		free(r->name);
+		free(r->message);
+		demo.nrecent--;
+	}
+	memmove(&demo.recent[1], &demo.recent[0],
+	    (size_t)demo.nrecent * sizeof demo.recent[0]);
+	r = &demo.recent[0];
+	r->name = xstrdup(name);
+	r->phase = phase;
+	r->completed_us = time_now_us();
+	r->duration_s = dur;
+	r->items = items;
+	r->total = total;
+	r->bytes = bytes;
+	r->errors = errors;
+	r->message = xstrdup(message);
+	demo.nrecent++;
+}
+
+/* What the engine's status() will build from its own state. */
+static cJSON *
+demo_status(void *arg)
+{
+	cJSON *doc, *o, *a, *p, *l, *m;
+	int64_t now = time_now_us();
+	double elapsed;
+	char name[64];
+
+	(void)arg;
+	pthread_mutex_lock(&demo.mu);
+	doc = cJSON_CreateObject();
+
+	o = cJSON_AddObjectToObject(doc, "server");
+	cJSON_AddStringToObject(o, "id", "demo-1");
+	add_time(o, "startedAt", demo.started_us);
+	cJSON_AddNumberToObject(o, "uptimeSeconds",
+	    (double)((now - demo.started_us) / TIME_US_PER_SEC));
+	cJSON_AddNumberToObject(o, "workers", 2);
+	cJSON_AddStringToObject(o, "namespace", "cairn-system");
+	l = cJSON_AddObjectToObject(o, "lease");
+	cJSON_AddStringToObject(l, "name", "cairn-demo-1");
+	cJSON_AddStringToObject(l, "state", "held");
+	add_time(l, "renewedAt", now - 1500000);
+	cJSON_AddNumberToObject(l, "durationSeconds", 15);
+
+	a = cJSON_AddArrayToObject(doc, "servers");
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", "demo-1");
+	cJSON_AddStringToObject(o, "leaseName", "cairn-demo-1");
+	add_time(o, "renewedAt", now - 1500000);
+	cJSON_AddNumberToObject(o, "durationSeconds", 15);
+	cJSON_AddBoolToObject(o, "expired", 0);
+	cJSON_AddBoolToObject(o, "self", 1);
+	cJSON_AddNumberToObject(o, "running", 2);
+	cJSON_AddItemToArray(a, o);
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", "demo-2");
+	cJSON_AddStringToObject(o, "leaseName", "cairn-demo-2");
+	add_time(o, "renewedAt", now - 4000000);
+	cJSON_AddNumberToObject(o, "durationSeconds", 15);
+	cJSON_AddBoolToObject(o, "expired", 0);
+	cJSON_AddBoolToObject(o, "self", 0);
+	cJSON_AddNumberToObject(o, "running", 0);
+	cJSON_AddItemToArray(a, o);
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "id", "demo-old");
+	cJSON_AddStringToObject(o, "leaseName", "cairn-demo-old");
+	add_time(o, "renewedAt", demo.started_us - 3600 * TIME_US_PER_SEC);
+	cJSON_AddNumberToObject(o, "durationSeconds", 15);
+	cJSON_AddBoolToObject(o, "expired", 1);
+	cJSON_AddBoolToObject(o, "self", 0);
+	cJSON_AddItemToArray(a, o);
+
+	/* The running backup. */
+	elapsed = (double)(now - demo.backup_started_us) / TIME_US_PER_SEC;
+	a = cJSON_AddArrayToObject(doc, "backups");
+	o = cJSON_CreateObject();
+	snprintf(name, sizeof name, "nightly-20261202-%03d", demo.run);
+	cJSON_AddStringToObject(o, "name", name);
+	cJSON_AddStringToObject(o, "namespace", "cairn-system");
+	cJSON_AddStringToObject(o, "phase", "InProgress");
+	cJSON_AddStringToObject(o, "holder", "demo-1");
+	cJSON_AddStringToObject(o, "worker", "demo-1/0");
+	cJSON_AddNumberToObject(o, "attempt", demo.attempt);
+	add_time(o, "claimedAt", demo.backup_started_us);
+	add_time(o, "startedAt", demo.backup_started_us);
+	cJSON_AddStringToObject(o, "storageLocation", "default");
+	cJSON_AddStringToObject(o, "schedule", "nightly");
+	l = cJSON_AddObjectToObject(o, "labels");
+	cJSON_AddStringToObject(l, "app", "shop");
+	cJSON_AddStringToObject(l, "note", SCRIPT_LABEL);
+	cJSON_AddNumberToObject(o, "errors", 0);
+	cJSON_AddNumberToObject(o, "warnings", 1);
+	cJSON_AddNullToObject(o, "lastError");
+	p = cJSON_AddObjectToObject(o, "progress");
+	cJSON_AddNumberToObject(p, "totalItems", DEMO_TOTAL_ITEMS);
+	cJSON_AddNumberToObject(p, "itemsDone", (double)demo.items);
+	cJSON_AddNumberToObject(p, "bytesDone", (double)demo.bytes);
+	cJSON_AddNullToObject(p, "totalBytes");
+	cJSON_AddNumberToObject(p, "percent", 100.0 * (double)demo.items / DEMO_TOTAL_ITEMS);
+	if (elapsed > 0.5 && demo.items > 0) {
+		double ir = (double)demo.items / elapsed;
+
+		cJSON_AddNumberToObject(p, "rateItemsPerSecond", ir);
+		cJSON_AddNumberToObject(p, "rateBytesPerSecond", (double)demo.bytes / elapsed);
+		cJSON_AddNumberToObject(p, "etaSeconds",
+		    (double)(DEMO_TOTAL_ITEMS - demo.items) / ir);
+	} else {
+		cJSON_AddNullToObject(p, "rateItemsPerSecond");
+		cJSON_AddNullToObject(p, "rateBytesPerSecond");
+		cJSON_AddNullToObject(p, "etaSeconds");
+	}
+	cJSON_AddItemToArray(a, o);
+
+	/* A running restore without a known total. */
+	a = cJSON_AddArrayToObject(doc, "restores");
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "name", "restore-shop");
+	cJSON_AddStringToObject(o, "phase", "InProgress");
+	cJSON_AddStringToObject(o, "holder", "demo-1");
+	cJSON_AddStringToObject(o, "worker", "demo-1/1");
+	cJSON_AddNumberToObject(o, "attempt", 1);
+	cJSON_AddStringToObject(o, "backup", "nightly-20261201-000");
+	p = cJSON_AddObjectToObject(o, "progress");
+	cJSON_AddNullToObject(p, "totalItems");
+	cJSON_AddNumberToObject(p, "itemsDone", (double)demo.restore_items);
+	cJSON_AddNumberToObject(p, "bytesDone", (double)demo.restore_items * 2048);
+	cJSON_AddItemToArray(a, o);
+
+	a = cJSON_AddArrayToObject(doc, "volumeOperations");
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "kind", "backup");
+	cJSON_AddStringToObject(o, "name", "vpb-shop-data");
+	snprintf(name, sizeof name, "nightly-20261202-%03d", demo.run);
+	cJSON_AddStringToObject(o, "backup", name);
+	cJSON_AddStringToObject(o, "volume", "shop-data");
+	cJSON_AddStringToObject(o, "plugin", "cairn.io/hostpath");
+	cJSON_AddStringToObject(o, "phase", "InProgress");
+	cJSON_AddStringToObject(o, "holder", "demo-1");
+	cJSON_AddNumberToObject(o, "attempt", 1);
+	cJSON_AddNumberToObject(o, "bytesDone", (double)demo.volume_bytes);
+	cJSON_AddNumberToObject(o, "totalBytes", 2048.0 * 1024 * 1024);
+	cJSON_AddNumberToObject(o, "rateBytesPerSecond", 8.0 * 1024 * 1024);
+	cJSON_AddNumberToObject(o, "etaSeconds",
+	    (2048.0 * 1024 * 1024 - (double)demo.volume_bytes) / (8.0 * 1024 * 1024));
+	cJSON_AddItemToArray(a, o);
+
+	a = cJSON_AddArrayToObject(doc, "waiting");
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "kind", "backup");
+	cJSON_AddStringToObject(o, "name", "hourly-20261202-1300");
+	add_time(o, "createdAt", now - 42 * TIME_US_PER_SEC);
+	cJSON_AddStringToObject(o, "reason", "all 2 workers busy");
+	cJSON_AddItemToArray(a, o);
+
+	a = cJSON_AddArrayToObject(doc, "recent");
+	for (int i = 0; i < demo.nrecent; i++) {
+		const struct recent *r = &demo.recent[i];
+
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "kind", "backup");
+		cJSON_AddStringToObject(o, "name", r->name);
+		cJSON_AddStringToObject(o, "phase", r->phase);
+		add_time(o, "startedAt", r->completed_us -
+		    (int64_t)(r->duration_s * TIME_US_PER_SEC));
+		add_time(o, "completedAt", r->completed_us);
+		cJSON_AddNumberToObject(o, "durationSeconds", r->duration_s);
+		cJSON_AddStringToObject(o, "holder", "demo-1");
+		cJSON_AddNumberToObject(o, "attempt", 1);
+		cJSON_AddNumberToObject(o, "itemsDone", (double)r->items);
+		cJSON_AddNumberToObject(o, "totalItems", (double)r->total);
+		cJSON_AddNumberToObject(o, "bytesDone", (double)r->bytes);
+		cJSON_AddNumberToObject(o, "errors", (double)r->errors);
+		cJSON_AddNumberToObject(o, "warnings", 0);
+		l = cJSON_AddObjectToObject(o, "labels");
+		cJSON_AddStringToObject(l, "note", SCRIPT_LABEL);
+		m = cJSON_AddArrayToObject(o, "messages");
+		if (r->message != NULL)
+			cJSON_AddItemToArray(m, cJSON_CreateString(r->message));
+		cJSON_AddItemToArray(a, o);
+	}
+	pthread_mutex_unlock(&demo.mu);
+	return doc;
+}
+
+static int
+demo_healthy(void *arg)
+{
+	(void)arg;
+	return demo.unhealthy_file == NULL || access(demo.unhealthy_file, F_OK) != 0;
+}
+
+static int
+demo_ready(void *arg, struct buf *why)
+{
+	char line[512];
+	FILE *f;
+
+	(void)arg;
+	if (demo.not_ready_file == NULL)
+		return 1;
+	f = fopen(demo.not_ready_file, "r");
+	if (f == NULL)
+		return 1;
+	if (fgets(line, sizeof line, f) == NULL)
+		snprintf(line, sizeof line, "not ready");
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	(void)buf_puts(why, line);
+	return 0;
+}
+
+/* One SIGUSR1: a success, a failure and a validation failure (Velero's rules). */
+static void
+record_outcomes(void)
+{
+	static const char *const nightly[] = { "nightly", NULL };
+	char name[64];
+	double now_s = (double)(time_now_us() / TIME_US_PER_SEC);
+
+	pthread_mutex_lock(&demo.mu);
+	demo.outcomes++;
+	metrics_inc(METRIC_BACKUP_ATTEMPT_TOTAL, nightly);
+	metrics_inc(METRIC_BACKUP_SUCCESS_TOTAL, nightly);
+	metrics_observe(METRIC_BACKUP_DURATION_SECONDS, 42.5, nightly);
+	metrics_set(METRIC_BACKUP_TARBALL_SIZE_BYTES, 3.0 * 1024 * 1024, nightly);
+	metrics_set(METRIC_BACKUP_LAST_SUCCESSFUL_TIMESTAMP, now_s, nightly);
+	metrics_set(METRIC_BACKUP_ITEMS_TOTAL, 1234, nightly);
+	metrics_set(METRIC_BACKUP_ITEMS_ERRORS, 0, nightly);
+	snprintf(name, sizeof name, "nightly-ok-%d", demo.outcomes);
+	recent_push(name, "Completed", 42.5, 1234, 1234, 3L << 20, 0, NULL);
+
+	metrics_inc(METRIC_BACKUP_ATTEMPT_TOTAL, nightly);
+	metrics_inc(METRIC_BACKUP_FAILURE_TOTAL, nightly);
+	metrics_observe(METRIC_BACKUP_DURATION_SECONDS, 7, nightly);
+	metrics_set(METRIC_BACKUP_LAST_STATUS, 0, nightly);
+	snprintf(name, sizeof name, "nightly-failed-%d", demo.outcomes);
+	recent_push(name, "Failed", 7, 200, 1234, 1L << 20, 1, SCRIPT_ERROR);
+
+	metrics_inc(METRIC_BACKUP_VALIDATION_FAILURE_TOTAL, nightly);
+	snprintf(name, sizeof name, "nightly-invalid-%d", demo.outcomes);
+	recent_push(name, "FailedValidation", 0, 0, 0, 0, 1,
+	    "spec.includedNamespaces: <b>bad</b> glob \"[\"");
+	metrics_set(METRIC_BACKUP_TOTAL, 3.0 * demo.outcomes + 1, NULL);
+	pthread_mutex_unlock(&demo.mu);
+}
+
+static void
+tick(void)
+{
+	pthread_mutex_lock(&demo.mu);
+	demo.items += DEMO_ITEMS_PER_TICK;
+	demo.bytes += DEMO_ITEMS_PER_TICK * DEMO_BYTES_PER_ITEM;
+	metrics_add(METRIC_BACKUP_BYTES_TOTAL,
+	    DEMO_ITEMS_PER_TICK * DEMO_BYTES_PER_ITEM, NULL);
+	if (demo.items >= DEMO_TOTAL_ITEMS) {
+		demo.items = 0;
+		demo.bytes = 0;
+		demo.run++;
+		demo.backup_started_us = time_now_us();
+	}
+	demo.restore_items += 3;
+	demo.volume_bytes += 1600 * 1024;
+	if (demo.volume_bytes > 2048L * 1024 * 1024)
+		demo.volume_bytes = 0;
+	pthread_mutex_unlock(&demo.mu);
+}
+
+static int
+write_port_file(const char *path, int port)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	int rc = -1;
+
+	if (f != NULL) {
+		fprintf(f, "%d\n", port);
+		if (fclose(f) == 0 && rename(tmp, path) == 0)
+			rc = 0;
+	}
+	free(tmp);
+	return rc;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: web_demo [--listen ADDR:PORT] [--port-file F] "
+	    "[--token-file F] [--not-ready-file F] [--unhealthy-file F] "
+	    "[--tick-ms N] [--status-interval-ms N] [--threads N] "
+	    "[--max-connections N] [--idle-timeout S]\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct web_opts opts = { .listen = "127.0.0.1:0" };
+	struct web_source src = { demo_status, demo_healthy, demo_ready, NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *port_file = NULL;
+	struct sigaction sa;
+	struct web *w = NULL;
+	int tick_ms = 200, seen_usr1 = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (v == NULL)
+			usage();
+		i++;
+		if (strcmp(a, "--listen") == 0)
+			opts.listen = v;
+		else if (strcmp(a, "--port-file") == 0)
+			port_file = v;
+		else if (strcmp(a, "--token-file") == 0)
+			opts.token_file = v;
+		else if (strcmp(a, "--not-ready-file") == 0)
+			demo.not_ready_file = v;
+		else if (strcmp(a, "--unhealthy-file") == 0)
+			demo.unhealthy_file = v;
+		else if (strcmp(a, "--tick-ms") == 0)
+			tick_ms = atoi(v);
+		else if (strcmp(a, "--status-interval-ms") == 0)
+			opts.status_interval_ms = (unsigned)atoi(v);
+		else if (strcmp(a, "--threads") == 0)
+			opts.threads = (unsigned)atoi(v);
+		else if (strcmp(a, "--max-connections") == 0)
+			opts.max_connections = (unsigned)atoi(v);
+		else if (strcmp(a, "--idle-timeout") == 0)
+			opts.idle_timeout_s = (unsigned)atoi(v);
+		else
+			usage();
+	}
+	if (tick_ms <= 0)
+		usage();
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	demo.started_us = time_now_us() - 3723 * TIME_US_PER_SEC;
+	demo.backup_started_us = time_now_us();
+	demo.attempt = 2;
+	demo.items = 250;
+	demo.bytes = 250L * DEMO_BYTES_PER_ITEM;
+	pthread_mutex_lock(&demo.mu);
+	recent_push("nightly-20261201-000", "Completed", 3725, 3890, 3890,
+	    (long)612 << 20, 0, NULL);
+	recent_push("adhoc-before-upgrade", "PartiallyFailed", 95, 410, 412,
+	    (long)18 << 20, 2, SCRIPT_ERROR);
+	pthread_mutex_unlock(&demo.mu);
+	metrics_set(METRIC_BACKUP_IN_PROGRESS, 1, METRIC_LABELS("InProgress"));
+	metrics_set(METRIC_RESTORE_IN_PROGRESS, 1, METRIC_LABELS("InProgress"));
+	metrics_set(METRIC_VOLUME_OPERATIONS_IN_PROGRESS, 1, METRIC_LABELS("backup"));
+	metrics_set(METRIC_LEASE_HELD, 1, NULL);
+	metrics_set(METRIC_SERVERS_SEEN, 2, NULL);
+	metrics_set(METRIC_BACKUP_TOTAL, 1, NULL);
+	metrics_set(METRIC_WAITING_ITEMS, 1, METRIC_LABELS("backup"));
+	metrics_inc(METRIC_CLAIMS_TOTAL, METRIC_LABELS("backup"));
+	metrics_inc(METRIC_TAKEOVERS_TOTAL, METRIC_LABELS("backup"));
+
+	if (web_start(&opts, &src, &w, &err) < 0) {
+		fprintf(stderr, "web_demo: %s\n", err.msg);
+		return 1;
+	}
+	if (port_file != NULL && write_port_file(port_file, web_port(w)) < 0) {
+		fprintf(stderr, "web_demo: cannot write %s\n", port_file);
+		web_stop(w);
+		return 1;
+	}
+	while (!stop_flag) {
+		time_sleep_us((int64_t)tick_ms * 1000, (volatile int *)&stop_flag);
+		while (seen_usr1 != usr1_count) {
+			seen_usr1++;
+			record_outcomes();
+		}
+		tick();
+	}
+	web_stop(w);
+	for (int i = 0; i < demo.nrecent; i++) {
+		free(demo.recent[i].name);
+		free(demo.recent[i].message);
+	}
+	return 0;
+}
