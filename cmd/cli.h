@@ -42,6 +42,12 @@ int cli_setup_logging(const struct cli_command *cmd, const struct flagset *fs);
 
 /* Commands. */
 int cmd_version(const struct cli_command *cmd, struct flagset *fs);
+int cmd_backup_create(const struct cli_command *cmd, struct flagset *fs);
+int cmd_backup_get(const struct cli_command *cmd, struct flagset *fs);
+int cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs);
+int cmd_backup_logs(const struct cli_command *cmd, struct flagset *fs);
+int cmd_backup_download(const struct cli_command *cmd, struct flagset *fs);
+int cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs);
 int cmd_server(const struct cli_command *cmd, struct flagset *fs);
 
 #endif

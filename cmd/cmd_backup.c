@@ -31,6 +31,8 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 #include "kube/kube.h"
+#include "storage/layout.h"
+#include "storage/location.h"
 #include "storage/store.h"
 
 #include <ctype.h>
@@ -56,23 +58,6 @@ static const struct kube_gvr gvr_backups = { "cairn.io", "v1", "backups" };
 static const struct kube_gvr gvr_bsl = { "cairn.io", "v1",
 	"backupstoragelocations" };
 static const struct kube_gvr gvr_secrets = { "", "v1", "secrets" };
-
-/*
- * Velero's files under backups/<name>/: a leading '+' stands for the
- * backup name ("+.tar.gz" is "<name>.tar.gz").
- */
-static const char *const bk_layout[] = {
-	"velero-backup.json",
-	"+.tar.gz",
-	"+-logs.gz",
-	"+-resource-list.json.gz",
-	"+-results.gz",
-	"+-volumesnapshots.json.gz",
-	"+-podvolumebackups.json.gz",
-	"+-itemoperations.json.gz",
-	"+-volumeinfo.json.gz",
-	NULL
-};
 
 static volatile int bk_interrupted;
 
@@ -372,7 +357,7 @@ selector_text(const cJSON *sel, struct buf *b)
 struct bk_location {
 	struct store *store;	/* owned */
 	char *name;		/* the BackupStorageLocation's name */
-	char *prefix;		/* "" or "p/" (with the slash) */
+	char *prefix;		/* key prefix, "" for none (layout.h adds the /) */
 };
 
 static void
@@ -453,112 +438,21 @@ out:
 }
 
 /*
- * Open the storage of a BackupStorageLocation object: fs (a directory,
- * config.path joined with objectStorage.bucket) or s3/aws (bucket, config
- * endpoint/s3Url, region, s3ForcePathStyle, insecureSkipTLSVerify,
- * caCertFile, objectStorage.caCert, Secret credentials).
- */
-static int
-location_open_obj(struct kube *k, const char *ns, const cJSON *bsl,
-    struct bk_location *loc, struct cairn_err *err)
-{
-	const char *provider = json_str_or(bsl, "spec.provider", "");
-	const char *bucket = json_str_or(bsl, "spec.objectStorage.bucket", "");
-	const char *prefix = json_str_or(bsl, "spec.objectStorage.prefix", "");
-	const cJSON *cfg = json_get(bsl, "spec.config");
-	char *creds = NULL;
-	unsigned char *ca = NULL;
-	int rc;
-
-	memset(loc, 0, sizeof *loc);
-	loc->name = xstrdup(json_str_or(bsl, "metadata.name", ""));
-	while (*prefix == '/')
-		prefix++;
-	if (*prefix == '\0')
-		loc->prefix = xstrdup("");
-	else if (str_has_suffix(prefix, "/"))
-		loc->prefix = xstrdup(prefix);
-	else
-		loc->prefix = xasprintf("%s/", prefix);
-	if (strcmp(provider, "fs") == 0 || strcmp(provider, "local") == 0) {
-		const char *path = json_str(cfg, "path");
-		char *root;
-
-		if (path == NULL) {
-			rc = cairn_err_set(err, CAIRN_EINVAL, "storage location "
-			    "%s: provider fs needs spec.config.path", loc->name);
-			goto fail;
-		}
-		root = bucket[0] ? xasprintf("%s/%s", path, bucket) :
-		    xstrdup(path);
-		rc = store_open_fs(root, 0, &loc->store, err);
-		free(root);
-	} else if (strcmp(provider, "s3") == 0 || strcmp(provider, "aws") == 0) {
-		struct store_s3_config sc;
-		const char *capem = json_str(bsl, "spec.objectStorage.caCert");
-
-		memset(&sc, 0, sizeof sc);
-		sc.bucket = bucket;
-		sc.endpoint = json_str(cfg, "endpoint");
-		if (sc.endpoint == NULL)
-			sc.endpoint = json_str(cfg, "s3Url");
-		sc.region = json_str(cfg, "region");
-		sc.force_path_style = strcmp(json_str_or(cfg,
-		    "s3ForcePathStyle", json_str_or(cfg, "forcePathStyle", "")),
-		    "true") == 0;
-		sc.insecure_skip_verify = strcmp(json_str_or(cfg,
-		    "insecureSkipTLSVerify", ""), "true") == 0;
-		sc.ca_file = json_str(cfg, "caCertFile");
-		if (capem != NULL) {
-			size_t n = strlen(capem);
-			int m;
-
-			ca = xmalloc(n / 4 * 3 + 4);
-			m = EVP_DecodeBlock(ca, (const unsigned char *)capem,
-			    (int)n);
-			ca[m < 0 ? 0 : m] = '\0';
-			sc.ca_pem = (const char *)ca;
-		}
-		if (json_str(bsl, "spec.credential.name") != NULL) {
-			creds = secret_value(k, ns,
-			    json_str(bsl, "spec.credential.name"),
-			    json_str_or(bsl, "spec.credential.key", "cloud"), err);
-			if (creds == NULL) {
-				rc = err ? err->code : CAIRN_EFAIL;
-				goto fail;
-			}
-			sc.credentials = creds;
-		}
-		rc = store_open_s3(&sc, &loc->store, err);
-	} else
-		rc = cairn_err_set(err, CAIRN_EINVAL, "storage location %s: "
-		    "unknown provider \"%s\" (fs or s3)", loc->name, provider);
-	if (rc < 0)
-		goto fail;
-	free(creds);
-	free(ca);
-	return 0;
-fail:
-	if (creds != NULL)
-		explicit_bzero(creds, strlen(creds));
-	free(creds);
-	free(ca);
-	location_free(loc);
-	return rc;
-}
-
-/*
  * Open the storage location of backup b (spec.storageLocation, else the
- * one marked default). loc is filled on success.
+ * one marked default) with storage/location.h, reading the Secret its
+ * credentials live in. loc is filled on success.
  */
 static int
-location_open(struct kube *k, const char *ns, const cJSON *b,
+bk_location_open(struct kube *k, const char *ns, const cJSON *b,
     struct bk_location *loc, struct cairn_err *err)
 {
 	const char *name = json_str(b, "spec.storageLocation");
+	const char *sname, *skey;
+	char *creds = NULL;
 	cJSON *bsl = NULL;
 	int rc;
 
+	memset(loc, 0, sizeof *loc);
 	if (name != NULL && name[0] != '\0') {
 		rc = kube_get(k, &gvr_bsl, ns, name, &bsl, err);
 		if (rc == CAIRN_ENOTFOUND)
@@ -582,19 +476,24 @@ location_open(struct kube *k, const char *ns, const cJSON *b,
 			    "default in namespace %s", ns);
 		bsl = pick.found;
 	}
-	rc = location_open_obj(k, ns, bsl, loc, err);
+	if (location_credential_ref(bsl, &sname, &skey)) {
+		creds = secret_value(k, ns, sname, skey, err);
+		if (creds == NULL) {
+			rc = err ? err->code : CAIRN_EFAIL;
+			goto out;
+		}
+	}
+	loc->name = xstrdup(json_str_or(bsl, "metadata.name", ""));
+	rc = location_open(bsl, creds, &loc->store, &loc->prefix, err);
+	if (rc < 0)
+		location_free(loc);
+out:
+	if (creds != NULL) {
+		explicit_bzero(creds, strlen(creds));
+		free(creds);
+	}
 	cJSON_Delete(bsl);
 	return rc;
-}
-
-/* Owned key "<prefix>backups/<name>/<file>" for layout entry file. */
-static char *
-layout_key(const char *prefix, const char *name, const char *file)
-{
-	if (file[0] == '+')
-		return xasprintf("%sbackups/%s/%s%s", prefix, name, name,
-		    file + 1);
-	return xasprintf("%sbackups/%s/%s", prefix, name, file);
 }
 
 /* ---- backup create ---------------------------------------------------- */
@@ -800,12 +699,6 @@ follow_backup(struct kube *k, const char *ns, const char *name)
 			break;
 		}
 		said_trouble = 0;
-		if (is_final_phase(json_str(b, "status.phase"))) {
-			memset(&st, 0, sizeof st);
-			progress_end(p, json_str(b, "status.phase"));
-			rc = report_final(name, b);
-			break;
-		}
 		claim_detail(b, detail, sizeof detail);
 		if (is_unclaimed(b) && time_mono_us() - start >= BK_UNCLAIMED_US) {
 			snprintf(detail, sizeof detail, "waiting for a cairn "
@@ -826,6 +719,11 @@ follow_backup(struct kube *k, const char *ns, const char *name)
 		st.detail = detail;
 		if (st.done < 0 && st.total >= 0)
 			st.done = 0;
+		if (is_final_phase(json_str(b, "status.phase"))) {
+			progress_end(p, &st);
+			rc = report_final(name, b);
+			break;
+		}
 		progress_update(p, &st);
 		time_sleep_us(BK_POLL_US, &bk_interrupted);
 	}
@@ -861,7 +759,10 @@ cmd_backup_create(const struct cli_command *cmd, struct flagset *fs)
 		return CLI_EXIT_FAIL;
 	}
 	if (loc != NULL && loc[0] != '\0') {
-		rc = kube_get(k, &gvr_bsl, ns, loc, NULL, &err);
+		cJSON *bsl = NULL;
+
+		rc = kube_get(k, &gvr_bsl, ns, loc, &bsl, &err);
+		cJSON_Delete(bsl);
 		if (rc == CAIRN_ENOTFOUND) {
 			rc = cli_fail("storage location \"%s\" not found in "
 			    "namespace %s", loc, ns);
@@ -1228,10 +1129,13 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 	else
 		fprintf(f, " (relative to the location's prefix%s%s):\n",
 		    loc_problem ? "; " : "", loc_problem ? loc_problem : "");
-	for (size_t i = 0; bk_layout[i] != NULL; i++) {
-		char *key = layout_key(loc ? loc->prefix : "", name, bk_layout[i]);
+	for (int i = LAYOUT_BACKUP_METADATA; i <= LAYOUT_BACKUP_VOLUMEINFO;
+	    i++) {
+		char *key = layout_backup_key(loc ? loc->prefix : NULL, name,
+		    (enum layout_backup_file)i);
 
-		fprintf(f, "  %s\n", key);
+		if (key != NULL)
+			fprintf(f, "  %s\n", key);
 		free(key);
 	}
 }
@@ -1261,7 +1165,7 @@ cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 		goto out;
 	}
 	/* The location is only needed for the key prefix: never fatal. */
-	have_loc = location_open(k, ns, b, &loc, &lerr) == 0;
+	have_loc = bk_location_open(k, ns, b, &loc, &lerr) == 0;
 	describe_backup(stdout, b, ns, have_loc ? &loc : NULL,
 	    have_loc ? NULL : lerr.msg);
 	if (have_loc)
@@ -1297,7 +1201,7 @@ open_backup(const struct cli_command *cmd, const struct flagset *fs,
 		    fs->args[0], ns);
 	if (rc < 0)
 		return cli_fail("%s", err.msg);
-	if (location_open(*k, ns, *b, loc, &err) < 0)
+	if (bk_location_open(*k, ns, *b, loc, &err) < 0)
 		return cli_fail("backup %s: %s", fs->args[0], err.msg);
 	return 0;
 }
@@ -1358,7 +1262,11 @@ cmd_backup_logs(const struct cli_command *cmd, struct flagset *fs)
 	rc = open_backup(cmd, fs, "logs", &k, &b, &loc);
 	if (rc != 0)
 		goto out;
-	key = layout_key(loc.prefix, fs->args[0], "+-logs.gz");
+	key = layout_backup_key(loc.prefix, fs->args[0], LAYOUT_BACKUP_LOGS);
+	if (key == NULL) {
+		rc = cli_fail("\"%s\" cannot be a backup name", fs->args[0]);
+		goto out;
+	}
 	memset(&g, 0, sizeof g);
 	g.out = stdout;
 	if (inflateInit2(&g.zs, 16 + MAX_WBITS) != Z_OK) {
@@ -1454,7 +1362,12 @@ cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 		file = xstrdup(flag_str(fs, F_OUTPUT));
 	else
 		file = xasprintf("%s.tar.gz", fs->args[0]);
-	key = layout_key(loc.prefix, fs->args[0], "+.tar.gz");
+	key = layout_backup_key(loc.prefix, fs->args[0],
+	    LAYOUT_BACKUP_TARBALL);
+	if (key == NULL) {
+		rc = cli_fail("\"%s\" cannot be a backup name", fs->args[0]);
+		goto out;
+	}
 	rc = store_head(loc.store, key, &stt, &err);
 	if (rc == CAIRN_ENOTFOUND) {
 		rc = cli_fail("backup %s has no tarball in storage location %s "
@@ -1484,10 +1397,9 @@ cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 		struct progress_state st = { "downloaded", -1, -1,
 			(int64_t)stt.size, (int64_t)stt.size, NULL };
 
-		progress_update(d.p, &st);
-		progress_end(d.p, NULL);
+		progress_end(d.p, &st);
 	} else
-		progress_end(d.p, "failed");
+		progress_end(d.p, NULL);
 	if (rc < 0) {
 		rc = cli_fail("downloading %s: %s", key, rc == CAIRN_ECANCELED ?
 		    "cannot write the file" : err.msg);
@@ -1574,7 +1486,7 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 		rc = cli_fail("%s", err.msg);
 		goto out;
 	}
-	rc = location_open(k, ns, b, &loc, &err);
+	rc = bk_location_open(k, ns, b, &loc, &err);
 	if (rc == 0)
 		have_loc = 1;
 	else if (json_get(b, "status.startTimestamp") != NULL ||
@@ -1587,7 +1499,12 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 		fprintf(stderr, "Backup %s never started; deleting only the "
 		    "object (%s).\n", fs->args[0], err.msg);
 	if (have_loc) {
-		prefix = xasprintf("%sbackups/%s/", loc.prefix, fs->args[0]);
+		prefix = layout_backup_dir(loc.prefix, fs->args[0]);
+		if (prefix == NULL) {
+			rc = cli_fail("\"%s\" cannot be a backup name",
+			    fs->args[0]);
+			goto out;
+		}
 		rc = store_delete_prefix(loc.store, prefix, &n, &err);
 		if (rc < 0) {
 			rc = cli_fail("deleting %s in storage location %s: %s; "

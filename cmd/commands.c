@@ -23,6 +23,20 @@ static const enum flag_id server_flags[] = { F_KUBECONFIG, F_CONTEXT,
 	F_RENEW_DEADLINE, F_RETRY_PERIOD, F_SHUTDOWN_GRACE, F_SHARD_SELECTOR,
 	F_PART_SIZE, F__END };
 
+#define CLUSTER_FLAGS F_KUBECONFIG, F_CONTEXT, F_NAMESPACE, F_QPS, F_BURST, \
+	F_REQUEST_TIMEOUT
+static const enum flag_id backup_create_flags[] = { CLUSTER_FLAGS,
+	F_INCLUDE_NAMESPACES, F_EXCLUDE_NAMESPACES, F_INCLUDE_RESOURCES,
+	F_EXCLUDE_RESOURCES, F_INCLUDE_CLUSTER_RESOURCES, F_SELECTOR, F_TTL,
+	F_STORAGE_LOCATION, F_SNAPSHOT_VOLUMES, F_WAIT, F__END };
+static const enum flag_id backup_get_flags[] = { CLUSTER_FLAGS, F_OUTPUT,
+	F__END };
+static const enum flag_id backup_name_flags[] = { CLUSTER_FLAGS, F__END };
+static const enum flag_id backup_download_flags[] = { CLUSTER_FLAGS,
+	F_OUTPUT_FILE, F_OUTPUT, F__END };
+static const enum flag_id backup_delete_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
+	F__END };
+
 const struct cli_command cli_commands[] = {
 	{ "version", "Print cairn's version and the versions of its libraries",
 	  "", NULL, no_flags, cmd_version },
@@ -34,6 +48,39 @@ const struct cli_command cli_commands[] = {
 	  "Backup's status. Restarted with the same --server-id and journal it\n"
 	  "resumes its InProgress backups. SIGTERM/SIGINT stop it cleanly.",
 	  server_flags, cmd_server },
+	{ "backup create", "Create a backup of cluster objects",
+	  "NAME [FLAGS]",
+	  "Writes a Backup object; a cairn server claims it and streams the\n"
+	  "selected objects into a Velero-format tarball in object storage.\n"
+	  "With --wait, follows it to the end: a progress bar on a terminal,\n"
+	  "plain progress lines otherwise; exit 0 when Completed, 1 otherwise.\n"
+	  "The label selector and the TTL are checked here (exit 2).",
+	  backup_create_flags, cmd_backup_create },
+	{ "backup get", "List backups, or show one",
+	  "[NAME] [-o table|json|yaml]",
+	  "STATUS is the phase, or Waiting for a New backup no server has\n"
+	  "claimed yet. ITEMS is items backed up / items expected.",
+	  backup_get_flags, cmd_backup_get },
+	{ "backup describe", "Show a backup in detail",
+	  "NAME",
+	  "Spec (filters), phase, progress, claim (holder, worker, attempt),\n"
+	  "checkpoint (parts with ETags and last items), errors, times and the\n"
+	  "storage keys in Velero's layout.",
+	  backup_name_flags, cmd_backup_describe },
+	{ "backup logs", "Print the log of a finished backup",
+	  "NAME",
+	  "Reads backups/NAME/NAME-logs.gz from the backup's storage location.",
+	  backup_name_flags, cmd_backup_logs },
+	{ "backup download", "Download the tarball of a backup",
+	  "NAME [--output-file FILE]",
+	  "Streams backups/NAME/NAME.tar.gz to FILE (default NAME.tar.gz),\n"
+	  "showing progress; -o FILE works too, as in Velero.",
+	  backup_download_flags, cmd_backup_download },
+	{ "backup delete", "Delete a backup and its files in storage",
+	  "NAME [--confirm]",
+	  "Removes every object under backups/NAME/ in the storage location,\n"
+	  "then the Backup object. Asks first unless --confirm is given.",
+	  backup_delete_flags, cmd_backup_delete },
 };
 
 const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];

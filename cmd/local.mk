@@ -6,7 +6,8 @@ CMD_SOURCES = \
 	cmd/cmd_version.c \
 	cmd/cmd_server.c \
 	cmd/output.c cmd/output.h \
-	cmd/progress.c cmd/progress.h
+	cmd/progress.c cmd/progress.h \
+	cmd/cmd_backup.c
 
 check_PROGRAMS += tests/unit/test_cmd_output
 tests_unit_test_cmd_output_SOURCES = tests/unit/test_cmd_output.c \

@@ -287,11 +287,11 @@ progress_note(struct progress *p, const char *fmt, ...)
 }
 
 void
-progress_end(struct progress *p, const char *final_phase)
+progress_end(struct progress *p, const struct progress_state *final)
 {
-	if (p->have_last) {
-		if (final_phase != NULL)
-			snprintf(p->phase, sizeof p->phase, "%s", final_phase);
+	if (final != NULL) {
+		copy_state(p, final);
+		record(p, final);
 		draw(p);
 	}
 	if (p->tty && p->drawn)

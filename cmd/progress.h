@@ -60,10 +60,11 @@ void progress_update(struct progress *p, const struct progress_state *st);
 /* Print a message on its own line (the bar is redrawn after it). */
 void progress_note(struct progress *p, const char *fmt, ...) CAIRN_PRINTF(2, 3);
 /*
- * Draw the last state once more (final figures, whatever the interval),
- * with phase replaced by final_phase when not NULL, and end the line.
+ * Draw the final state, whatever the interval, and end the line; final
+ * NULL only ends a bar left on screen (an error message follows). final
+ * is copied.
  */
-void progress_end(struct progress *p, const char *final_phase);
+void progress_end(struct progress *p, const struct progress_state *final);
 /* Format the line of st as drawn (rate from the recorded history). */
 void progress_format(struct progress *p, const struct progress_state *st,
 	int width, char *out, size_t outlen);

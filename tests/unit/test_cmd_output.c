@@ -156,8 +156,8 @@ test_progress_plain(void)
 	progress_update(p, &st);
 	progress_note(p, "a note");
 	st.done = 100;
-	progress_update(p, &st);
-	progress_end(p, "Completed");
+	st.phase = "Completed";
+	progress_end(p, &st);
 	progress_free(p);
 	s = read_stream(f);
 	CHECK_STR(s,
@@ -187,9 +187,12 @@ test_progress_tty(void)
 	progress_format(p, &st, 20, line, sizeof line);
 	CHECK_INT(strlen(line), 20);
 	progress_update(p, &st);
-	progress_end(p, "Completed");
+	st.phase = "Completed";
+	st.done = 24;
+	progress_end(p, &st);
 	progress_free(p);
 	s = read_stream(f);
+	CHECK(strstr(s, "[########################] 100%") != NULL);
 	CHECK(strncmp(s, "\r\033[K", 4) == 0);
 	CHECK(strstr(s, "Completed") != NULL);
 	CHECK(s[strlen(s) - 1] == '\n');
