@@ -555,6 +555,8 @@ setup_handle(struct kube *k, CURL *h, struct kube_call *c, struct xfer *x,
 		    (long)((c->timeout_us ? c->timeout_us : k->o.timeout_us) /
 		    1000));
 	curl_easy_setopt(h, CURLOPT_USERAGENT, k->user_agent);
+	/* As client-go: accept gzip (kube-apiserver compresses > 128 KiB). */
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);

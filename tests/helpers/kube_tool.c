@@ -25,6 +25,7 @@
  *   discovery                            one line per resource
  *   resolve ARG [VERSION]                group version resource kind namespaced
  *   repeat-get G V R NS NAME COUNT       COUNT sequential GETs, then stats
+ *   poll-get G V R NS NAME COUNT MS      a GET every MS ms: "ok I" or an error line
  *
  * Errors print "error: <code name> http=<H> reason=<R>: <message>" on
  * stdout and exit 1 (3 for gone, 4 for conflict, 5 not found, 6 exists).
@@ -476,6 +477,22 @@ main(int argc, char **argv)
 			}
 			if (rc == 0)
 				printf("gets=%ld\n", n);
+		} else if (strcmp(cmd, "poll-get") == 0 && argc >= 7) {
+			long n = atol(argv[5]), ms = atol(argv[6]), j;
+			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+			for (j = 0; j < n && !stop_flag; j++) {
+				rc = kube_get(k, &g, ns, argv[4], &res, &err);
+				cJSON_Delete(res);
+				res = NULL;
+				if (rc == 0)
+					printf("ok %ld\n", j);
+				else
+					fail_rc(rc, &err);
+				fflush(stdout);
+				nanosleep(&ts, NULL);
+			}
+			rc = 0;
 		} else {
 			kube_free(k);
 			return usage();
