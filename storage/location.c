@@ -1,0 +1,153 @@
+/*
+ * location.c: BackupStorageLocation -> struct store (see location.h).
+ */
+#include "config.h"
+#include "storage/location.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/evp.h>
+
+#include "base/jsonutil.h"
+#include "base/mem.h"
+
+int
+location_credential_ref(const cJSON *bsl, const char **name, const char **key)
+{
+	*name = json_str(bsl, "spec.credential.name");
+	*key = json_str_or(bsl, "spec.credential.key", "cloud");
+	if (*name == NULL || **name == '\0') {
+		*name = NULL;
+		*key = NULL;
+		return 0;
+	}
+	return 1;
+}
+
+/* A config value: string, or a bool/number written as one. Borrowed. */
+static const char *
+cfg_str(const cJSON *bsl, const char *k1, const char *k2)
+{
+	const cJSON *config = json_get(bsl, "spec.config");
+	const cJSON *v = NULL;
+
+	if (config == NULL)
+		return NULL;
+	v = cJSON_GetObjectItemCaseSensitive(config, k1);
+	if (v == NULL && k2 != NULL)
+		v = cJSON_GetObjectItemCaseSensitive(config, k2);
+	if (cJSON_IsString(v))
+		return v->valuestring;
+	if (cJSON_IsTrue(v))
+		return "true";
+	if (cJSON_IsFalse(v))
+		return "false";
+	return NULL;
+}
+
+static int
+truthy(const char *s)
+{
+	return s != NULL && (strcasecmp(s, "true") == 0 || strcmp(s, "1") == 0);
+}
+
+/* Decode base64 text (whitespace allowed); owned, NUL-terminated, or NULL. */
+static char *
+b64_decode(const char *in)
+{
+	size_t n = strlen(in), i, j = 0;
+	char *clean = xmalloc(n + 1);
+	unsigned char *out;
+	int len;
+
+	for (i = 0; i < n; i++)
+		if (in[i] != '\n' && in[i] != '\r' && in[i] != ' ' && in[i] != '\t')
+			clean[j++] = in[i];
+	clean[j] = '\0';
+	if (j % 4 != 0) {
+		free(clean);
+		return NULL;
+	}
+	out = xmalloc(j / 4 * 3 + 1);
+	len = EVP_DecodeBlock(out, (unsigned char *)clean, (int)j);
+	free(clean);
+	if (len < 0) {
+		free(out);
+		return NULL;
+	}
+	out[len] = '\0';
+	return (char *)out;
+}
+
+int
+location_open(const cJSON *bsl, const char *credentials, struct store **out,
+    char **prefix_out, struct cairn_err *err)
+{
+	const char *name = json_str_or(bsl, "metadata.name", "(unnamed)");
+	const char *provider = json_str(bsl, "spec.provider");
+	const char *prefix = json_str_or(bsl, "spec.objectStorage.prefix", "");
+	const char *path, *ca_b64;
+	struct store_s3_config c;
+	char *ca_pem = NULL;
+	int rc;
+
+	*out = NULL;
+	if (prefix_out != NULL)
+		*prefix_out = NULL;
+	if (provider == NULL)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "BackupStorageLocation %s: spec.provider is missing (fs or s3)",
+		    name);
+	if (*prefix != '\0' && store_key_check(prefix, NULL) < 0 &&
+	    !(prefix[strlen(prefix) - 1] == '/'))
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "BackupStorageLocation %s: spec.objectStorage.prefix \"%.200s\" "
+		    "is not a valid key prefix", name, prefix);
+	if (strcmp(provider, "fs") == 0) {
+		path = cfg_str(bsl, "path", NULL);
+		if (path == NULL || *path == '\0')
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "BackupStorageLocation %s: provider fs needs spec.config.path",
+			    name);
+		rc = store_open_fs(path, 1, out, err);
+	} else if (strcmp(provider, "s3") == 0 || strcmp(provider, "aws") == 0 ||
+	    strcmp(provider, "velero.io/aws") == 0) {
+		memset(&c, 0, sizeof c);
+		c.bucket = json_str(bsl, "spec.objectStorage.bucket");
+		if (c.bucket == NULL || *c.bucket == '\0')
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "BackupStorageLocation %s: provider s3 needs "
+			    "spec.objectStorage.bucket", name);
+		c.endpoint = cfg_str(bsl, "endpoint", "s3Url");
+		c.region = cfg_str(bsl, "region", NULL);
+		c.force_path_style = truthy(cfg_str(bsl, "forcePathStyle",
+		    "s3ForcePathStyle"));
+		c.insecure_skip_verify = truthy(cfg_str(bsl, "insecureSkipTLSVerify",
+		    NULL));
+		c.profile = cfg_str(bsl, "profile", NULL);
+		c.ca_file = cfg_str(bsl, "caCertFile", NULL);
+		ca_b64 = json_str(bsl, "spec.objectStorage.caCert");
+		if (ca_b64 != NULL && *ca_b64 != '\0') {
+			ca_pem = b64_decode(ca_b64);
+			if (ca_pem == NULL)
+				return cairn_err_set(err, CAIRN_EINVAL,
+				    "BackupStorageLocation %s: "
+				    "spec.objectStorage.caCert is not base64", name);
+			c.ca_pem = ca_pem;
+		}
+		c.credentials = credentials;
+		rc = store_open_s3(&c, out, err);
+		free(ca_pem);
+	} else {
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "BackupStorageLocation %s: unknown provider \"%.100s\" "
+		    "(cairn knows fs and s3)", name, provider);
+	}
+	if (rc < 0)
+		return cairn_err_prefix(err, "BackupStorageLocation %s", name);
+	if (prefix_out != NULL)
+		*prefix_out = xstrdup(prefix);
+	return 0;
+}

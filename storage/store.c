@@ -1,0 +1,499 @@
+/*
+ * store.c: the storage interface and what both backends share.
+ *
+ * Design. The engine writes tarball parts, metadata files and logs, and
+ * reads them back; it must not care whether they land in a directory on an
+ * edge node or in an S3 bucket. So storage/ offers one small vocabulary
+ * (put, get with range, head, list with delimiter, delete, multipart) and
+ * two backends behind a table of function pointers (store_int.h).
+ *
+ * This file owns the rules both backends share, checked before a backend
+ * is called: the key grammar (no empty, "." or ".." segment, no leading
+ * '/', at most STORE_KEY_MAX bytes), part numbers 1..10000, non-NULL
+ * required arguments. A key that passes is safe to join to an fs root and
+ * to put in an S3 URL after percent-encoding. The fs backend additionally
+ * refuses segments starting with ".cairn-" (its own temp and upload names).
+ *
+ * Sources (struct store_src) are how bytes enter: memory and fd sources are
+ * rewindable so a failed S3 request can be re-sent; a caller's own read
+ * callback may be rewindable too. Sinks are plain write callbacks.
+ *
+ * Generic operations built from the primitives live here too:
+ * store_delete_prefix (list + delete), store_put_mem, store_get_mem.
+ */
+#include "config.h"
+#include "storage/store_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/mem.h"
+
+/* ---- sources ---------------------------------------------------------- */
+
+static ssize_t
+src_mem_read(void *arg, void *buf, size_t n)
+{
+	struct store_src *src = arg;
+	int64_t left = src->len - src->p_pos;
+
+	if (left <= 0)
+		return 0;
+	if ((int64_t)n > left)
+		n = (size_t)left;
+	memcpy(buf, src->p_mem + src->p_pos, n);
+	src->p_pos += (int64_t)n;
+	return (ssize_t)n;
+}
+
+static int
+src_rewind_pos(void *arg)
+{
+	struct store_src *src = arg;
+
+	src->p_pos = 0;
+	return 0;
+}
+
+void
+store_src_mem(struct store_src *src, const void *data, size_t len)
+{
+	memset(src, 0, sizeof *src);
+	src->read = src_mem_read;
+	src->rewind = src_rewind_pos;
+	src->arg = src;
+	src->len = (int64_t)len;
+	src->p_mem = data;
+	src->p_fd = -1;
+}
+
+static ssize_t
+src_fd_read(void *arg, void *buf, size_t n)
+{
+	struct store_src *src = arg;
+	int64_t left = src->len - src->p_pos;
+	ssize_t r;
+
+	if (left <= 0)
+		return 0;
+	if ((int64_t)n > left)
+		n = (size_t)left;
+	do {
+		r = pread(src->p_fd, buf, n, (off_t)(src->p_base + src->p_pos));
+	} while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -1;
+	if (r == 0)
+		return -1;	/* file shrank under us: never send short data */
+	src->p_pos += r;
+	return r;
+}
+
+int
+store_src_fd(struct store_src *src, int fd, int64_t off, int64_t len,
+    struct cairn_err *err)
+{
+	struct stat st;
+
+	memset(src, 0, sizeof *src);
+	if (len < 0) {
+		if (fstat(fd, &st) < 0)
+			return cairn_err_errno(err, CAIRN_EIO, errno, "fstat");
+		len = (int64_t)st.st_size - off;
+		if (len < 0)
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "offset %lld past the end of the file", (long long)off);
+	}
+	src->read = src_fd_read;
+	src->rewind = src_rewind_pos;
+	src->arg = src;
+	src->len = len;
+	src->p_fd = fd;
+	src->p_base = off;
+	return 0;
+}
+
+ssize_t
+store_src_read(struct store_src *src, void *buf, size_t n)
+{
+	return src->read(src->arg, buf, n);
+}
+
+int
+store_src_rewind(struct store_src *src)
+{
+	if (src->rewind == NULL)
+		return -1;
+	return src->rewind(src->arg);
+}
+
+void
+store_progress_report(const struct store_progress *prog, uint64_t done,
+    int64_t total)
+{
+	if (prog != NULL && prog->fn != NULL)
+		prog->fn(prog->arg, done, total);
+}
+
+void
+store_hex(const unsigned char *p, size_t n, char *out)
+{
+	static const char hx[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hx[p[i] >> 4];
+		out[2 * i + 1] = hx[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* ---- argument checks -------------------------------------------------- */
+
+int
+store_key_check(const char *key, struct cairn_err *err)
+{
+	const char *seg, *slash;
+	size_t len, n;
+
+	if (key == NULL || *key == '\0')
+		return cairn_err_set(err, CAIRN_EINVAL, "empty object key");
+	len = strlen(key);
+	if (len > STORE_KEY_MAX)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "object key of %zu bytes is longer than %d", len, STORE_KEY_MAX);
+	if (key[0] == '/')
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "object key \"%.200s\" is absolute (starts with '/')", key);
+	for (seg = key;; seg = slash + 1) {
+		slash = strchr(seg, '/');
+		n = slash ? (size_t)(slash - seg) : strlen(seg);
+		if (n == 0)
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "object key \"%.200s\" has an empty segment", key);
+		if ((n == 1 && seg[0] == '.') ||
+		    (n == 2 && seg[0] == '.' && seg[1] == '.'))
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "object key \"%.200s\" has a \"%.*s\" segment", key,
+			    (int)n, seg);
+		if (slash == NULL)
+			break;
+	}
+	return 0;
+}
+
+/* A prefix is "" or a key, optionally ending in '/'. */
+static int
+prefix_check(const char *prefix, struct cairn_err *err)
+{
+	char tmp[STORE_KEY_MAX + 2];
+	size_t n;
+
+	if (prefix == NULL || *prefix == '\0')
+		return 0;
+	n = strlen(prefix);
+	if (n > STORE_KEY_MAX)
+		return store_key_check(prefix, err);
+	memcpy(tmp, prefix, n + 1);
+	if (tmp[n - 1] == '/')
+		tmp[n - 1] = '\0';
+	if (store_key_check(tmp, err) < 0)
+		return cairn_err_prefix(err, "prefix");
+	return 0;
+}
+
+static int
+upload_check(const char *key, const char *id, struct cairn_err *err)
+{
+	if (store_key_check(key, err) < 0)
+		return err ? err->code : CAIRN_EINVAL;
+	if (id == NULL || *id == '\0' || strlen(id) >= STORE_UPLOAD_ID_MAX)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "bad multipart upload id for key \"%.200s\"", key);
+	return 0;
+}
+
+/* ---- the interface ---------------------------------------------------- */
+
+void
+store_free(struct store *s)
+{
+	char *desc;
+
+	if (s == NULL)
+		return;
+	desc = s->desc;
+	s->ops->free(s);
+	free(desc);
+}
+
+const char *
+store_describe(const struct store *s)
+{
+	return s->desc;
+}
+
+const char *
+store_kind(const struct store *s)
+{
+	return s->ops->kind;
+}
+
+int
+store_check(struct store *s, struct cairn_err *err)
+{
+	return s->ops->check(s, err);
+}
+
+int
+store_put(struct store *s, const char *key, struct store_src *src,
+    char etag_out[STORE_ETAG_MAX], const struct store_progress *prog,
+    struct cairn_err *err)
+{
+	char etag[STORE_ETAG_MAX] = "";
+	int rc;
+
+	rc = store_key_check(key, err);
+	if (rc < 0)
+		return rc;
+	rc = s->ops->put(s, key, src, etag, prog, err);
+	if (rc == 0 && etag_out != NULL)
+		memcpy(etag_out, etag, STORE_ETAG_MAX);
+	return rc;
+}
+
+int
+store_put_mem(struct store *s, const char *key, const void *data, size_t len,
+    struct cairn_err *err)
+{
+	struct store_src src;
+
+	store_src_mem(&src, data, len);
+	return store_put(s, key, &src, NULL, NULL, err);
+}
+
+int
+store_get(struct store *s, const char *key, uint64_t off, int64_t len,
+    store_write_fn sink, void *arg, const struct store_progress *prog,
+    struct cairn_err *err)
+{
+	int rc;
+
+	rc = store_key_check(key, err);
+	if (rc < 0)
+		return rc;
+	if (sink == NULL)
+		return cairn_err_set(err, CAIRN_EINVAL, "store_get: no sink");
+	return s->ops->get(s, key, off, len, sink, arg, prog, err);
+}
+
+static int
+get_mem_sink(void *arg, const void *p, size_t n)
+{
+	return buf_append(arg, p, n) < 0 ? -1 : 0;
+}
+
+int
+store_get_mem(struct store *s, const char *key, size_t cap, char **data,
+    size_t *len, struct cairn_err *err)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b, cap);
+	rc = store_get(s, key, 0, -1, get_mem_sink, &b, NULL, err);
+	if (rc == CAIRN_ECANCELED) {
+		rc = cairn_err_set(err, CAIRN_ETOOBIG,
+		    "%s: object \"%.200s\" is larger than %zu bytes",
+		    store_describe(s), key, cap);
+	}
+	if (rc < 0) {
+		buf_free(&b);
+		return rc;
+	}
+	if (b.data == NULL)
+		buf_append(&b, "", 0);
+	*data = buf_take(&b, len);
+	if (*data == NULL)
+		*data = xstrdup("");
+	return 0;
+}
+
+int
+store_head(struct store *s, const char *key, struct store_stat *st,
+    struct cairn_err *err)
+{
+	int rc;
+
+	rc = store_key_check(key, err);
+	if (rc < 0)
+		return rc;
+	memset(st, 0, sizeof *st);
+	return s->ops->head(s, key, st, err);
+}
+
+int
+store_list(struct store *s, const char *prefix, const char *delimiter,
+    store_list_fn fn, void *arg, struct cairn_err *err)
+{
+	int rc;
+
+	rc = prefix_check(prefix, err);
+	if (rc < 0)
+		return rc;
+	if (delimiter != NULL && *delimiter == '\0')
+		delimiter = NULL;
+	if (delimiter != NULL && strcmp(delimiter, "/") != 0)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "only \"/\" is supported as a list delimiter");
+	return s->ops->list(s, prefix ? prefix : "", delimiter, fn, arg, err);
+}
+
+int
+store_delete(struct store *s, const char *key, struct cairn_err *err)
+{
+	int rc;
+
+	rc = store_key_check(key, err);
+	if (rc < 0)
+		return rc;
+	return s->ops->del(s, key, err);
+}
+
+struct collect {
+	char **keys;
+	size_t n, alloc;
+};
+
+static int
+collect_key(void *arg, const struct store_entry *e)
+{
+	struct collect *c = arg;
+
+	if (e->is_prefix)
+		return 0;
+	if (c->n == c->alloc) {
+		c->alloc = c->alloc ? 2 * c->alloc : 64;
+		c->keys = xreallocarray(c->keys, c->alloc, sizeof *c->keys);
+	}
+	c->keys[c->n++] = xstrdup(e->key);
+	return 0;
+}
+
+int
+store_delete_prefix(struct store *s, const char *prefix, size_t *n,
+    struct cairn_err *err)
+{
+	struct collect c = { NULL, 0, 0 };
+	size_t i;
+	int rc;
+
+	if (n != NULL)
+		*n = 0;
+	if (prefix == NULL || *prefix == '\0')
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "refusing to delete every key of %s (empty prefix)",
+		    store_describe(s));
+	/* Collect first: deleting while a listing pages is not stable. */
+	rc = store_list(s, prefix, NULL, collect_key, &c, err);
+	for (i = 0; rc == 0 && i < c.n; i++) {
+		rc = s->ops->del(s, c.keys[i], err);
+		if (rc == 0 && n != NULL)
+			(*n)++;
+	}
+	for (i = 0; i < c.n; i++)
+		free(c.keys[i]);
+	free(c.keys);
+	return rc;
+}
+
+int
+store_mpu_create(struct store *s, const char *key, char **upload_id,
+    struct cairn_err *err)
+{
+	int rc;
+
+	*upload_id = NULL;
+	rc = store_key_check(key, err);
+	if (rc < 0)
+		return rc;
+	return s->ops->mpu_create(s, key, upload_id, err);
+}
+
+int
+store_mpu_put_part(struct store *s, const char *key, const char *upload_id,
+    int number, struct store_src *src, char etag_out[STORE_ETAG_MAX],
+    const struct store_progress *prog, struct cairn_err *err)
+{
+	char etag[STORE_ETAG_MAX] = "";
+	int rc;
+
+	rc = upload_check(key, upload_id, err);
+	if (rc < 0)
+		return rc;
+	if (number < 1 || number > STORE_PART_MAX_NUMBER)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "part number %d of \"%.200s\" is outside 1..%d", number,
+		    key, STORE_PART_MAX_NUMBER);
+	rc = s->ops->mpu_put_part(s, key, upload_id, number, src, etag, prog,
+	    err);
+	if (rc == 0 && etag_out != NULL)
+		memcpy(etag_out, etag, STORE_ETAG_MAX);
+	return rc;
+}
+
+int
+store_mpu_list_parts(struct store *s, const char *key, const char *upload_id,
+    store_part_fn fn, void *arg, struct cairn_err *err)
+{
+	int rc;
+
+	rc = upload_check(key, upload_id, err);
+	if (rc < 0)
+		return rc;
+	return s->ops->mpu_list_parts(s, key, upload_id, fn, arg, err);
+}
+
+int
+store_mpu_complete(struct store *s, const char *key, const char *upload_id,
+    const struct store_part *parts, size_t nparts,
+    char etag_out[STORE_ETAG_MAX], struct cairn_err *err)
+{
+	char etag[STORE_ETAG_MAX] = "";
+	size_t i;
+	int rc;
+
+	rc = upload_check(key, upload_id, err);
+	if (rc < 0)
+		return rc;
+	if (nparts == 0)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "completing \"%.200s\" with no parts", key);
+	for (i = 0; i < nparts; i++) {
+		if (parts[i].number < 1 || parts[i].number > STORE_PART_MAX_NUMBER ||
+		    (i > 0 && parts[i].number <= parts[i - 1].number))
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "completing \"%.200s\": part numbers must ascend "
+			    "within 1..%d", key, STORE_PART_MAX_NUMBER);
+	}
+	rc = s->ops->mpu_complete(s, key, upload_id, parts, nparts, etag, err);
+	if (rc == 0 && etag_out != NULL)
+		memcpy(etag_out, etag, STORE_ETAG_MAX);
+	return rc;
+}
+
+int
+store_mpu_abort(struct store *s, const char *key, const char *upload_id,
+    struct cairn_err *err)
+{
+	int rc;
+
+	rc = upload_check(key, upload_id, err);
+	if (rc < 0)
+		return rc;
+	return s->ops->mpu_abort(s, key, upload_id, err);
+}

@@ -1,0 +1,1064 @@
+/*
+ * store_fs.c: the local-directory backend.
+ *
+ * An object is the file <root>/<key>; key segments are directories, made on
+ * demand (0700) and removed again when a delete leaves them empty. Files
+ * are created 0600: backups hold Secrets.
+ *
+ * Every publish is atomic: bytes go to <dir>/.cairn-tmp-<random> in the
+ * object's own directory, then fsync, rename over the key, fsync of the
+ * directory. A reader sees the old object or the new one, never a part; a
+ * crash leaves at worst a .cairn-tmp-* file, which listing ignores.
+ *
+ * ETags are the lower-case hex MD5 of the content (libcrypto), as S3 gives
+ * for single-part uploads. The value is computed while writing and kept in
+ * the extended attribute user.cairn.etag together with the size and mtime
+ * it was computed for; when the attribute is missing (filesystem without
+ * user xattrs, file written by someone else) or stale, head/list compute
+ * the MD5 by reading the file. A completed multipart object's ETag is the
+ * MD5 of its whole content (S3 writes "<md5 of part md5s>-N" instead).
+ *
+ * Multipart uploads live in <root>/.cairn-uploads/<id>/: `key` holds the
+ * object key, `part-00001`... the parts (each published atomically, ETag
+ * as above). Everything is on disk, so a new process finds an upload by its
+ * id, lists its parts and completes it. Complete copies the parts in order
+ * into a temp file next to the key (checking each part's ETag), publishes it
+ * atomically and removes the upload directory.
+ *
+ * Threads: there is no mutable state in the struct after open; temp names
+ * are random, so concurrent calls are safe (two puts of one key: the last
+ * rename wins, both complete).
+ */
+#include "config.h"
+#include "storage/store_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "base/buf.h"
+#include "base/mem.h"
+#include "base/util.h"
+
+#define FS_HIDDEN	".cairn-"
+#define FS_UPLOADS	".cairn-uploads"
+#define FS_TMP		".cairn-tmp-"
+#define FS_XATTR	"user.cairn.etag"
+#define FS_IO_CHUNK	(1u << 20)
+
+struct store_fs {
+	struct store base;
+	char *root;		/* absolute or as given, no trailing '/' */
+};
+
+static const struct store_ops fs_ops;
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static char *
+fs_path(struct store_fs *fs, const char *key)
+{
+	return xasprintf("%s/%s", fs->root, key);
+}
+
+static int
+fs_fail(struct store_fs *fs, struct cairn_err *err, int code, int errnum,
+    const char *what, const char *key)
+{
+	return cairn_err_errno(err, code, errnum, "%s: %s \"%.300s\"",
+	    fs->base.desc, what, key);
+}
+
+/* fsync the directory holding path. */
+static int
+fsync_dir_of(const char *path)
+{
+	char *dir = xstrdup(path), *slash;
+	int fd, rc = 0;
+
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = -1;
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
+/* mkdir -p of the directory holding path, below root (which exists). */
+static int
+mkdirs_for(const char *root, const char *path)
+{
+	char *p = xstrdup(path), *q;
+	size_t rl = strlen(root);
+	int rc = 0;
+
+	for (q = p + rl + 1; (q = strchr(q, '/')) != NULL; q++) {
+		*q = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+			rc = -1;
+			break;
+		}
+		*q = '/';
+	}
+	free(p);
+	return rc;
+}
+
+/* Remove empty directories from path's parent up to (not incl.) root. */
+static void
+rmdirs_for(const char *root, const char *path)
+{
+	char *p = xstrdup(path), *slash;
+	size_t rl = strlen(root);
+
+	while ((slash = strrchr(p, '/')) != NULL && (size_t)(slash - p) > rl) {
+		*slash = '\0';
+		if (rmdir(p) < 0)
+			break;
+	}
+	free(p);
+}
+
+static int
+write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void
+tmp_name_in(const char *path, char *out, size_t outsz)
+{
+	const char *slash = strrchr(path, '/');
+	unsigned char r[8];
+	char hx[17];
+
+	rand_bytes(r, sizeof r);
+	store_hex(r, sizeof r, hx);
+	snprintf(out, outsz, "%.*s/" FS_TMP "%s", (int)(slash - path), path, hx);
+}
+
+/* Record the ETag of an open, fully written file in its xattr. */
+static void
+etag_save(int fd, const char *etag)
+{
+	struct stat st;
+	char v[160];
+
+	if (fstat(fd, &st) < 0)
+		return;
+	snprintf(v, sizeof v, "%lld %lld.%09ld %s", (long long)st.st_size,
+	    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec, etag);
+	(void)fsetxattr(fd, FS_XATTR, v, strlen(v), 0);	/* optional cache */
+}
+
+/* ETag of an open file: the xattr when it still matches, else MD5 of it. */
+static int
+etag_of(int fd, const struct stat *st, char etag[STORE_ETAG_MAX])
+{
+	char v[160], want[80], *sp;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen;
+	EVP_MD_CTX *ctx;
+	ssize_t n;
+	char *chunk;
+	off_t off = 0;
+
+	n = fgetxattr(fd, FS_XATTR, v, sizeof v - 1);
+	if (n > 0) {
+		v[n] = '\0';
+		snprintf(want, sizeof want, "%lld %lld.%09ld ",
+		    (long long)st->st_size, (long long)st->st_mtim.tv_sec,
+		    st->st_mtim.tv_nsec);
+		sp = v + strlen(want);
+		if (strncmp(v, want, strlen(want)) == 0 && strlen(sp) == 32) {
+			snprintf(etag, STORE_ETAG_MAX, "%s", sp);
+			return 0;
+		}
+	}
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
+		EVP_MD_CTX_free(ctx);
+		return -1;
+	}
+	chunk = xmalloc(FS_IO_CHUNK);
+	for (;;) {
+		n = pread(fd, chunk, FS_IO_CHUNK, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		EVP_DigestUpdate(ctx, chunk, (size_t)n);
+		off += n;
+	}
+	free(chunk);
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	EVP_MD_CTX_free(ctx);
+	if (n < 0)
+		return -1;
+	store_hex(md, mdlen, etag);
+	return 0;
+}
+
+/*
+ * Publish: write everything from src (or from the files in parts, when
+ * src is NULL) to a temp file next to path, fsync, rename, fsync dir.
+ */
+struct fs_publish {
+	struct store_src *src;		/* or: */
+	char **part_paths;		/* n paths concatenated in order */
+	size_t nparts;
+	const struct store_progress *prog;
+	char *etag;			/* out: MD5 hex */
+	const char *what;		/* for messages: "object", "part" */
+	const char *key;
+};
+
+static int
+fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
+    struct cairn_err *err)
+{
+	char tmp[PATH_MAX + 64];
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen;
+	EVP_MD_CTX *ctx = NULL;
+	char *chunk = xmalloc(FS_IO_CHUNK);
+	uint64_t done = 0;
+	int64_t total = pb->src ? pb->src->len : -1;
+	size_t i;
+	ssize_t n;
+	int fd = -1, in = -1, rc;
+
+	if (mkdirs_for(fs->root, path) < 0) {
+		rc = fs_fail(fs, err, CAIRN_EIO, errno,
+		    "making the directories of", pb->key);
+		goto fail;
+	}
+	tmp_name_in(path, tmp, sizeof tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = fs_fail(fs, err, CAIRN_EIO, errno, "creating a temp file for",
+		    pb->key);
+		goto fail;
+	}
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
+		rc = cairn_err_set(err, CAIRN_EFAIL, "MD5 unavailable");
+		goto fail;
+	}
+	for (i = 0; pb->src != NULL || i < pb->nparts; i++) {
+		if (pb->src == NULL) {
+			in = open(pb->part_paths[i], O_RDONLY | O_CLOEXEC);
+			if (in < 0) {
+				rc = fs_fail(fs, err, CAIRN_EIO, errno,
+				    "opening a part of", pb->key);
+				goto fail;
+			}
+		}
+		for (;;) {
+			if (pb->src != NULL)
+				n = store_src_read(pb->src, chunk, FS_IO_CHUNK);
+			else
+				n = read(in, chunk, FS_IO_CHUNK);
+			if (n < 0 && pb->src == NULL && errno == EINTR)
+				continue;
+			if (n < 0) {
+				rc = pb->src ? cairn_err_set(err, CAIRN_ECANCELED,
+				    "%s: reading the data of %s \"%.300s\" failed",
+				    fs->base.desc, pb->what, pb->key) :
+				    fs_fail(fs, err, CAIRN_EIO, errno,
+				    "reading a part of", pb->key);
+				goto fail;
+			}
+			if (n == 0)
+				break;
+			if (write_all(fd, chunk, (size_t)n) < 0) {
+				rc = fs_fail(fs, err, CAIRN_EIO, errno, "writing",
+				    pb->key);
+				goto fail;
+			}
+			EVP_DigestUpdate(ctx, chunk, (size_t)n);
+			done += (uint64_t)n;
+			store_progress_report(pb->prog, done, total);
+		}
+		if (pb->src != NULL)
+			break;
+		close(in);
+		in = -1;
+	}
+	if (pb->src != NULL && pb->src->len >= 0 &&
+	    done != (uint64_t)pb->src->len) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "%s: %s \"%.300s\": source gave %llu bytes, %lld announced",
+		    fs->base.desc, pb->what, pb->key, (unsigned long long)done,
+		    (long long)pb->src->len);
+		goto fail;
+	}
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	store_hex(md, mdlen, pb->etag);
+	if (fsync(fd) < 0) {
+		rc = fs_fail(fs, err, CAIRN_EIO, errno, "fsync of", pb->key);
+		goto fail;
+	}
+	etag_save(fd, pb->etag);
+	if (close(fd) < 0) {
+		fd = -1;
+		rc = fs_fail(fs, err, CAIRN_EIO, errno, "closing", pb->key);
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		rc = fs_fail(fs, err, CAIRN_EIO, errno, "renaming into place",
+		    pb->key);
+		goto fail;
+	}
+	if (fsync_dir_of(path) < 0) {
+		rc = fs_fail(fs, err, CAIRN_EIO, errno,
+		    "fsync of the directory of", pb->key);
+		goto out;	/* renamed: nothing to undo */
+	}
+	rc = 0;
+	goto out;
+fail:
+	if (fd >= 0) {
+		close(fd);
+		unlink(tmp);
+	}
+out:
+	if (in >= 0)
+		close(in);
+	EVP_MD_CTX_free(ctx);
+	free(chunk);
+	return rc;
+}
+
+/* ---- objects ---------------------------------------------------------- */
+
+static int
+fs_hidden_key(struct store_fs *fs, const char *key, struct cairn_err *err)
+{
+	const char *seg;
+
+	for (seg = key; seg != NULL; seg = strchr(seg, '/')) {
+		if (*seg == '/')
+			seg++;
+		if (str_has_prefix(seg, FS_HIDDEN))
+			return cairn_err_set(err, CAIRN_EINVAL,
+			    "%s: key \"%.300s\" uses the reserved name prefix "
+			    "\"" FS_HIDDEN "\"", fs->base.desc, key);
+	}
+	return 0;
+}
+
+static int
+fs_put(struct store *s, const char *key, struct store_src *src, char *etag,
+    const struct store_progress *prog, struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct fs_publish pb = { src, NULL, 0, prog, etag, "object", key };
+	char *path;
+	int rc;
+
+	rc = fs_hidden_key(fs, key, err);
+	if (rc < 0)
+		return rc;
+	path = fs_path(fs, key);
+	rc = fs_publish(fs, path, &pb, err);
+	free(path);
+	return rc;
+}
+
+/* Open key for reading: regular files only (a directory is "not found"). */
+static int
+fs_open_obj(struct store_fs *fs, const char *key, struct stat *st,
+    struct cairn_err *err)
+{
+	char *path;
+	int fd, rc;
+
+	rc = fs_hidden_key(fs, key, err);
+	if (rc < 0)
+		return rc;
+	path = fs_path(fs, key);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	free(path);
+	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return cairn_err_set(err, CAIRN_ENOTFOUND,
+		    "%s: no object \"%.300s\"", fs->base.desc, key);
+	if (fd < 0)
+		return fs_fail(fs, err, CAIRN_EIO, errno, "opening", key);
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		return cairn_err_set(err, CAIRN_ENOTFOUND,
+		    "%s: no object \"%.300s\"", fs->base.desc, key);
+	}
+	return fd;
+}
+
+static int
+fs_get(struct store *s, const char *key, uint64_t off, int64_t len,
+    store_write_fn sink, void *arg, const struct store_progress *prog,
+    struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct stat st;
+	char *chunk = NULL;
+	uint64_t left, done = 0;
+	ssize_t n;
+	int fd, rc = 0;
+
+	fd = fs_open_obj(fs, key, &st, err);
+	if (fd < 0)
+		return fd;
+	if (off > (uint64_t)st.st_size ||
+	    (off == (uint64_t)st.st_size && off > 0) ||
+	    (len >= 0 && off + (uint64_t)len > (uint64_t)st.st_size)) {
+		rc = cairn_err_set(err, CAIRN_EINVAL,
+		    "%s: range %llu+%lld is outside object \"%.300s\" of %lld bytes",
+		    fs->base.desc, (unsigned long long)off, (long long)len, key,
+		    (long long)st.st_size);
+		goto out;
+	}
+	left = len >= 0 ? (uint64_t)len : (uint64_t)st.st_size - off;
+	chunk = xmalloc(FS_IO_CHUNK);
+	while (left > 0) {
+		n = pread(fd, chunk, left < FS_IO_CHUNK ? left : FS_IO_CHUNK,
+		    (off_t)(off + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = fs_fail(fs, err, CAIRN_EIO, n < 0 ? errno : EIO,
+			    "reading", key);
+			goto out;
+		}
+		if (sink(arg, chunk, (size_t)n) < 0) {
+			rc = cairn_err_set(err, CAIRN_ECANCELED,
+			    "%s: download of \"%.300s\" stopped by its reader",
+			    fs->base.desc, key);
+			goto out;
+		}
+		done += (uint64_t)n;
+		left -= (uint64_t)n;
+		store_progress_report(prog, done, (int64_t)(done + left));
+	}
+out:
+	free(chunk);
+	close(fd);
+	return rc;
+}
+
+static void
+fill_stat(const struct stat *st, struct store_stat *out)
+{
+	out->size = (uint64_t)st->st_size;
+	out->mtime_us = (int64_t)st->st_mtim.tv_sec * 1000000 +
+	    st->st_mtim.tv_nsec / 1000;
+}
+
+static int
+fs_head(struct store *s, const char *key, struct store_stat *out,
+    struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct stat st;
+	int fd, rc = 0;
+
+	fd = fs_open_obj(fs, key, &st, err);
+	if (fd < 0)
+		return fd;
+	fill_stat(&st, out);
+	if (etag_of(fd, &st, out->etag) < 0)
+		rc = fs_fail(fs, err, CAIRN_EIO, errno, "reading", key);
+	close(fd);
+	return rc;
+}
+
+static int
+fs_del(struct store *s, const char *key, struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct stat st;
+	char *path;
+	int rc;
+
+	rc = fs_hidden_key(fs, key, err);
+	if (rc < 0)
+		return rc;
+	path = fs_path(fs, key);
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		free(path);
+		return 0;	/* a "directory" is no object: nothing to do */
+	}
+	if (unlink(path) < 0 && errno != ENOENT && errno != ENOTDIR) {
+		rc = fs_fail(fs, err, CAIRN_EIO, errno, "deleting", key);
+		free(path);
+		return rc;
+	}
+	(void)fsync_dir_of(path);
+	rmdirs_for(fs->root, path);
+	free(path);
+	return 0;
+}
+
+/* ---- listing ---------------------------------------------------------- */
+
+struct fs_ent {
+	char *key;
+	int is_prefix;
+};
+
+struct fs_walk {
+	struct store_fs *fs;
+	struct fs_ent *v;
+	size_t n, alloc;
+	int err_no;
+	char *err_path;
+};
+
+static void
+walk_add(struct fs_walk *w, char *key, int is_prefix)
+{
+	if (w->n == w->alloc) {
+		w->alloc = w->alloc ? 2 * w->alloc : 64;
+		w->v = xreallocarray(w->v, w->alloc, sizeof *w->v);
+	}
+	w->v[w->n].key = key;
+	w->v[w->n].is_prefix = is_prefix;
+	w->n++;
+}
+
+/* Does directory path hold at least one object (recursively)? */
+static int
+dir_has_object(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	struct stat st;
+	char *sub;
+	int found = 0;
+
+	if (d == NULL)
+		return 0;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
+		    strcmp(de->d_name, "..") == 0 ||
+		    str_has_prefix(de->d_name, FS_HIDDEN)))
+			continue;
+		sub = xasprintf("%s/%s", path, de->d_name);
+		if (lstat(sub, &st) == 0) {
+			if (S_ISREG(st.st_mode))
+				found = 1;
+			else if (S_ISDIR(st.st_mode))
+				found = dir_has_object(sub);
+		}
+		free(sub);
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * Walk dir (the directory of key prefix `base`, "" or ending in '/'),
+ * adding entries whose name starts with filter (only at this level).
+ */
+static void
+walk_dir(struct fs_walk *w, const char *base, const char *filter, int delim)
+{
+	char *dpath = xasprintf("%s/%s", w->fs->root, base);
+	DIR *d = opendir(dpath);
+	struct dirent *de;
+	struct stat st;
+	char *sub, *key;
+
+	if (d == NULL) {
+		if (errno != ENOENT && errno != ENOTDIR && w->err_no == 0) {
+			w->err_no = errno;
+			w->err_path = xstrdup(base);
+		}
+		free(dpath);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    str_has_prefix(de->d_name, FS_HIDDEN))
+			continue;
+		if (!str_has_prefix(de->d_name, filter))
+			continue;
+		sub = xasprintf("%s/%s", dpath, de->d_name);
+		if (lstat(sub, &st) < 0) {
+			free(sub);
+			continue;
+		}
+		if (S_ISREG(st.st_mode)) {
+			walk_add(w, xasprintf("%s%s", base, de->d_name), 0);
+		} else if (S_ISDIR(st.st_mode)) {
+			key = xasprintf("%s%s/", base, de->d_name);
+			if (delim) {
+				if (dir_has_object(sub))
+					walk_add(w, key, 1);
+				else
+					free(key);
+			} else {
+				walk_dir(w, key, "", 0);
+				free(key);
+			}
+		}
+		free(sub);
+	}
+	closedir(d);
+	free(dpath);
+}
+
+static int
+ent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct fs_ent *)a)->key,
+	    ((const struct fs_ent *)b)->key);
+}
+
+static int
+fs_list(struct store *s, const char *prefix, const char *delim,
+    store_list_fn fn, void *arg, struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct fs_walk w = { fs, NULL, 0, 0, 0, NULL };
+	struct store_entry e;
+	struct stat st;
+	const char *slash = strrchr(prefix, '/');
+	char *base, *path;
+	size_t i;
+	int fd, rc = 0, stop = 0;
+
+	if (*prefix != '\0') {
+		rc = fs_hidden_key(fs, prefix, err);
+		if (rc < 0)
+			return rc;
+	}
+	base = slash ? xstrndup(prefix, (size_t)(slash - prefix) + 1) : xstrdup("");
+	walk_dir(&w, base, slash ? slash + 1 : prefix, delim != NULL);
+	free(base);
+	if (w.err_no != 0) {
+		rc = cairn_err_errno(err, CAIRN_EIO, w.err_no,
+		    "%s: listing \"%.300s\"", fs->base.desc, w.err_path);
+		goto out;
+	}
+	qsort(w.v, w.n, sizeof *w.v, ent_cmp);
+	for (i = 0; i < w.n && !stop; i++) {
+		memset(&e, 0, sizeof e);
+		e.key = w.v[i].key;
+		e.is_prefix = w.v[i].is_prefix;
+		if (!e.is_prefix) {
+			path = fs_path(fs, e.key);
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			free(path);
+			if (fd < 0)
+				continue;	/* deleted meanwhile */
+			if (fstat(fd, &st) == 0) {
+				fill_stat(&st, &e.stat);
+				(void)etag_of(fd, &st, e.stat.etag);
+			}
+			close(fd);
+		}
+		stop = fn(arg, &e);
+	}
+out:
+	for (i = 0; i < w.n; i++)
+		free(w.v[i].key);
+	free(w.v);
+	free(w.err_path);
+	return rc;
+}
+
+/* ---- multipart -------------------------------------------------------- */
+
+static int
+id_ok(const char *id)
+{
+	size_t i;
+
+	for (i = 0; id[i] != '\0'; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return 0;
+	return i == 32;
+}
+
+/* The upload directory of id, checked to exist and to be for key. */
+static int
+upload_dir(struct store_fs *fs, const char *key, const char *id, char **out,
+    struct cairn_err *err)
+{
+	char *dir, *kpath, *stored = NULL;
+	struct buf b;
+	FILE *f;
+	char tmp[4096];
+	size_t n;
+	int rc = 0;
+
+	*out = NULL;
+	if (!id_ok(id))
+		return cairn_err_set(err, CAIRN_ENOTFOUND,
+		    "%s: no multipart upload \"%.100s\" for \"%.300s\"",
+		    fs->base.desc, id, key);
+	dir = xasprintf("%s/" FS_UPLOADS "/%s", fs->root, id);
+	kpath = xasprintf("%s/key", dir);
+	f = fopen(kpath, "re");
+	free(kpath);
+	if (f == NULL) {
+		free(dir);
+		return cairn_err_set(err, CAIRN_ENOTFOUND,
+		    "%s: no multipart upload \"%s\" for \"%.300s\"",
+		    fs->base.desc, id, key);
+	}
+	buf_init(&b, STORE_KEY_MAX + 1);
+	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
+		if (buf_append(&b, tmp, n) < 0)
+			break;
+	}
+	fclose(f);
+	stored = buf_take(&b, NULL);
+	if (stored == NULL || strcmp(stored, key) != 0)
+		rc = cairn_err_set(err, CAIRN_ENOTFOUND,
+		    "%s: multipart upload \"%s\" is not for \"%.300s\"",
+		    fs->base.desc, id, key);
+	free(stored);
+	if (rc < 0) {
+		free(dir);
+		return rc;
+	}
+	*out = dir;
+	return 0;
+}
+
+static int
+fs_mpu_create(struct store *s, const char *key, char **id,
+    struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	unsigned char r[16];
+	char hx[33], *dir = NULL, *up = NULL, *kpath = NULL;
+	struct store_src src;
+	char etag[STORE_ETAG_MAX];
+	struct fs_publish pb = { &src, NULL, 0, NULL, etag, "upload key", key };
+	int rc;
+
+	rc = fs_hidden_key(fs, key, err);
+	if (rc < 0)
+		return rc;
+	rand_bytes(r, sizeof r);
+	store_hex(r, sizeof r, hx);
+	up = xasprintf("%s/" FS_UPLOADS, fs->root);
+	if (mkdir(up, 0700) < 0 && errno != EEXIST) {
+		rc = fs_fail(fs, err, CAIRN_EIO, errno,
+		    "making the uploads directory for", key);
+		goto out;
+	}
+	dir = xasprintf("%s/%s", up, hx);
+	if (mkdir(dir, 0700) < 0) {
+		rc = fs_fail(fs, err, CAIRN_EIO, errno,
+		    "making an upload directory for", key);
+		goto out;
+	}
+	kpath = xasprintf("%s/key", dir);
+	store_src_mem(&src, key, strlen(key));
+	rc = fs_publish(fs, kpath, &pb, err);
+	if (rc == 0)
+		*id = xstrdup(hx);
+out:
+	free(up);
+	free(dir);
+	free(kpath);
+	return rc;
+}
+
+static int
+fs_mpu_put_part(struct store *s, const char *key, const char *id, int number,
+    struct store_src *src, char *etag, const struct store_progress *prog,
+    struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct fs_publish pb = { src, NULL, 0, prog, etag, "part", key };
+	char *dir, *path;
+	int rc;
+
+	rc = upload_dir(fs, key, id, &dir, err);
+	if (rc < 0)
+		return rc;
+	path = xasprintf("%s/part-%05d", dir, number);
+	rc = fs_publish(fs, path, &pb, err);
+	if (rc < 0)
+		cairn_err_prefix(err, "part %d", number);
+	free(path);
+	free(dir);
+	return rc;
+}
+
+struct fs_parts {
+	struct store_part *v;
+	size_t n, alloc;
+};
+
+static int
+part_cmp(const void *a, const void *b)
+{
+	return ((const struct store_part *)a)->number -
+	    ((const struct store_part *)b)->number;
+}
+
+/* Read the parts of an upload directory, ascending. */
+static int
+read_parts(struct store_fs *fs, const char *key, const char *dir,
+    struct fs_parts *ps, struct cairn_err *err)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct stat st;
+	struct store_part p;
+	char *path, *end;
+	long num;
+	int fd;
+
+	if (d == NULL)
+		return fs_fail(fs, err, CAIRN_EIO, errno,
+		    "listing the parts of", key);
+	while ((de = readdir(d)) != NULL) {
+		if (!str_has_prefix(de->d_name, "part-"))
+			continue;
+		num = strtol(de->d_name + 5, &end, 10);
+		if (*end != '\0' || num < 1 || num > STORE_PART_MAX_NUMBER)
+			continue;
+		path = xasprintf("%s/%s", dir, de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		free(path);
+		if (fd < 0)
+			continue;
+		memset(&p, 0, sizeof p);
+		p.number = (int)num;
+		if (fstat(fd, &st) < 0 || etag_of(fd, &st, p.etag) < 0) {
+			close(fd);
+			closedir(d);
+			return fs_fail(fs, err, CAIRN_EIO, errno,
+			    "reading a part of", key);
+		}
+		p.size = (uint64_t)st.st_size;
+		close(fd);
+		if (ps->n == ps->alloc) {
+			ps->alloc = ps->alloc ? 2 * ps->alloc : 16;
+			ps->v = xreallocarray(ps->v, ps->alloc, sizeof *ps->v);
+		}
+		ps->v[ps->n++] = p;
+	}
+	closedir(d);
+	qsort(ps->v, ps->n, sizeof *ps->v, part_cmp);
+	return 0;
+}
+
+static int
+fs_mpu_list_parts(struct store *s, const char *key, const char *id,
+    store_part_fn fn, void *arg, struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct fs_parts ps = { NULL, 0, 0 };
+	char *dir;
+	size_t i;
+	int rc;
+
+	rc = upload_dir(fs, key, id, &dir, err);
+	if (rc < 0)
+		return rc;
+	rc = read_parts(fs, key, dir, &ps, err);
+	for (i = 0; rc == 0 && i < ps.n; i++) {
+		if (fn(arg, &ps.v[i]) != 0)
+			break;
+	}
+	free(ps.v);
+	free(dir);
+	return rc;
+}
+
+static void
+rm_upload(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char *p;
+
+	if (d != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 ||
+			    strcmp(de->d_name, "..") == 0)
+				continue;
+			p = xasprintf("%s/%s", dir, de->d_name);
+			unlink(p);
+			free(p);
+		}
+		closedir(d);
+	}
+	rmdir(dir);
+	(void)fsync_dir_of(dir);
+}
+
+static int
+fs_mpu_complete(struct store *s, const char *key, const char *id,
+    const struct store_part *parts, size_t n, char *etag,
+    struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct fs_parts ps = { NULL, 0, 0 };
+	struct fs_publish pb = { NULL, NULL, 0, NULL, etag, "object", key };
+	char *dir, *path = NULL;
+	size_t i, j;
+	int rc;
+
+	rc = upload_dir(fs, key, id, &dir, err);
+	if (rc < 0)
+		return rc;
+	rc = read_parts(fs, key, dir, &ps, err);
+	if (rc < 0)
+		goto out;
+	pb.part_paths = xcalloc(n, sizeof *pb.part_paths);
+	pb.nparts = n;
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < ps.n && ps.v[j].number != parts[i].number; j++)
+			;
+		if (j == ps.n || strcmp(ps.v[j].etag, parts[i].etag) != 0) {
+			rc = cairn_err_set(err, CAIRN_EINVAL,
+			    "%s: completing \"%.300s\": part %d %s", fs->base.desc,
+			    key, parts[i].number, j == ps.n ? "was never uploaded" :
+			    "has a different ETag than given");
+			goto out;
+		}
+		pb.part_paths[i] = xasprintf("%s/part-%05d", dir, parts[i].number);
+	}
+	path = fs_path(fs, key);
+	rc = fs_publish(fs, path, &pb, err);
+	if (rc == 0)
+		rm_upload(dir);
+out:
+	if (pb.part_paths != NULL)
+		for (i = 0; i < n; i++)
+			free(pb.part_paths[i]);
+	free(pb.part_paths);
+	free(ps.v);
+	free(path);
+	free(dir);
+	return rc;
+}
+
+static int
+fs_mpu_abort(struct store *s, const char *key, const char *id,
+    struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	char *dir;
+	int rc;
+
+	rc = upload_dir(fs, key, id, &dir, err);
+	if (rc < 0)
+		return rc;
+	rm_upload(dir);
+	free(dir);
+	return 0;
+}
+
+/* ---- open / check ----------------------------------------------------- */
+
+static int
+fs_check(struct store *s, struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct stat st;
+
+	if (stat(fs->root, &st) < 0)
+		return cairn_err_errno(err, errno == ENOENT ? CAIRN_ENOTFOUND :
+		    CAIRN_EIO, errno, "%s: storage directory", fs->base.desc);
+	if (!S_ISDIR(st.st_mode))
+		return cairn_err_set(err, CAIRN_EIO,
+		    "%s: storage path is not a directory", fs->base.desc);
+	if (access(fs->root, R_OK | W_OK | X_OK) < 0)
+		return cairn_err_errno(err, CAIRN_EIO, errno,
+		    "%s: storage directory is not readable and writable",
+		    fs->base.desc);
+	return 0;
+}
+
+static void
+fs_free(struct store *s)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+
+	free(fs->root);
+	free(fs);
+}
+
+int
+store_open_fs(const char *root, int create, struct store **out,
+    struct cairn_err *err)
+{
+	struct store_fs *fs;
+	size_t n;
+	char *p, *q;
+	int rc;
+
+	*out = NULL;
+	if (root == NULL || *root == '\0')
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "local storage needs a directory path");
+	fs = xcalloc(1, sizeof *fs);
+	fs->base.ops = &fs_ops;
+	fs->root = xstrdup(root);
+	n = strlen(fs->root);
+	while (n > 1 && fs->root[n - 1] == '/')
+		fs->root[--n] = '\0';
+	fs->base.desc = xasprintf("fs:%s", fs->root);
+	if (create) {
+		p = xstrdup(fs->root);
+		for (q = p + 1; (q = strchr(q, '/')) != NULL; q++) {
+			*q = '\0';
+			(void)mkdir(p, 0700);
+			*q = '/';
+		}
+		(void)mkdir(p, 0700);
+		free(p);
+	}
+	rc = fs_check(&fs->base, err);
+	if (rc < 0) {
+		store_free(&fs->base);
+		return rc;
+	}
+	*out = &fs->base;
+	return 0;
+}
+
+static const struct store_ops fs_ops = {
+	"fs", fs_free, fs_check, fs_put, fs_get, fs_head, fs_list, fs_del,
+	fs_mpu_create, fs_mpu_put_part, fs_mpu_list_parts, fs_mpu_complete,
+	fs_mpu_abort,
+};
