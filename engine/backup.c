@@ -1374,9 +1374,13 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	if (rc < 0)
 		goto out;
 	if (cJSON_GetArraySize(verrs) > 0) {
+		const cJSON *ve;
+
+		cJSON_ArrayForEach(ve, verrs)
+			bk_event(&b, "error", "validation failed: %s",
+			    ve->valuestring);
 		json_set_item(b.status, "validationErrors", verrs);
 		verrs = NULL;
-		bk_event(&b, "error", "validation failed");
 		rc = bk_finish_status(&b, "FailedValidation", NULL, err);
 		goto out;
 	}
