@@ -259,7 +259,7 @@ def backup_validation_and_failures(t):
     t.check("unreachable" in b["status"].get("failureReason", ""), "failureReason: %r" %
             b["status"].get("failureReason"))
     # a resource whose list fails: PartiallyFailed, the rest still backed up
-    sim.faults({"method": "GET", "path": "^/api/v1/secrets$", "status": 500, "message": "etcd is sad",
+    sim.faults({"method": "GET", "path": "^/api/v1/secrets$", "status": 403, "message": "secrets is forbidden: RBAC says no",
                 "count": 1000})
     create_backup(sim, "partial")
     b = wait_final(sim, "partial", srv=srv)
@@ -272,7 +272,7 @@ def backup_validation_and_failures(t):
     t.check(any("/configmaps/" in n for n in legacy), "configmaps still backed up")
     with gzip.open(os.path.join(os.path.dirname(tb), "partial-results.gz")) as f:
         res = json.load(f)
-    t.check(any("secrets" in e and "etcd is sad" in e for e in res["errors"]["velero"]),
+    t.check(any("secrets" in e and "RBAC says no" in e for e in res["errors"]["velero"]),
             "results record the list error: %s" % res["errors"])
     # printer columns through the real kubectl
     out = sim.kubectl("get", "backups.cairn.io", "-n", NS).stdout
