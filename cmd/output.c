@@ -216,11 +216,18 @@ yaml_needs_quotes(const char *s)
 		p++;
 	if (*p == '.')
 		p++;
-	if (isdigit((unsigned char)*p))
-		return 1;
 	if (strcasecmp(p, "inf") == 0 || strcasecmp(p, "nan") == 0)
 		return 1;
-	return 0;
+	if (!isdigit((unsigned char)*p))
+		return 0;
+	/*
+	 * Starts like a number: quote unless a character no int, float,
+	 * sexagesimal or timestamp form can hold shows it is text ("720h").
+	 */
+	for (; *p != '\0'; p++)
+		if (strchr("0123456789abcdefABCDEF_.:+-xXoOtTzZ ", *p) == NULL)
+			return 0;
+	return 1;
 }
 
 static int

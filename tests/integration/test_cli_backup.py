@@ -147,6 +147,12 @@ def get_table_json_and_yaml(t):
                                                                "bytesDone": 2048},
                            "claim": {"holder": "srv-a", "worker": "srv-a/1", "attempt": 2,
                                      "claimedAt": "2026-01-01T00:00:00Z"}})
+    # Strings a YAML reader could take for something else must come back as strings.
+    tricky = {"a": "yes", "b": "0x1F", "c": "1:30", "d": "2026-01-01", "e": "~", "f": "two\nlines",
+              "g": "1e3", "h": "-.5", "i": "", "j": "NO", "k": "'quoted' \"x\"", "l": "#x", "m": "a: b",
+              "n": "[1]", "o": "é ✓", "p": "0o17", "q": "720h", "r": "null"}
+    sim.ok("PATCH", BK + "/b1", {"metadata": {"annotations": tricky}},
+           content_type="application/merge-patch+json")
     set_status(sim, "b3", {"phase": "Completed", "errors": 1, "warnings": 4, "expiration": future,
                            "progress": {"totalItems": 7, "itemsBackedUp": 7}})
     r = cli(sim, "backup", "get")
@@ -179,6 +185,7 @@ def get_table_json_and_yaml(t):
     t.eq(lj["kind"], "List", "list kind")
     t.eq([i["metadata"]["name"] for i in lj["items"]], ["b1", "b2", "b3"], "list items")
     t.eq(ly, lj, "YAML reads back to the same document as JSON")
+    t.eq(ly["items"][0]["metadata"]["annotations"], tricky, "tricky strings survive YAML")
     t.eq(ly["items"][2]["status"]["expiration"], future, "timestamps stay strings in YAML")
 
     r = cli(sim, "backup", "get", "nope")

@@ -81,7 +81,9 @@ test_yaml_quoting(void)
 	const char *json = "{\"name\":\"b1\",\"t\":\"true\",\"n\":\"123\","
 	    "\"ts\":\"2026-12-02T12:00:00Z\",\"e\":\"\",\"nul\":\"null\","
 	    "\"num\":42,\"f\":1.5,\"b\":false,\"z\":null,\"list\":[\"a\",1],"
-	    "\"empty\":{},\"none\":[],\"nested\":{\"k\":\"v: x\"}}";
+	    "\"empty\":{},\"none\":[],\"nested\":{\"k\":\"v: x\"},"
+	    "\"ttl\":\"720h\",\"hex\":\"9f3e\",\"ver\":\"1.1.0\",\"neg\":\"-5\","
+	    "\"ninf\":\"-.inf\"}";
 	cJSON *obj = cJSON_Parse(json);
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct buf b;
@@ -106,7 +108,12 @@ test_yaml_quoting(void)
 	    "empty: {}\n"
 	    "none: []\n"
 	    "nested:\n"
-	    "  k: 'v: x'\n");
+	    "  k: 'v: x'\n"
+	    "ttl: 720h\n"
+	    "hex: '9f3e'\n"
+	    "ver: '1.1.0'\n"
+	    "neg: '-5'\n"
+	    "ninf: '-.inf'\n");
 	buf_free(&b);
 	/* The cap is an error, not a crash. */
 	buf_init(&b, 16);
