@@ -5,7 +5,8 @@ noinst_LIBRARIES += web/libweb.a
 CAIRN_MODULE_LIBS += web/libweb.a
 web_libweb_a_SOURCES = \
 	web/web.c web/web.h web/web_int.h \
-	web/metrics.c web/metrics.h web/metrics.def
+	web/metrics.c web/metrics.h web/metrics.def \
+	web/status_doc.c web/status_doc.h
 nodist_web_libweb_a_SOURCES = web/status_html.c
 EXTRA_DIST += web/status.html web/README.md
 CLEANFILES += web/status_html.c

@@ -34,6 +34,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "web/metrics.h"
+#include "web/status_doc.h"
 #include "web/web.h"
 
 #define DEMO_TOTAL_ITEMS	4000
@@ -60,7 +61,9 @@ static struct {
 	int run;		/* number of the running backup */
 	int attempt;
 	long items;
+	long items_at_start;	/* done by the previous attempt */
 	long bytes;
+	int64_t volume_started_us;
 	long restore_items;
 	long volume_bytes;
 	struct recent recent[DEMO_MAX_RECENT];
@@ -80,15 +83,6 @@ on_signal(int sig)
 		usr1_count++;
 	else
 		stop_flag = 1;
-}
-
-static void
-add_time(cJSON *o, const char *key, int64_t us)
-{
-	char ts[TIME_STR_MAX];
-
-	time_format_rfc3339(us, ts);
-	cJSON_AddStringToObject(o, key, ts);
 }
 
 /* Newest first; the oldest entry falls off. Mutex held. */
@@ -123,165 +117,114 @@ recent_push(const char *name, const char *phase, double dur, long items,
 static cJSON *
 demo_status(void *arg)
 {
-	cJSON *doc, *o, *a, *p, *l, *m;
+	static const char *const no_messages[] = { NULL };
 	int64_t now = time_now_us();
-	double elapsed;
-	char name[64];
+	cJSON *doc, *labels, *rlabels;
+	char name[64], owner[64];
+	struct web_server_info si = {
+		.id = "demo-1", .namespace = "cairn-system",
+		.started_us = demo.started_us, .workers = 2,
+		.lease_name = "cairn-demo-1", .lease_state = "held",
+		.lease_renewed_us = now - 1500000,
+		.lease_duration_us = 15 * TIME_US_PER_SEC,
+	};
+	struct web_peer peers[] = {
+		{ "demo-1", "cairn-demo-1", now - 1500000, 15 * TIME_US_PER_SEC, 0, 1, 2 },
+		{ "demo-2", "cairn-demo-2", now - 4000000, 15 * TIME_US_PER_SEC, 0, 0, 0 },
+		{ "demo-old", "cairn-demo-old", demo.started_us - 3600 * TIME_US_PER_SEC,
+		  15 * TIME_US_PER_SEC, 1, 0, WEB_UNKNOWN },
+	};
+	struct web_op op;
+	struct web_volume_op vol;
+	struct web_waiting wait = { WEB_OP_BACKUP, "hourly-20261202-1300", "cairn-system",
+		now - 42 * TIME_US_PER_SEC, "all 2 workers busy" };
 
 	(void)arg;
+	labels = cJSON_CreateObject();
+	cJSON_AddStringToObject(labels, "app", "shop");
+	cJSON_AddStringToObject(labels, "note", SCRIPT_LABEL);
+	rlabels = cJSON_CreateObject();
+	cJSON_AddStringToObject(rlabels, "note", SCRIPT_LABEL);
+
 	pthread_mutex_lock(&demo.mu);
-	doc = cJSON_CreateObject();
+	doc = web_doc_new(&si, now);
+	for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++)
+		web_doc_add_server(doc, &peers[i]);
 
-	o = cJSON_AddObjectToObject(doc, "server");
-	cJSON_AddStringToObject(o, "id", "demo-1");
-	add_time(o, "startedAt", demo.started_us);
-	cJSON_AddNumberToObject(o, "uptimeSeconds",
-	    (double)((now - demo.started_us) / TIME_US_PER_SEC));
-	cJSON_AddNumberToObject(o, "workers", 2);
-	cJSON_AddStringToObject(o, "namespace", "cairn-system");
-	l = cJSON_AddObjectToObject(o, "lease");
-	cJSON_AddStringToObject(l, "name", "cairn-demo-1");
-	cJSON_AddStringToObject(l, "state", "held");
-	add_time(l, "renewedAt", now - 1500000);
-	cJSON_AddNumberToObject(l, "durationSeconds", 15);
-
-	a = cJSON_AddArrayToObject(doc, "servers");
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", "demo-1");
-	cJSON_AddStringToObject(o, "leaseName", "cairn-demo-1");
-	add_time(o, "renewedAt", now - 1500000);
-	cJSON_AddNumberToObject(o, "durationSeconds", 15);
-	cJSON_AddBoolToObject(o, "expired", 0);
-	cJSON_AddBoolToObject(o, "self", 1);
-	cJSON_AddNumberToObject(o, "running", 2);
-	cJSON_AddItemToArray(a, o);
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", "demo-2");
-	cJSON_AddStringToObject(o, "leaseName", "cairn-demo-2");
-	add_time(o, "renewedAt", now - 4000000);
-	cJSON_AddNumberToObject(o, "durationSeconds", 15);
-	cJSON_AddBoolToObject(o, "expired", 0);
-	cJSON_AddBoolToObject(o, "self", 0);
-	cJSON_AddNumberToObject(o, "running", 0);
-	cJSON_AddItemToArray(a, o);
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "id", "demo-old");
-	cJSON_AddStringToObject(o, "leaseName", "cairn-demo-old");
-	add_time(o, "renewedAt", demo.started_us - 3600 * TIME_US_PER_SEC);
-	cJSON_AddNumberToObject(o, "durationSeconds", 15);
-	cJSON_AddBoolToObject(o, "expired", 1);
-	cJSON_AddBoolToObject(o, "self", 0);
-	cJSON_AddItemToArray(a, o);
-
-	/* The running backup. */
-	elapsed = (double)(now - demo.backup_started_us) / TIME_US_PER_SEC;
-	a = cJSON_AddArrayToObject(doc, "backups");
-	o = cJSON_CreateObject();
+	/* The running backup, resumed (attempt 2) with 250 items done before. */
 	snprintf(name, sizeof name, "nightly-20261202-%03d", demo.run);
-	cJSON_AddStringToObject(o, "name", name);
-	cJSON_AddStringToObject(o, "namespace", "cairn-system");
-	cJSON_AddStringToObject(o, "phase", "InProgress");
-	cJSON_AddStringToObject(o, "holder", "demo-1");
-	cJSON_AddStringToObject(o, "worker", "demo-1/0");
-	cJSON_AddNumberToObject(o, "attempt", demo.attempt);
-	add_time(o, "claimedAt", demo.backup_started_us);
-	add_time(o, "startedAt", demo.backup_started_us);
-	cJSON_AddStringToObject(o, "storageLocation", "default");
-	cJSON_AddStringToObject(o, "schedule", "nightly");
-	l = cJSON_AddObjectToObject(o, "labels");
-	cJSON_AddStringToObject(l, "app", "shop");
-	cJSON_AddStringToObject(l, "note", SCRIPT_LABEL);
-	cJSON_AddNumberToObject(o, "errors", 0);
-	cJSON_AddNumberToObject(o, "warnings", 1);
-	cJSON_AddNullToObject(o, "lastError");
-	p = cJSON_AddObjectToObject(o, "progress");
-	cJSON_AddNumberToObject(p, "totalItems", DEMO_TOTAL_ITEMS);
-	cJSON_AddNumberToObject(p, "itemsDone", (double)demo.items);
-	cJSON_AddNumberToObject(p, "bytesDone", (double)demo.bytes);
-	cJSON_AddNullToObject(p, "totalBytes");
-	cJSON_AddNumberToObject(p, "percent", 100.0 * (double)demo.items / DEMO_TOTAL_ITEMS);
-	if (elapsed > 0.5 && demo.items > 0) {
-		double ir = (double)demo.items / elapsed;
+	memset(&op, 0, sizeof op);
+	op.name = name;
+	op.namespace = "cairn-system";
+	op.phase = "InProgress";
+	op.holder = "demo-1";
+	op.worker = "demo-1/0";
+	op.attempt = demo.attempt;
+	op.claimed_us = op.started_us = demo.backup_started_us;
+	op.storage_location = "default";
+	op.schedule = "nightly";
+	op.labels = labels;
+	op.warnings = 1;
+	op.progress.total_items = DEMO_TOTAL_ITEMS;
+	op.progress.items_done = demo.items;
+	op.progress.bytes_done = demo.bytes;
+	op.progress.total_bytes = WEB_UNKNOWN;
+	op.progress.since_us = demo.backup_started_us;
+	op.progress.items_at_since = demo.items_at_start;
+	op.progress.bytes_at_since = demo.items_at_start * DEMO_BYTES_PER_ITEM;
+	web_doc_add_op(doc, WEB_OP_BACKUP, &op, now);
 
-		cJSON_AddNumberToObject(p, "rateItemsPerSecond", ir);
-		cJSON_AddNumberToObject(p, "rateBytesPerSecond", (double)demo.bytes / elapsed);
-		cJSON_AddNumberToObject(p, "etaSeconds",
-		    (double)(DEMO_TOTAL_ITEMS - demo.items) / ir);
-	} else {
-		cJSON_AddNullToObject(p, "rateItemsPerSecond");
-		cJSON_AddNullToObject(p, "rateBytesPerSecond");
-		cJSON_AddNullToObject(p, "etaSeconds");
-	}
-	cJSON_AddItemToArray(a, o);
+	/* A running restore whose total is not known yet. */
+	memset(&op, 0, sizeof op);
+	op.name = "restore-shop";
+	op.phase = "InProgress";
+	op.holder = "demo-1";
+	op.worker = "demo-1/1";
+	op.attempt = 1;
+	op.claimed_us = op.started_us = demo.started_us + 3700 * TIME_US_PER_SEC;
+	op.backup = "nightly-20261201-000";
+	op.progress.total_items = WEB_UNKNOWN;
+	op.progress.items_done = demo.restore_items;
+	op.progress.bytes_done = demo.restore_items * 2048;
+	op.progress.total_bytes = WEB_UNKNOWN;
+	op.progress.since_us = WEB_UNKNOWN;
+	web_doc_add_op(doc, WEB_OP_RESTORE, &op, now);
 
-	/* A running restore without a known total. */
-	a = cJSON_AddArrayToObject(doc, "restores");
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "name", "restore-shop");
-	cJSON_AddStringToObject(o, "phase", "InProgress");
-	cJSON_AddStringToObject(o, "holder", "demo-1");
-	cJSON_AddStringToObject(o, "worker", "demo-1/1");
-	cJSON_AddNumberToObject(o, "attempt", 1);
-	cJSON_AddStringToObject(o, "backup", "nightly-20261201-000");
-	p = cJSON_AddObjectToObject(o, "progress");
-	cJSON_AddNullToObject(p, "totalItems");
-	cJSON_AddNumberToObject(p, "itemsDone", (double)demo.restore_items);
-	cJSON_AddNumberToObject(p, "bytesDone", (double)demo.restore_items * 2048);
-	cJSON_AddItemToArray(a, o);
+	snprintf(owner, sizeof owner, "nightly-20261202-%03d", demo.run);
+	memset(&vol, 0, sizeof vol);
+	vol.kind = WEB_OP_BACKUP;
+	vol.name = "vpb-shop-data";
+	vol.owner = owner;
+	vol.volume = "shop-data";
+	vol.plugin = "cairn.io/hostpath";
+	vol.phase = "InProgress";
+	vol.holder = "demo-1";
+	vol.attempt = 1;
+	vol.bytes_done = demo.volume_bytes;
+	vol.total_bytes = 2048LL * 1024 * 1024;
+	vol.since_us = demo.volume_started_us;
+	web_doc_add_volume(doc, &vol, now);
 
-	a = cJSON_AddArrayToObject(doc, "volumeOperations");
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "kind", "backup");
-	cJSON_AddStringToObject(o, "name", "vpb-shop-data");
-	snprintf(name, sizeof name, "nightly-20261202-%03d", demo.run);
-	cJSON_AddStringToObject(o, "backup", name);
-	cJSON_AddStringToObject(o, "volume", "shop-data");
-	cJSON_AddStringToObject(o, "plugin", "cairn.io/hostpath");
-	cJSON_AddStringToObject(o, "phase", "InProgress");
-	cJSON_AddStringToObject(o, "holder", "demo-1");
-	cJSON_AddNumberToObject(o, "attempt", 1);
-	cJSON_AddNumberToObject(o, "bytesDone", (double)demo.volume_bytes);
-	cJSON_AddNumberToObject(o, "totalBytes", 2048.0 * 1024 * 1024);
-	cJSON_AddNumberToObject(o, "rateBytesPerSecond", 8.0 * 1024 * 1024);
-	cJSON_AddNumberToObject(o, "etaSeconds",
-	    (2048.0 * 1024 * 1024 - (double)demo.volume_bytes) / (8.0 * 1024 * 1024));
-	cJSON_AddItemToArray(a, o);
+	web_doc_add_waiting(doc, &wait);
 
-	a = cJSON_AddArrayToObject(doc, "waiting");
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "kind", "backup");
-	cJSON_AddStringToObject(o, "name", "hourly-20261202-1300");
-	add_time(o, "createdAt", now - 42 * TIME_US_PER_SEC);
-	cJSON_AddStringToObject(o, "reason", "all 2 workers busy");
-	cJSON_AddItemToArray(a, o);
-
-	a = cJSON_AddArrayToObject(doc, "recent");
 	for (int i = 0; i < demo.nrecent; i++) {
 		const struct recent *r = &demo.recent[i];
+		const char *msgs[] = { r->message, NULL };
+		struct web_result res = {
+			.kind = WEB_OP_BACKUP, .name = r->name, .phase = r->phase,
+			.started_us = r->completed_us - (int64_t)(r->duration_s * TIME_US_PER_SEC),
+			.completed_us = r->completed_us, .holder = "demo-1",
+			.attempt = 1, .items_done = r->items, .total_items = r->total,
+			.bytes_done = r->bytes, .errors = (int)r->errors,
+			.labels = rlabels,
+			.messages = r->message != NULL ? msgs : no_messages,
+		};
 
-		o = cJSON_CreateObject();
-		cJSON_AddStringToObject(o, "kind", "backup");
-		cJSON_AddStringToObject(o, "name", r->name);
-		cJSON_AddStringToObject(o, "phase", r->phase);
-		add_time(o, "startedAt", r->completed_us -
-		    (int64_t)(r->duration_s * TIME_US_PER_SEC));
-		add_time(o, "completedAt", r->completed_us);
-		cJSON_AddNumberToObject(o, "durationSeconds", r->duration_s);
-		cJSON_AddStringToObject(o, "holder", "demo-1");
-		cJSON_AddNumberToObject(o, "attempt", 1);
-		cJSON_AddNumberToObject(o, "itemsDone", (double)r->items);
-		cJSON_AddNumberToObject(o, "totalItems", (double)r->total);
-		cJSON_AddNumberToObject(o, "bytesDone", (double)r->bytes);
-		cJSON_AddNumberToObject(o, "errors", (double)r->errors);
-		cJSON_AddNumberToObject(o, "warnings", 0);
-		l = cJSON_AddObjectToObject(o, "labels");
-		cJSON_AddStringToObject(l, "note", SCRIPT_LABEL);
-		m = cJSON_AddArrayToObject(o, "messages");
-		if (r->message != NULL)
-			cJSON_AddItemToArray(m, cJSON_CreateString(r->message));
-		cJSON_AddItemToArray(a, o);
+		web_doc_add_recent(doc, &res);
 	}
 	pthread_mutex_unlock(&demo.mu);
+	cJSON_Delete(labels);
+	cJSON_Delete(rlabels);
 	return doc;
 }
 
@@ -357,14 +300,17 @@ tick(void)
 	    DEMO_ITEMS_PER_TICK * DEMO_BYTES_PER_ITEM, NULL);
 	if (demo.items >= DEMO_TOTAL_ITEMS) {
 		demo.items = 0;
+		demo.items_at_start = 0;
 		demo.bytes = 0;
 		demo.run++;
 		demo.backup_started_us = time_now_us();
 	}
 	demo.restore_items += 3;
 	demo.volume_bytes += 1600 * 1024;
-	if (demo.volume_bytes > 2048L * 1024 * 1024)
+	if (demo.volume_bytes > 2048L * 1024 * 1024) {
 		demo.volume_bytes = 0;
+		demo.volume_started_us = time_now_us();
+	}
 	pthread_mutex_unlock(&demo.mu);
 }
 
@@ -448,7 +394,8 @@ main(int argc, char **argv)
 	demo.started_us = time_now_us() - 3723 * TIME_US_PER_SEC;
 	demo.backup_started_us = time_now_us();
 	demo.attempt = 2;
-	demo.items = 250;
+	demo.items = demo.items_at_start = 250;
+	demo.volume_started_us = time_now_us();
 	demo.bytes = 250L * DEMO_BYTES_PER_ITEM;
 	pthread_mutex_lock(&demo.mu);
 	recent_push("nightly-20261201-000", "Completed", 3725, 3890, 3890,

@@ -19,6 +19,7 @@
 #include "base/timeutil.h"
 #include "tests/unit/unit.h"
 #include "web/metrics.h"
+#include "web/status_doc.h"
 #include "web/web.h"
 
 /* ---- metrics ---- */
@@ -148,6 +149,65 @@ test_metrics_threads(void)
 	for (int i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	CHECK_INT(metrics_get(METRIC_CLAIMS_TOTAL, METRIC_LABELS("backup")), 80000);
+}
+
+/* ---- the status document builders ---- */
+
+static double
+num_at(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -999;
+}
+
+static void
+test_status_doc_progress(void)
+{
+	int64_t now = 1800000000LL * TIME_US_PER_SEC;
+	struct web_server_info si = { .id = "s1", .started_us = now - 90 * TIME_US_PER_SEC,
+	    .workers = 2, .lease_name = "cairn-s1", .lease_state = "held",
+	    .lease_renewed_us = WEB_UNKNOWN, .lease_duration_us = WEB_UNKNOWN };
+	struct web_op op = { .name = "b1", .holder = "s1", .attempt = 3,
+	    .claimed_us = WEB_UNKNOWN, .started_us = WEB_UNKNOWN };
+	cJSON *doc, *b, *p;
+
+	doc = web_doc_new(&si, now);
+	REQUIRE(doc != NULL);
+	CHECK(num_at(cJSON_GetObjectItem(doc, "server"), "uptimeSeconds") == 90);
+	CHECK(cJSON_IsArray(cJSON_GetObjectItem(doc, "recent")));
+	/* Resumed at 100 items 10 s ago, now 500 of 1000: 40 items/s, 12.5 s left. */
+	op.progress.total_items = 1000;
+	op.progress.items_done = 500;
+	op.progress.items_at_since = 100;
+	op.progress.bytes_done = 4000;
+	op.progress.total_bytes = WEB_UNKNOWN;
+	op.progress.since_us = now - 10 * TIME_US_PER_SEC;
+	web_doc_add_op(doc, WEB_OP_BACKUP, &op, now);
+	/* Unknown total, nothing measurable yet. */
+	op.name = "r1";
+	op.progress.total_items = WEB_UNKNOWN;
+	op.progress.since_us = now - 100000;
+	web_doc_add_op(doc, WEB_OP_RESTORE, &op, now);
+
+	b = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "backups"), 0);
+	REQUIRE(b != NULL);
+	CHECK_STR(cJSON_GetObjectItem(b, "name")->valuestring, "b1");
+	CHECK(num_at(b, "attempt") == 3);
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(b, "claimedAt")));
+	p = cJSON_GetObjectItem(b, "progress");
+	CHECK(num_at(p, "percent") == 50);
+	CHECK(num_at(p, "rateItemsPerSecond") == 40);
+	CHECK(num_at(p, "rateBytesPerSecond") == 400);
+	CHECK(num_at(p, "etaSeconds") == 12.5);
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "totalBytes")));
+	b = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "restores"), 0);
+	REQUIRE(b != NULL);
+	p = cJSON_GetObjectItem(b, "progress");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "percent")));
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "rateItemsPerSecond")));
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "etaSeconds")));
+	cJSON_Delete(doc);
 }
 
 /* ---- the endpoint ---- */
@@ -473,6 +533,7 @@ main(void)
 	RUN(test_metrics_misuse_ignored);
 	RUN(test_metrics_histogram);
 	RUN(test_metrics_threads);
+	RUN(test_status_doc_progress);
 	RUN(test_web_routes);
 	RUN(test_web_health_ready);
 	RUN(test_web_status_cached);
