@@ -460,4 +460,49 @@ def storage_location_problems_are_clear(t):
     t.eq(sim.get(BK + "/b2")[0], 404, "object deleted")
 
 
+@case
+def logs_download_delete_on_s3_with_secret_credentials(t):
+    try:
+        from s3rver import S3rver
+    except ImportError:
+        t.skip("tests/lib/s3rver.py missing")
+    import base64
+    s3 = S3rver(t)
+    sim = setup(t)
+    with open(s3.creds_file, "rb") as f:
+        good = base64.b64encode(f.read()).decode()
+    bad = base64.b64encode(b"[default]\naws_access_key_id = WRONG\naws_secret_access_key = x\n").decode()
+    for name, data in (("good-creds", good), ("bad-creds", bad)):
+        sim.ok("POST", "/api/v1/namespaces/%s/secrets" % NS, {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "data": {"cloud": data}})
+    for name, secret in (("s3", "good-creds"), ("s3-bad", "bad-creds")):
+        sim.ok("POST", BSL, {"apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+                             "metadata": {"name": name},
+                             "spec": {"provider": "aws", "objectStorage": {"bucket": "cairn", "prefix": "pfx"},
+                                      "credential": {"name": secret, "key": "cloud"},
+                                      "config": {"s3Url": s3.endpoint, "region": "us-east-1",
+                                                 "s3ForcePathStyle": "true"}}})
+    log_text = "line one\nline two\n" * 50
+    d, tarball = lay_out_backup(t.mkdir("layout"), "", "b1", log_text, n_items=20)
+    s3.aws("s3", "cp", "--recursive", d, "s3://cairn/pfx/backups/b1/")
+    for name, loc in (("b1", "s3"), ("bad", "s3-bad")):
+        t.eq(cli(sim, "backup", "create", name, "--storage-location", loc).returncode, 0, "create " + name)
+        set_status(sim, name, {"phase": "Completed", "startTimestamp": "2026-01-01T00:00:00Z"})
+    env = {k: "" for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SHARED_CREDENTIALS_FILE")}
+    r = cli(sim, "backup", "logs", "b1", env=env)
+    t.eq((r.returncode, r.stdout), (0, log_text), "logs from S3 (stderr %r)" % r.stderr)
+    r = cli(sim, "backup", "download", "b1", "--output-file", t.path("b1.tgz"), env=env)
+    t.eq(r.returncode, 0, "download from S3: %r" % r.stderr)
+    with open(t.path("b1.tgz"), "rb") as f:
+        t.check(f.read() == tarball, "downloaded bytes equal the stored tarball")
+    r = cli(sim, "backup", "logs", "bad", env=env)
+    t.eq(r.returncode, 1, "refused credentials")
+    t.eq(len(r.stderr.strip().splitlines()), 1, "one error line: %r" % r.stderr)
+    r = cli(sim, "backup", "delete", "b1", "--confirm", env=env)
+    t.eq(r.returncode, 0, "delete on S3: %r" % r.stderr)
+    left = s3.aws("s3", "ls", "--recursive", "s3://cairn/pfx/backups/b1/", check=False).stdout
+    t.eq(left.strip(), "", "no keys left under backups/b1/")
+    t.eq(sim.get(BK + "/b1")[0], 404, "Backup object gone")
+
+
 main()
