@@ -67,6 +67,8 @@ struct wst {
 	struct jsplit js;
 	char *rv;		/* last resourceVersion seen, owned */
 	int gone;		/* an ERROR event with 410 arrived */
+	char gone_reason[KUBE_REASON_MAX];
+	char gone_msg[KUBE_MESSAGE_MAX];
 	int cb_stopped;		/* fn returned non-zero: cb_rc */
 	int cb_rc;
 	uint64_t events;	/* events on this connection */
@@ -101,6 +103,12 @@ on_event(void *arg, const char *text, size_t len)
 		    json_str(obj, "reason")), json_str(obj, "reason"),
 		    json_str(obj, "message"), -1);
 		if (code == 410) {
+			snprintf(w->gone_reason, sizeof w->gone_reason, "%.*s",
+			    (int)sizeof w->gone_reason - 1,
+			    json_str_or(obj, "reason", "Expired"));
+			snprintf(w->gone_msg, sizeof w->gone_msg, "%.*s",
+			    (int)sizeof w->gone_msg - 1,
+			    json_str_or(obj, "message", ""));
 			cairn_err_set(w->err, CAIRN_EGONE, "watch: %s (410): %s",
 			    json_str_or(obj, "reason", "Expired"),
 			    json_str_or(obj, "message", ""));
@@ -204,6 +212,9 @@ kube_watch(struct kube *k, const struct kube_gvr *r, const char *ns,
 		}
 		if (w.gone || rc == CAIRN_EGONE) {
 			rc = CAIRN_EGONE;
+			if (w.gone)
+				kube_status_set(410, rc, w.gone_reason,
+				    w.gone_msg, -1);
 			if (err != NULL && err->code != CAIRN_EGONE)
 				cairn_err_set(err, rc, "watch %s: gone", base);
 			break;

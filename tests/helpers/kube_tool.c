@@ -24,6 +24,8 @@
  *   informer G V R NS [max=N]            ADD/UPDATE/DELETE/SYNCED lines
  *   discovery                            one line per resource
  *   resolve ARG [VERSION]                group version resource kind namespaced
+ *   resolve-wait ARG TRIES MS            resolve in one client until found
+ *                                        (discovery refresh): "found after N"
  *   repeat-get G V R NS NAME COUNT       COUNT sequential GETs, then stats
  *   poll-get G V R NS NAME COUNT MS      a GET every MS ms: "ok I" or an error line
  *
@@ -343,6 +345,26 @@ main(int argc, char **argv)
 			printf("%s %s %s %s %s\n", r->group[0] ? r->group :
 			    "core", r->version, r->resource, r->kind,
 			    r->namespaced ? "namespaced" : "cluster");
+			kube_resource_free(r);
+		}
+	} else if (strcmp(cmd, "resolve-wait") == 0 && argc >= 3) {
+		struct kube_resource *r = NULL;
+		long n = atol(argv[1]), ms = atol(argv[2]), j;
+		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+		for (j = 0; j < n && !stop_flag; j++) {
+			rc = kube_resolve(k, argv[0], NULL, &r, &err);
+			if (rc != CAIRN_ENOTFOUND)
+				break;
+			if (j == 0) {
+				printf("missing\n");
+				fflush(stdout);
+			}
+			nanosleep(&ts, NULL);
+		}
+		if (rc == 0) {
+			printf("found after %ld: %s %s %s %s\n", j, r->group,
+			    r->version, r->resource, r->kind);
 			kube_resource_free(r);
 		}
 	} else if (argc < 4) {
