@@ -70,6 +70,48 @@ bk_on_signal(int sig)
 
 /* ---- small helpers ---------------------------------------------------- */
 
+/*
+ * Untrusted text from the cluster (names, labels, messages) is printed
+ * through esc(): control characters escaped, so a value cannot move the
+ * cursor or forge a line. The result lives in a small ring of buffers
+ * (the CLI is single-threaded): valid for the next BK_ESC_RING - 1 calls.
+ */
+#define BK_ESC_RING	8
+#define BK_ESC_MAX	(64u << 10)	/* bytes of one escaped value */
+
+static struct buf bk_esc[BK_ESC_RING];
+static int bk_esc_init, bk_esc_next;
+
+static const char *
+esc(const char *s)
+{
+	struct buf *b;
+
+	if (s == NULL)
+		return "";
+	if (!bk_esc_init) {
+		for (int i = 0; i < BK_ESC_RING; i++)
+			buf_init(&bk_esc[i], BK_ESC_MAX);
+		bk_esc_init = 1;
+	}
+	b = &bk_esc[bk_esc_next];
+	bk_esc_next = (bk_esc_next + 1) % BK_ESC_RING;
+	buf_reset(b);
+	if (str_escape_text(b, s) < 0) {
+		buf_reset(b);
+		buf_puts(b, "<value too long>");
+	}
+	return buf_cstr(b);
+}
+
+static void
+esc_free(void)
+{
+	for (int i = 0; bk_esc_init && i < BK_ESC_RING; i++)
+		buf_free(&bk_esc[i]);
+	bk_esc_init = 0;
+}
+
 /* DNS-1123 subdomain, as the API server checks metadata.name. */
 static int
 valid_name(const char *s)
@@ -595,10 +637,10 @@ claim_detail(const cJSON *b, char *out, size_t len)
 	if (holder == NULL || holder[0] == '\0')
 		out[0] = '\0';
 	else if (attempt > 1)
-		snprintf(out, len, "holder %s, attempt %lld", holder,
+		snprintf(out, len, "holder %s, attempt %lld", esc(holder),
 		    (long long)attempt);
 	else
-		snprintf(out, len, "holder %s", holder);
+		snprintf(out, len, "holder %s", esc(holder));
 }
 
 /* One line about the end of a backup; returns the exit code. */
@@ -630,7 +672,8 @@ report_final(const char *name, const cJSON *b)
 		buf_init(&msg, 8192);
 		cJSON_ArrayForEach(e, json_get(b, "status.validationErrors")) {
 			if (cJSON_IsString(e)) {
-				buf_printf(&msg, "%s%s", sep, e->valuestring);
+				buf_printf(&msg, "%s%s", sep,
+				    esc(e->valuestring));
 				sep = "; ";
 			}
 		}
@@ -641,8 +684,9 @@ report_final(const char *name, const cJSON *b)
 	}
 	if (strcmp(phase, "Failed") == 0)
 		return cli_fail("backup %s failed: %s", name,
-		    json_str_or(b, "status.failureReason", "(no reason given)"));
-	return cli_fail("backup %s ended in phase %s", name, phase);
+		    esc(json_str_or(b, "status.failureReason",
+		    "(no reason given)")));
+	return cli_fail("backup %s ended in phase %s", name, esc(phase));
 }
 
 /*
@@ -795,6 +839,7 @@ cmd_backup_create(const struct cli_command *cmd, struct flagset *fs)
 out:
 	cJSON_Delete(b);
 	kube_free(k);
+	esc_free();
 	return rc;
 }
 
@@ -919,6 +964,7 @@ cmd_backup_get(const struct cli_command *cmd, struct flagset *fs)
 out:
 	collect_free(&c);
 	kube_free(k);
+	esc_free();
 	return rc;
 }
 
@@ -937,7 +983,8 @@ print_list_field(FILE *f, const char *label, const cJSON *arr,
 		return;
 	}
 	cJSON_ArrayForEach(e, arr) {
-		fprintf(f, "%s%s", sep, cJSON_IsString(e) ? e->valuestring : "?");
+		fprintf(f, "%s%s", sep, cJSON_IsString(e) ? esc(e->valuestring) :
+		    "?");
 		sep = ", ";
 	}
 	fputc('\n', f);
@@ -963,8 +1010,9 @@ print_labels(FILE *f, const char *title, const cJSON *obj)
 
 	fprintf(f, "%-13s", title);
 	cJSON_ArrayForEach(c, obj) {
-		fprintf(f, "%s%s=%s\n", first ? "" : "             ", c->string,
-		    cJSON_IsString(c) ? c->valuestring : "");
+		fprintf(f, "%s%s=", first ? "" : "             ",
+		    esc(c->string));
+		fprintf(f, "%s\n", cJSON_IsString(c) ? esc(c->valuestring) : "");
 		first = 0;
 	}
 	if (first)
@@ -983,7 +1031,7 @@ print_time(FILE *f, const char *label, const cJSON *b, const char *path,
 		return;
 	}
 	out_age(ts, now, age);
-	fprintf(f, "  %-13s%s (%s ago)\n", label, ts, age);
+	fprintf(f, "  %-13s%s (%s ago)\n", label, esc(ts), age);
 }
 
 /* Describe backup b on f (untrusted text escaped by the caller's buf). */
@@ -998,20 +1046,21 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 	char items[64], sz[32], exp[OUT_AGE_MAX];
 	struct buf sel;
 
-	fprintf(f, "Name:        %s\n", name);
-	fprintf(f, "Namespace:   %s\n", json_str_or(b, "metadata.namespace", ns));
+	fprintf(f, "Name:        %s\n", esc(name));
+	fprintf(f, "Namespace:   %s\n",
+	    esc(json_str_or(b, "metadata.namespace", ns)));
 	print_labels(f, "Labels:", json_get(b, "metadata.labels"));
 	print_labels(f, "Annotations:", json_get(b, "metadata.annotations"));
 	fprintf(f, "\nPhase:  %s%s\n", phase, is_unclaimed(b) ?
 	    " (waiting: no cairn server has claimed it)" : "");
 	if (json_get(b, "status.failureReason") != NULL)
 		fprintf(f, "Failure reason:  %s\n",
-		    json_str_or(b, "status.failureReason", ""));
+		    esc(json_str_or(b, "status.failureReason", "")));
 	if (cJSON_GetArraySize(json_get(b, "status.validationErrors")) > 0) {
 		fprintf(f, "Validation errors:\n");
 		cJSON_ArrayForEach(c, json_get(b, "status.validationErrors"))
 			fprintf(f, "  - %s\n", cJSON_IsString(c) ?
-			    c->valuestring : "?");
+			    esc(c->valuestring) : "?");
 	}
 	fprintf(f, "Errors:    %lld\nWarnings:  %lld\n",
 	    (long long)json_int(b, "status.errors", 0),
@@ -1029,13 +1078,14 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 	    tristate(b, "spec.includeClusterResources", "auto"));
 	buf_init(&sel, 64 * 1024);
 	selector_text(json_get(b, "spec.labelSelector"), &sel);
-	fprintf(f, "\nLabel selector:    %s\n", buf_cstr(&sel));
+	fprintf(f, "\nLabel selector:    %s\n", esc(buf_cstr(&sel)));
 	buf_free(&sel);
 	fprintf(f, "Storage location:  %s\n",
-	    json_str_or(b, "spec.storageLocation", "<default>"));
+	    esc(json_str_or(b, "spec.storageLocation", "<default>")));
 	fprintf(f, "Snapshot volumes:  %s\n",
 	    tristate(b, "spec.snapshotVolumes", "auto"));
-	fprintf(f, "TTL:               %s\n", json_str_or(b, "spec.ttl", "720h"));
+	fprintf(f, "TTL:               %s\n",
+	    esc(json_str_or(b, "spec.ttl", "720h")));
 
 	fmt_items(b, items);
 	fmt_bytes((uint64_t)json_int(b, "status.progress.bytesDone", 0), sz);
@@ -1049,9 +1099,9 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 
 		fmt_count(b, "status.claim.attempt", att);
 		fprintf(f, "  Holder:      %s\n",
-		    json_str_or(b, "status.claim.holder", "<none>"));
+		    esc(json_str_or(b, "status.claim.holder", "<none>")));
 		fprintf(f, "  Worker:      %s\n",
-		    json_str_or(b, "status.claim.worker", "<none>"));
+		    esc(json_str_or(b, "status.claim.worker", "<none>")));
 		fprintf(f, "  Attempt:     %s\n", att);
 		print_time(f, "Claimed at:", b, "status.claim.claimedAt", now);
 	}
@@ -1061,7 +1111,7 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 		fprintf(f, "  <none>\n");
 	else {
 		fprintf(f, "  Upload ID:   %s\n",
-		    json_str_or(b, "status.checkpoint.uploadID", "<none>"));
+		    esc(json_str_or(b, "status.checkpoint.uploadID", "<none>")));
 		fprintf(f, "  Items done:  %lld\n",
 		    (long long)json_int(b, "status.checkpoint.itemsDone", 0));
 		parts = json_get(b, "status.checkpoint.parts");
@@ -1117,25 +1167,25 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 	print_time(f, "Completed:", b, "status.completionTimestamp", now);
 	fmt_expires(json_str(b, "status.expiration"), now, exp);
 	fprintf(f, "  %-13s%s%s%s%s\n", "Expiration:",
-	    json_str_or(b, "status.expiration", "<n/a>"),
+	    esc(json_str_or(b, "status.expiration", "<n/a>")),
 	    json_str(b, "status.expiration") ? " (" : "",
 	    json_str(b, "status.expiration") ? exp : "",
 	    json_str(b, "status.expiration") ? ")" : "");
 
 	fprintf(f, "\nStorage keys");
 	if (loc != NULL)
-		fprintf(f, " (location %s, %s):\n", loc->name,
-		    store_describe(loc->store));
+		fprintf(f, " (location %s, %s):\n", esc(loc->name),
+		    esc(store_describe(loc->store)));
 	else
 		fprintf(f, " (relative to the location's prefix%s%s):\n",
-		    loc_problem ? "; " : "", loc_problem ? loc_problem : "");
+		    loc_problem ? "; " : "", loc_problem ? esc(loc_problem) : "");
 	for (int i = LAYOUT_BACKUP_METADATA; i <= LAYOUT_BACKUP_VOLUMEINFO;
 	    i++) {
 		char *key = layout_backup_key(loc ? loc->prefix : NULL, name,
 		    (enum layout_backup_file)i);
 
 		if (key != NULL)
-			fprintf(f, "  %s\n", key);
+			fprintf(f, "  %s\n", esc(key));
 		free(key);
 	}
 }
@@ -1174,6 +1224,7 @@ cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 out:
 	cJSON_Delete(b);
 	kube_free(k);
+	esc_free();
 	return rc;
 }
 
@@ -1296,6 +1347,7 @@ out:
 	location_free(&loc);
 	cJSON_Delete(b);
 	kube_free(k);
+	esc_free();
 	return rc;
 }
 
@@ -1431,6 +1483,7 @@ out:
 	location_free(&loc);
 	cJSON_Delete(b);
 	kube_free(k);
+	esc_free();
 	return rc;
 }
 
@@ -1529,5 +1582,6 @@ out:
 	location_free(&loc);
 	cJSON_Delete(b);
 	kube_free(k);
+	esc_free();
 	return rc;
 }

@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import signal
 import subprocess
 import tarfile
 import time
@@ -234,6 +235,12 @@ def describe_shows_claim_checkpoint_and_keys(t):
                            "validationErrors": ["namespace shop is both included and excluded"]})
     r = cli(sim, "backup", "describe", "b1")
     t.check("namespace shop is both included and excluded" in r.stdout, r.stdout)
+    # Text from the cluster cannot drive the terminal or forge lines.
+    set_status(sim, "b1", {"phase": "Failed", "failureReason": "disk\x1b[2J gone\nPhase:  Completed"})
+    r = cli(sim, "backup", "describe", "b1")
+    t.check("\x1b" not in r.stdout and "disk\\x1b[2J gone\\nPhase:  Completed" in r.stdout,
+            "escaped failure reason: %r" % r.stdout[:600])
+    t.eq([ln for ln in r.stdout.splitlines() if ln.startswith("Phase:")], ["Phase:  Failed"], "one phase line")
     r = cli(sim, "backup", "describe", "nope")
     t.eq(r.returncode, 1, "describe of a missing backup")
 
@@ -310,6 +317,14 @@ def wait_exit_code_and_reason_of_failures(t):
     sim.ok("DELETE", BK + "/f4")
     t.eq(p.wait(20), 1, "exit code when the backup is deleted while waiting")
     t.check("deleted" in read(t, "wait-f4.err"), read(t, "wait-f4.err"))
+
+    # Ctrl-C stops waiting, not the backup.
+    p = spawn_wait(t, sim, "f5")
+    time.sleep(0.3)
+    p.send_signal(signal.SIGINT)
+    t.eq(p.wait(20), 1, "exit code after SIGINT")
+    t.check("stopped waiting; backup f5 goes on" in read(t, "wait-f5.err"), read(t, "wait-f5.err"))
+    t.eq(sim.get(BK + "/f5")[0], 200, "the backup is still there")
 
 
 @case
