@@ -16,3 +16,11 @@ tests_unit_test_engine_tarparts_LDADD = engine/libengine.a base/libbase.a $(DEPS
 check_PROGRAMS += tests/unit/test_engine_bspec
 tests_unit_test_engine_bspec_SOURCES = tests/unit/test_engine_bspec.c
 tests_unit_test_engine_bspec_LDADD = engine/libengine.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
+# Volumes (issue 11): plugin runner, hostpath mover, volume orchestration.
+engine_libengine_a_SOURCES += \
+	engine/plugin.c engine/plugin.h
+
+check_PROGRAMS += tests/unit/test_plugin
+tests_unit_test_plugin_SOURCES = tests/unit/test_plugin.c
+tests_unit_test_plugin_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)

@@ -1,0 +1,121 @@
+/*
+ * plugin.h: running volume snapshotter plugins (docs/plugins.md).
+ *
+ * A plugin is an executable file in the plugin directory. cairn starts it
+ * once per operation (fork/exec, no shell, its own process group, a
+ * scrubbed environment without any cluster or cloud credentials) and
+ * talks JSON lines over its stdin/stdout:
+ *
+ *   plugin -> {"type":"hello","name":"x","protocolVersion":1,
+ *              "volumeTypes":["hostPath","local"]}
+ *   cairn  -> one request: {"type":"create_snapshot"|"restore_volume"|
+ *              "delete_snapshot", ...}, then stdin is closed
+ *   plugin -> {"type":"progress","bytesDone":N,"totalBytes":M} (any number)
+ *   plugin -> {"type":"properties","properties":{"k":"v"}} (optional)
+ *   plugin -> {"type":"result",...} or {"type":"error","message":"..."}
+ *
+ * Whatever the plugin does (dies, hangs, writes garbage or a flood), the
+ * call returns an error naming the plugin and what it did wrong, after
+ * killing the plugin's whole process group and reaping it. Nothing the
+ * plugin does can crash or block the caller past the limits below.
+ *
+ * Threads: every function may be called from any thread at once; each call
+ * owns its child process. Callers must ignore SIGPIPE (cairn server and
+ * node-agent do): a plugin that closes its stdin early must not kill us.
+ */
+#ifndef CAIRN_PLUGIN_H
+#define CAIRN_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+
+#define PLUGIN_PROTOCOL_VERSION	1
+#define PLUGIN_NAME_MAX		64	/* hello.name */
+#define PLUGIN_LINE_MAX		(64u << 10)	/* one line of plugin output */
+#define PLUGIN_STDERR_KEEP	1024	/* tail of stderr kept for messages */
+#define PLUGIN_MAX_TYPES	16	/* volumeTypes in a hello */
+#define PLUGIN_PROPS_MAX	64	/* properties a plugin may report */
+
+/* Limits of one run; 0 in a field means the default in brackets. */
+struct plugin_limits {
+	int64_t handshake_us;	/* start to hello [10 s] */
+	int64_t idle_us;	/* longest silence after hello [5 min] */
+	int64_t overall_us;	/* whole operation [24 h] */
+	int64_t exit_grace_us;	/* after result, wait for exit [2 s] */
+	unsigned lines_per_sec;	/* more lines than this in one second: flood [2000] */
+};
+
+/* What a plugin said in its hello. */
+struct plugin_hello {
+	char name[PLUGIN_NAME_MAX];
+	int protocol;
+	char *types[PLUGIN_MAX_TYPES + 1];	/* owned, NULL-terminated */
+};
+void plugin_hello_free(struct plugin_hello *h);
+/* 1 if h lists type (exact, case-sensitive). */
+int plugin_hello_handles(const struct plugin_hello *h, const char *type);
+
+/* Reports during a run; any callback may be NULL. Called on the caller's thread. */
+struct plugin_cbs {
+	void (*progress)(void *arg, int64_t done, int64_t total);
+	void (*property)(void *arg, const char *key, const char *value);
+	void *arg;
+};
+
+/*
+ * Run one operation of the plugin at path: handshake, send request (a JSON
+ * object with "type" set; borrowed), relay progress and properties, and
+ * return the result line in *result (owned, cJSON_Delete) on success.
+ * hello (may be NULL) receives the handshake. request NULL only shakes
+ * hands (stdin closed after the hello; the plugin should exit 0).
+ * Errors (the message always names the plugin path):
+ *   CAIRN_ETIMEOUT  handshake, idle or overall limit passed
+ *   CAIRN_EPROTO    invalid JSON, unknown line type, bad hello, protocol
+ *                   version mismatch, line over PLUGIN_LINE_MAX, flood
+ *   CAIRN_EFAIL     the plugin reported {"type":"error"} (its message), or
+ *                   exited/died before a result (exit status, signal and
+ *                   the tail of its stderr)
+ *   CAIRN_ECANCELED *stop became non-zero
+ *   CAIRN_EIO       could not start it (fork, exec, pipes)
+ * In every case the plugin's process group is gone when this returns.
+ * env_extra (may be NULL): NULL-terminated "K=V" strings added to the
+ * scrubbed environment.
+ */
+int plugin_run(const char *path, const cJSON *request,
+	const struct plugin_limits *lim, const struct plugin_cbs *cbs,
+	char *const *env_extra, const volatile int *stop,
+	struct plugin_hello *hello, cJSON **result, struct cairn_err *err);
+
+/* ---- The plugin directory --------------------------------------------- */
+
+struct plugin_dir;
+
+/*
+ * Scan dir: every regular executable file (not starting with '.') is shaken
+ * hands with (request NULL) to learn its name and volume types. A plugin
+ * that fails its handshake is logged and left out; it is not an error.
+ * Optional per-plugin settings: "<dir>/<file>.json", a JSON object of
+ * strings passed as the request's "config". *out owned (plugin_dir_free).
+ * A missing or unreadable dir is CAIRN_ENOTFOUND / CAIRN_EIO.
+ */
+int plugin_dir_open(const char *dir, const struct plugin_limits *lim,
+	struct plugin_dir **out, struct cairn_err *err);
+void plugin_dir_free(struct plugin_dir *pd);
+size_t plugin_dir_count(const struct plugin_dir *pd);
+/* Name (hello.name) of plugin i; borrowed. */
+const char *plugin_dir_name(const struct plugin_dir *pd, size_t i);
+/*
+ * Find the plugin for a volume: by name when want is non-NULL (a PV
+ * annotation cairn.io/volume-plugin), else the first (by file name) whose
+ * hello lists type. Returns the index or -1.
+ */
+int plugin_dir_find(const struct plugin_dir *pd, const char *want,
+	const char *type);
+/* Executable path and config object (NULL if none) of plugin i; borrowed. */
+const char *plugin_dir_path(const struct plugin_dir *pd, size_t i);
+const cJSON *plugin_dir_config(const struct plugin_dir *pd, size_t i);
+
+#endif

@@ -1,0 +1,429 @@
+/*
+ * test_plugin.c: the plugin protocol runner against real child processes:
+ * the example shell plugin, and plugins that misbehave in every way the
+ * runner promises to survive (exit early, garbage, hang, flood, long line,
+ * wrong version), checking the process group is gone afterwards and that
+ * no credential reaches a plugin's environment.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/jsonutil.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "engine/plugin.h"
+#include "tests/unit/unit.h"
+
+static char tmp[1024];
+
+static char *
+script(const char *name, const char *body)
+{
+	char *p = xasprintf("%s/%s", tmp, name);
+	FILE *f = fopen(p, "w");
+
+	if (f == NULL)
+		return p;
+	fprintf(f, "#!/bin/sh\n%s", body);
+	fclose(f);
+	chmod(p, 0755);
+	return p;
+}
+
+#define HELLO "echo '{\"type\":\"hello\",\"name\":\"t\",\"protocolVersion\":1,\"volumeTypes\":[\"hostPath\"]}'\n"
+
+struct prog {
+	int64_t last_done, last_total, calls;
+	int monotonic;
+	char prop[256];
+};
+
+static void
+on_progress(void *arg, int64_t done, int64_t total)
+{
+	struct prog *p = arg;
+
+	if (done < p->last_done)
+		p->monotonic = 0;
+	p->last_done = done;
+	p->last_total = total;
+	p->calls++;
+}
+
+static void
+on_prop(void *arg, const char *k, const char *v)
+{
+	struct prog *p = arg;
+
+	snprintf(p->prop, sizeof p->prop, "%s=%s", k, v);
+}
+
+static cJSON *
+request(const char *type)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(r, "type", type);
+	return r;
+}
+
+static int
+run(const char *path, const cJSON *req, const struct plugin_limits *lim,
+    struct cairn_err *err, cJSON **res)
+{
+	return plugin_run(path, req, lim, NULL, NULL, NULL, NULL, res, err);
+}
+
+/* A pid written by a plugin into file is gone (killed and reaped). */
+static int
+pid_gone(const char *file)
+{
+	FILE *f = fopen(file, "r");
+	long pid = 0;
+	int64_t end = time_mono_us() + 2 * TIME_US_PER_SEC;
+
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%ld", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	if (pid <= 0)
+		return 0;
+	while (time_mono_us() < end) {
+		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+static void
+test_example_plugin(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct plugin_cbs cbs;
+	struct plugin_hello h;
+	struct prog pg = { 0, 0, 0, 1, "" };
+	char *src, *snap, *dst, *cmd, *path;
+	cJSON *req, *res = NULL, *cfg;
+	const char *id;
+	int rc;
+
+	path = xasprintf("%s/plugins/example-snapshotter", CAIRN_SRCDIR);
+	src = xasprintf("%s/ex-src", tmp);
+	snap = xasprintf("%s/ex-snaps", tmp);
+	dst = xasprintf("%s/ex-dst", tmp);
+	cmd = xasprintf("mkdir -p %s/sub && head -c 300000 /dev/urandom > "
+	    "%s/sub/data && echo hi > %s/a && ln -sf a %s/link", src, src,
+	    src, src);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+
+	cbs.progress = on_progress;
+	cbs.property = on_prop;
+	cbs.arg = &pg;
+	req = request("create_snapshot");
+	cJSON_AddStringToObject(req, "volumeName", "pv-1");
+	cJSON_AddStringToObject(req, "volumePath", src);
+	cfg = cJSON_AddObjectToObject(req, "config");
+	cJSON_AddStringToObject(cfg, "snapshotDir", snap);
+	rc = plugin_run(path, req, NULL, &cbs, NULL, NULL, &h, &res, &err);
+	cJSON_Delete(req);
+	CHECK_INT(rc, 0);
+	if (rc < 0)
+		fprintf(stderr, "%s\n", err.msg);
+	REQUIRE(res != NULL);
+	CHECK_STR(h.name, "example-snapshotter");
+	CHECK(plugin_hello_handles(&h, "hostPath"));
+	CHECK(plugin_hello_handles(&h, "local"));
+	CHECK(!plugin_hello_handles(&h, "nfs"));
+	plugin_hello_free(&h);
+	CHECK(pg.calls >= 2);
+	CHECK(pg.monotonic);
+	CHECK(pg.last_total > 300000);
+	CHECK_INT(pg.last_done, pg.last_total);
+	CHECK(strncmp(pg.prop, "file=", 5) == 0);
+	id = json_str(res, "snapshotID");
+	REQUIRE(id != NULL);
+
+	req = request("restore_volume");
+	cJSON_AddStringToObject(req, "snapshotID", id);
+	cJSON_AddStringToObject(req, "targetPath", dst);
+	cfg = cJSON_AddObjectToObject(req, "config");
+	cJSON_AddStringToObject(cfg, "snapshotDir", snap);
+	cJSON *res2 = NULL;
+	rc = plugin_run(path, req, NULL, NULL, NULL, NULL, NULL, &res2, &err);
+	cJSON_Delete(req);
+	CHECK_INT(rc, 0);
+	CHECK_STR(json_str(res2, "volumeID"), dst);
+	cJSON_Delete(res2);
+	cmd = xasprintf("diff -r --no-dereference %s %s", src, dst);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+
+	req = request("delete_snapshot");
+	cJSON_AddStringToObject(req, "snapshotID", id);
+	cfg = cJSON_AddObjectToObject(req, "config");
+	cJSON_AddStringToObject(cfg, "snapshotDir", snap);
+	res2 = NULL;
+	CHECK_INT(run(path, req, NULL, &err, &res2), 0);
+	cJSON_Delete(res2);
+	cJSON_Delete(req);
+	cmd = xasprintf("test -z \"$(ls %s)\"", snap);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+	cJSON_Delete(res);
+	free(src);
+	free(snap);
+	free(dst);
+	free(path);
+}
+
+static void
+test_exits_early(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char *p = script("early", HELLO "echo 'disk on fire' >&2\nexit 3\n");
+	cJSON *req = request("create_snapshot"), *res = NULL;
+
+	CHECK_INT(run(p, req, NULL, &err, &res), CAIRN_EFAIL);
+	CHECK(strstr(err.msg, "exited with status 3 before a result") != NULL);
+	CHECK(strstr(err.msg, "disk on fire") != NULL);
+	CHECK(res == NULL);
+	cJSON_Delete(req);
+	free(p);
+	p = script("nohello", "exit 0\n");
+	CHECK_INT(run(p, NULL, NULL, &err, NULL), CAIRN_EFAIL);
+	CHECK(strstr(err.msg, "before its hello") != NULL);
+	free(p);
+	p = script("killed", HELLO "kill -9 $$\n");
+	req = request("create_snapshot");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EFAIL);
+	CHECK(strstr(err.msg, "killed by signal 9") != NULL);
+	cJSON_Delete(req);
+	free(p);
+}
+
+static void
+test_garbage(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *req = request("create_snapshot");
+	char *p;
+
+	p = script("garbage", HELLO "read x\necho 'this is { not json'\nsleep 30\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "not a JSON object") != NULL);
+	free(p);
+	p = script("notype", HELLO "read x\necho '{\"bytesDone\":1}'\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	free(p);
+	p = script("unknown", HELLO "read x\necho '{\"type\":\"dance\"}'\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "unknown line type \"dance\"") != NULL);
+	free(p);
+	p = script("badprog", HELLO "read x\necho '{\"type\":\"progress\",\"bytesDone\":-1,\"totalBytes\":2}'\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	free(p);
+	p = script("v2", "echo '{\"type\":\"hello\",\"name\":\"t\",\"protocolVersion\":2,\"volumeTypes\":[]}'\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "protocol version 2") != NULL);
+	free(p);
+	p = script("noHello", "echo '{\"type\":\"result\"}'\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "before hello") != NULL);
+	free(p);
+	p = script("errline", HELLO "read x\necho '{\"type\":\"error\",\"message\":\"volume busy\"}'\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EFAIL);
+	CHECK(strstr(err.msg, "failed: volume busy") != NULL);
+	free(p);
+	cJSON_Delete(req);
+}
+
+static void
+test_hangs(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct plugin_limits lim = { 0 };
+	cJSON *req = request("create_snapshot");
+	char *p, *pidf, *body;
+	int64_t t0;
+
+	pidf = xasprintf("%s/hang.pid", tmp);
+	body = xasprintf(HELLO "read x\nsleep 1000 &\necho $! > %s\nwait\n",
+	    pidf);
+	p = script("hang", body);
+	lim.idle_us = 300000;
+	t0 = time_mono_us();
+	CHECK_INT(run(p, req, &lim, &err, NULL), CAIRN_ETIMEOUT);
+	CHECK(strstr(err.msg, "idle timeout (300ms) passed") != NULL);
+	CHECK(time_mono_us() - t0 < 5 * TIME_US_PER_SEC);
+	CHECK(pid_gone(pidf));	/* the grandchild went with the group */
+	free(p);
+	free(body);
+
+	p = script("silent", "sleep 1000\n");
+	lim.idle_us = 0;
+	lim.handshake_us = 200000;
+	CHECK_INT(run(p, req, &lim, &err, NULL), CAIRN_ETIMEOUT);
+	CHECK(strstr(err.msg, "handshake timeout") != NULL);
+	free(p);
+
+	/* Progress keeps the idle timer happy, not the overall one. */
+	p = script("chatty", HELLO "read x\nwhile :; do echo '{\"type\":\"progress\",\"bytesDone\":1,\"totalBytes\":2}'; sleep 0.05; done\n");
+	lim.handshake_us = 0;
+	lim.idle_us = 200000;
+	lim.overall_us = 700000;
+	CHECK_INT(run(p, req, &lim, &err, NULL), CAIRN_ETIMEOUT);
+	CHECK(strstr(err.msg, "overall timeout") != NULL);
+	free(p);
+
+	/* Stopping the caller stops the plugin. */
+	volatile int stop = 1;
+	p = script("stopme", HELLO "read x\nsleep 1000\n");
+	CHECK_INT(plugin_run(p, req, NULL, NULL, NULL, &stop, NULL, NULL,
+	    &err), CAIRN_ECANCELED);
+	free(p);
+	free(pidf);
+	cJSON_Delete(req);
+}
+
+static void
+test_flood(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *req = request("create_snapshot");
+	char *p;
+
+	p = script("flood", HELLO "read x\nyes '{\"type\":\"progress\",\"bytesDone\":1,\"totalBytes\":2}'\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "flooded") != NULL);
+	free(p);
+	p = script("longline", HELLO "read x\nhead -c 200000 /dev/zero | tr '\\0' a\necho\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "longer than") != NULL);
+	free(p);
+	/* A stderr flood is read and dropped; the answer still counts. */
+	p = script("noisy", HELLO "read x\nhead -c 3000000 /dev/zero >&2\necho '{\"type\":\"result\",\"snapshotID\":\"s\"}'\n");
+	cJSON *res = NULL;
+	CHECK_INT(run(p, req, NULL, &err, &res), 0);
+	CHECK_STR(json_str(res, "snapshotID"), "s");
+	cJSON_Delete(res);
+	free(p);
+	cJSON_Delete(req);
+}
+
+static void
+test_env_scrubbed(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *req = request("create_snapshot"), *res = NULL;
+	char *p, *envf, *body, *cmd;
+	int sock;
+	static char e1[] = "CAIRN_EXTRA=1";
+	char *extra[] = { e1, NULL };
+
+	setenv("KUBECONFIG", "/secret/kubeconfig", 1);
+	setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t", 1);
+	setenv("CAIRN_SERVICEACCOUNT_DIR", "/var/run/secrets", 1);
+	envf = xasprintf("%s/env.out", tmp);
+	body = xasprintf(HELLO "read x\nenv > %s\nls -l /proc/$$/fd > %s.fds\n"
+	    "echo '{\"type\":\"result\"}'\n", envf, envf);
+	p = script("envdump", body);
+	sock = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(sock >= 0);
+	CHECK_INT(plugin_run(p, req, NULL, NULL, extra, NULL, NULL, &res,
+	    &err), 0);
+	close(sock);
+	cmd = xasprintf("! grep -E 'KUBE|AWS_|SERVICEACCOUNT' %s && "
+	    "grep -q CAIRN_PLUGIN_PROTOCOL=1 %s && grep -q CAIRN_EXTRA=1 %s",
+	    envf, envf, envf);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+	/* The socket we hold (no close-on-exec) did not leak into it. */
+	cmd = xasprintf("grep -q pipe: %s.fds && ! grep -q socket: %s.fds",
+	    envf, envf);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+	unsetenv("KUBECONFIG");
+	unsetenv("KUBERNETES_SERVICE_HOST");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	unsetenv("CAIRN_SERVICEACCOUNT_DIR");
+	cJSON_Delete(res);
+	cJSON_Delete(req);
+	free(p);
+	free(body);
+	free(envf);
+}
+
+static void
+test_result_then_bad_exit(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *req = request("delete_snapshot"), *res = NULL;
+	char *p = script("badexit", HELLO "read x\necho '{\"type\":\"result\"}'\nexit 4\n");
+
+	CHECK_INT(run(p, req, NULL, &err, &res), CAIRN_EFAIL);
+	CHECK(strstr(err.msg, "status 4 after its answer") != NULL);
+	CHECK(res == NULL);
+	free(p);
+	cJSON_Delete(req);
+}
+
+static void
+test_plugin_dir(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct plugin_dir *pd = NULL;
+	char *d, *cmd;
+	const cJSON *cfg;
+	int i;
+
+	d = xasprintf("%s/pdir", tmp);
+	cmd = xasprintf("mkdir -p %s && cp %s/plugins/example-snapshotter %s/ && "
+	    "echo '{\"snapshotDir\":\"/x\"}' > %s/example-snapshotter.json && "
+	    "printf '#!/bin/sh\\nexit 1\\n' > %s/broken && chmod +x %s/broken && "
+	    "echo text > %s/README", d, CAIRN_SRCDIR, d, d, d, d, d);
+	CHECK(system(cmd) == 0);
+	free(cmd);
+	REQUIRE(plugin_dir_open(d, NULL, &pd, &err) == 0);
+	CHECK_INT(plugin_dir_count(pd), 1);
+	CHECK_STR(plugin_dir_name(pd, 0), "example-snapshotter");
+	i = plugin_dir_find(pd, NULL, "local");
+	CHECK_INT(i, 0);
+	CHECK_INT(plugin_dir_find(pd, NULL, "nfs"), -1);
+	CHECK_INT(plugin_dir_find(pd, "example-snapshotter", NULL), 0);
+	CHECK_INT(plugin_dir_find(pd, "nope", "hostPath"), -1);
+	cfg = plugin_dir_config(pd, 0);
+	CHECK_STR(json_str(cfg, "snapshotDir"), "/x");
+	plugin_dir_free(pd);
+	free(d);
+	CHECK_INT(plugin_dir_open("/nonexistent-dir", NULL, &pd, &err),
+	    CAIRN_ENOTFOUND);
+}
+
+int
+main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(tmp, sizeof tmp, "%s/plugin-%d", UNIT_TMPDIR(), (int)getpid());
+	mkdir(tmp, 0700);
+	RUN(test_example_plugin);
+	RUN(test_exits_early);
+	RUN(test_garbage);
+	RUN(test_hangs);
+	RUN(test_flood);
+	RUN(test_env_scrubbed);
+	RUN(test_result_then_bad_exit);
+	RUN(test_plugin_dir);
+	return unit_done();
+}
