@@ -24,6 +24,11 @@
  * "default-src 'none'". Plain-text answers that repeat anything from the
  * server (the readiness reason) are text/plain with nosniff.
  *
+ * The web threads run at a lower CPU priority (nice +10 by default, set
+ * on each thread's first request): under CPU contention a flood of
+ * requests gets a small share and the backups the rest, while an idle
+ * machine still answers at full speed.
+ *
  * The status document is the expensive answer, so it is cached: at most
  * one status() call per status_interval_ms, made under status_mu by
  * whichever request finds the cache stale; every request in between
@@ -49,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,6 +76,7 @@ struct web {
 	int port;			/* bound TCP port */
 	char *auth;			/* "Bearer <token>" or NULL */
 	size_t max_url;
+	int nice;			/* for the web threads, < 0: none */
 	int64_t status_interval_us;
 	char page_csp[WEB_CSP_MAX];	/* CSP of /status (hashes) */
 	struct MHD_Response *page;	/* /status, built once */
@@ -300,10 +307,18 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *upload_data,
     size_t *upload_data_size, void **req)
 {
+	static _Thread_local int niced;
 	struct web *w = cls;
 	size_t target_len = (size_t)(uintptr_t)*req;
 
 	(void)version;
+	if (!niced) {
+		/* Lower this web thread's priority once (see the essay). */
+		if (w->nice > 0 &&
+		    setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice) < 0)
+			log_debug("setpriority: %s", strerror(errno));
+		niced = 1;
+	}
 	(void)upload_data;
 	if (*upload_data_size != 0) {
 		/* Already answered; a body is never read. */
@@ -567,6 +582,7 @@ web_start(const struct web_opts *opts, const struct web_source *src,
 	if (src != NULL)
 		w->src = *src;
 	w->max_url = opts->max_url ? opts->max_url : WEB_DEFAULT_MAX_URL;
+	w->nice = opts->nice ? opts->nice : WEB_DEFAULT_NICE;
 	w->status_interval_us = (int64_t)(opts->status_interval_ms ?
 	    opts->status_interval_ms : WEB_DEFAULT_STATUS_INTERVAL_MS) * 1000;
 	max_conn = opts->max_connections ? opts->max_connections :

@@ -38,6 +38,7 @@ struct web;
 #define WEB_DEFAULT_IDLE_TIMEOUT_S	15
 #define WEB_DEFAULT_MAX_URL		2048
 #define WEB_DEFAULT_STATUS_INTERVAL_MS	500
+#define WEB_DEFAULT_NICE		10
 #define WEB_CAP_TOKEN			4096	/* token file size */
 #define WEB_CAP_STATUS_JSON		(16u << 20)	/* one status document */
 #define WEB_CAP_READY_WHY		4096	/* readiness reason */
@@ -51,6 +52,9 @@ struct web_opts {
 	size_t max_header;	/* bytes of request line + headers; 0: CAIRN_CAP_HTTP_REQ */
 	size_t max_url;		/* bytes of the request target */
 	unsigned status_interval_ms; /* status() called at most this often */
+	int nice;		/* web threads' nice increment (0: default
+				   WEB_DEFAULT_NICE, < 0: leave as is) so a
+				   request flood yields the CPU to backups */
 };
 
 struct web_source {

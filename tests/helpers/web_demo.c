@@ -5,7 +5,7 @@
  *   web_demo [--listen ADDR:PORT] [--port-file F] [--token-file F]
  *            [--not-ready-file F] [--unhealthy-file F] [--tick-ms N]
  *            [--status-interval-ms N] [--threads N] [--max-connections N]
- *            [--idle-timeout N]
+ *            [--idle-timeout N] [--work-mb N --work-report F]
  *
  * The fake state: one running backup whose items and bytes grow every tick
  * (held by "demo-1", worker "demo-1/0", attempt 2), a running restore, a
@@ -19,16 +19,24 @@
  * backup of schedule "nightly" in the metrics and the recent results, as
  * the engine will. SIGTERM / SIGINT stop it. The bound port is written to
  * --port-file (atomically) once it serves.
+ *
+ * --work-mb N gives the benchmark a real backup-like load inside this
+ * process: a thread generates N MiB of Kubernetes-like JSON items and
+ * gzip-compresses them (zlib, level 6) as a backup does, its progress shown
+ * as the running backup, then writes the seconds it took to --work-report
+ * (the backup's duration, with or without load on the web endpoint).
  */
 #include "config.h"
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "base/log.h"
 #include "base/mem.h"
@@ -72,6 +80,9 @@ static struct {
 	const char *not_ready_file;
 	const char *unhealthy_file;
 } demo = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static long work_mb;
+static const char *work_report;
 
 static volatile sig_atomic_t stop_flag;
 static volatile sig_atomic_t usr1_count;
@@ -314,6 +325,72 @@ tick(void)
 	pthread_mutex_unlock(&demo.mu);
 }
 
+/* The --work-mb load: generate and compress like a backup does. */
+static void *
+work_thread(void *arg)
+{
+	static unsigned char out[1 << 16];
+	char item[1024];
+	uint64_t x = 88172645463325252ULL;
+	size_t total = (size_t)work_mb << 20, done = 0;
+	int64_t start = time_mono_us();
+	z_stream z;
+	FILE *f;
+	long n = 0;
+
+	(void)arg;
+	memset(&z, 0, sizeof z);
+	if (deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return NULL;
+	pthread_mutex_lock(&demo.mu);
+	demo.items = demo.items_at_start = 0;
+	demo.bytes = 0;
+	demo.backup_started_us = time_now_us();
+	pthread_mutex_unlock(&demo.mu);
+	while (done < total && !stop_flag) {
+		int len;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		len = snprintf(item, sizeof item,
+		    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":"
+		    "{\"name\":\"cm-%08lx\",\"namespace\":\"ns-%02lu\",\"uid\":"
+		    "\"%016llx-%04lx\",\"resourceVersion\":\"%lu\",\"labels\":"
+		    "{\"app\":\"shop\"}},\"data\":{\"config\":\"%016llx%016llx"
+		    "%016llx\",\"mode\":\"%s\"}}\n", n, (unsigned long)(x % 40),
+		    (unsigned long long)x, (unsigned long)(x >> 48),
+		    (unsigned long)(x % 1000000), (unsigned long long)(x * 3),
+		    (unsigned long long)(x * 7), (unsigned long long)(x * 11),
+		    x & 1 ? "strict" : "relaxed");
+		z.next_in = (unsigned char *)item;
+		z.avail_in = (unsigned)len;
+		do {
+			z.next_out = out;
+			z.avail_out = sizeof out;
+			deflate(&z, Z_NO_FLUSH);
+		} while (z.avail_out == 0);
+		done += (size_t)len;
+		if (++n % 1024 == 0) {
+			pthread_mutex_lock(&demo.mu);
+			demo.items = n;
+			demo.bytes = (long)z.total_out;
+			pthread_mutex_unlock(&demo.mu);
+		}
+	}
+	do {
+		z.next_out = out;
+		z.avail_out = sizeof out;
+	} while (deflate(&z, Z_FINISH) == Z_OK);
+	deflateEnd(&z);
+	f = fopen(work_report, "w");
+	if (f != NULL) {
+		fprintf(f, "%.6f\n", (double)(time_mono_us() - start) / TIME_US_PER_SEC);
+		fclose(f);
+	}
+	return NULL;
+}
+
 static int
 write_port_file(const char *path, int port)
 {
@@ -336,7 +413,8 @@ usage(void)
 	fprintf(stderr, "usage: web_demo [--listen ADDR:PORT] [--port-file F] "
 	    "[--token-file F] [--not-ready-file F] [--unhealthy-file F] "
 	    "[--tick-ms N] [--status-interval-ms N] [--threads N] "
-	    "[--max-connections N] [--idle-timeout S]\n");
+	    "[--max-connections N] [--idle-timeout S] "
+	    "[--work-mb N --work-report F]\n");
 	exit(2);
 }
 
@@ -350,6 +428,7 @@ main(int argc, char **argv)
 	struct sigaction sa;
 	struct web *w = NULL;
 	int tick_ms = 200, seen_usr1 = 0;
+	pthread_t worker;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -377,10 +456,14 @@ main(int argc, char **argv)
 			opts.max_connections = (unsigned)atoi(v);
 		else if (strcmp(a, "--idle-timeout") == 0)
 			opts.idle_timeout_s = (unsigned)atoi(v);
+		else if (strcmp(a, "--work-mb") == 0)
+			work_mb = atol(v);
+		else if (strcmp(a, "--work-report") == 0)
+			work_report = v;
 		else
 			usage();
 	}
-	if (tick_ms <= 0)
+	if (tick_ms <= 0 || (work_mb > 0) != (work_report != NULL))
 		usage();
 
 	memset(&sa, 0, sizeof sa);
@@ -422,14 +505,22 @@ main(int argc, char **argv)
 		web_stop(w);
 		return 1;
 	}
+	if (work_mb > 0 && pthread_create(&worker, NULL, work_thread, NULL) != 0) {
+		fprintf(stderr, "web_demo: cannot start the work thread\n");
+		web_stop(w);
+		return 1;
+	}
 	while (!stop_flag) {
 		time_sleep_us((int64_t)tick_ms * 1000, (volatile int *)&stop_flag);
 		while (seen_usr1 != usr1_count) {
 			seen_usr1++;
 			record_outcomes();
 		}
-		tick();
+		if (work_mb == 0)
+			tick();
 	}
+	if (work_mb > 0)
+		pthread_join(worker, NULL);
 	web_stop(w);
 	for (int i = 0; i < demo.nrecent; i++) {
 		free(demo.recent[i].name);
