@@ -49,5 +49,7 @@ int cmd_backup_logs(const struct cli_command *cmd, struct flagset *fs);
 int cmd_backup_download(const struct cli_command *cmd, struct flagset *fs);
 int cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs);
 int cmd_server(const struct cli_command *cmd, struct flagset *fs);
+int cmd_install(const struct cli_command *cmd, struct flagset *fs);
+int cmd_uninstall(const struct cli_command *cmd, struct flagset *fs);
 
 #endif

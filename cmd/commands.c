@@ -36,6 +36,11 @@ static const enum flag_id backup_download_flags[] = { CLUSTER_FLAGS,
 	F_OUTPUT_FILE, F_OUTPUT, F__END };
 static const enum flag_id backup_delete_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
 	F__END };
+static const enum flag_id install_flags[] = { CLUSTER_FLAGS, F_REPLICAS,
+	F_IMAGE, F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG, F_CREDENTIAL_FILE,
+	F_DRY_RUN, F_OUTPUT, F_WAIT, F_SELECTOR, F__END };
+static const enum flag_id uninstall_flags[] = { CLUSTER_FLAGS, F_PURGE,
+	F__END };
 
 const struct cli_command cli_commands[] = {
 	{ "version", "Print cairn's version and the versions of its libraries",
@@ -48,6 +53,28 @@ const struct cli_command cli_commands[] = {
 	  "Backup's status. Restarted with the same --server-id and journal it\n"
 	  "resumes its InProgress backups. SIGTERM/SIGINT stop it cleanly.",
 	  server_flags, cmd_server },
+	{ "install", "Install cairn on a cluster (CRDs, RBAC, storage location, servers)",
+	  "[--provider fs|s3 --bucket B --prefix P --config K=V,...] [--dry-run -o yaml|json]",
+	  "Creates or updates, in order: the namespace, the CRDs, a\n"
+	  "ServiceAccount with least-privilege RBAC (docs/operations.md says\n"
+	  "what each rule is for), the credentials Secret (--credential-file),\n"
+	  "the default BackupStorageLocation (no --provider: a directory on the\n"
+	  "node, --config path=DIR, default /var/lib/cairn/backups), a\n"
+	  "StatefulSet of --replicas `cairn server` pods and their Service.\n"
+	  "Running it again changes nothing (each object reports unchanged).\n"
+	  "--dry-run prints the objects instead (-o yaml for kubectl apply -f -;\n"
+	  "on a fresh cluster first with -l app.kubernetes.io/component=crd,\n"
+	  "the CRDs alone, since kubectl maps every kind before creating any).\n"
+	  "-l limits the objects to those whose labels match.\n"
+	  "--wait waits for the CRDs to be Established.",
+	  install_flags, cmd_install },
+	{ "uninstall", "Remove what cairn install made; backups in storage are kept",
+	  "[--purge]",
+	  "Stops the servers first, then removes the Service, RBAC,\n"
+	  "ServiceAccount, credentials Secret and storage location object.\n"
+	  "The CRDs, the namespace and the Backups, Restores and Schedules stay\n"
+	  "(a reinstall picks them up) unless --purge. Storage is never touched.",
+	  uninstall_flags, cmd_uninstall },
 	{ "backup create", "Create a backup of cluster objects",
 	  "NAME [FLAGS]",
 	  "Writes a Backup object; a cairn server claims it and streams the\n"
