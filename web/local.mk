@@ -35,4 +35,4 @@ check_PROGRAMS += tests/helpers/web_demo
 tests_helpers_web_demo_SOURCES = tests/helpers/web_demo.c
 tests_helpers_web_demo_LDADD = web/libweb.a base/libbase.a $(DEPS_LIBS)
 
-EXTRA_DIST += tests/lib/cdp.py docs/status-json.md docs/status.schema.json
+EXTRA_DIST += tests/lib/cdp.py tests/lib/webcheck.py docs/status-json.md docs/status.schema.json

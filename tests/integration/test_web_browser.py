@@ -8,26 +8,16 @@ elements; the page reads well at phone width. Screenshots are saved under
 $CAIRN_TMP and copied to tests/artifacts/ (git-ignored).
 """
 import os
-import shutil
 import signal
 import urllib.request
 
-from cairntest import BUILDDIR, SRCDIR, case, main, wait_for
+from cairntest import case, main, wait_for
 from cdp import CHROMIUM, Chromium
+from webcheck import BACKUP_JS, save_artifact, start_demo
 
-DEMO = os.path.join(BUILDDIR, "tests/helpers/web_demo")
-ARTIFACTS = os.path.join(SRCDIR, "tests/artifacts")
-
-
-def start_demo(t, *extra):
-    port_file = t.path("port.%d" % len(t.procs))
-    p = t.spawn([DEMO, "--listen", "127.0.0.1:0", "--port-file", port_file,
-                 "--tick-ms", "100", "--status-interval-ms", "200"] + list(extra), name="web_demo")
-    wait_for(lambda: os.path.exists(port_file) or not p.alive(), 10, "web_demo port file")
-    t.check(p.alive(), "web_demo exited: %s" % p.output()[-1500:])
-    with open(port_file) as f:
-        port = int(f.read())
-    return p, "http://127.0.0.1:%d" % port
+def start(t, *extra):
+    demo, port = start_demo(t, *extra, status_interval_ms=200)
+    return demo, "http://127.0.0.1:%d" % port
 
 
 def browser(t):
@@ -38,38 +28,9 @@ def browser(t):
     return br
 
 
-def save_artifact(t, page, name):
-    path = page.screenshot(t.path(name))
-    try:
-        os.makedirs(ARTIFACTS, exist_ok=True)
-        shutil.copy(path, os.path.join(ARTIFACTS, name))
-    except OSError as e:  # a read-only source tree is not a failure
-        print("could not copy %s to %s: %s" % (name, ARTIFACTS, e))
-    t.check(os.path.getsize(path) > 10000, "screenshot %s looks empty" % name)
-    return path
-
-
-BACKUP_JS = """(function () {
-  var c = document.querySelector('.op[data-kind="backup"]');
-  if (!c) return null;
-  var bar = c.querySelector('[role="progressbar"]');
-  return {
-    name: c.getAttribute('data-name'),
-    text: c.textContent,
-    holder: (c.querySelector('.holder') || {}).textContent,
-    attempt: (c.querySelector('.attempt') || {}).textContent,
-    now: bar ? Number(bar.getAttribute('aria-valuenow')) : null,
-    max: bar ? Number(bar.getAttribute('aria-valuemax')) : null,
-    width: c.querySelector('.fill').style.width,
-    items: (c.querySelector('.items b') || {}).textContent,
-    updates: window.cairnUpdates || 0
-  };
-})()"""
-
-
 @case
 def page_shows_live_backup_progress(t):
-    demo, url = start_demo(t)
+    demo, url = start(t)
     br = browser(t)
     page = br.page()
     page.viewport(1280, 900)
@@ -126,7 +87,7 @@ def page_shows_live_backup_progress(t):
 
 @case
 def markup_in_values_shows_as_text(t):
-    demo, url = start_demo(t)
+    demo, url = start(t)
     demo.signal(signal.SIGUSR1)  # adds failed results whose messages hold markup
     wait_for(lambda: "nightly-failed-1" in urllib.request.urlopen(url + "/status.json").read().decode(),
              10, "failed backup in status.json")
@@ -161,7 +122,7 @@ def page_works_with_bearer_token(t):
     token_file = t.path("token")
     with open(token_file, "w") as f:
         f.write("browser-token-123\n")
-    demo, url = start_demo(t, "--token-file", token_file)
+    demo, url = start(t, "--token-file", token_file)
     br = browser(t)
     page = br.page()
     page.call("Network.enable")
