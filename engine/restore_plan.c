@@ -542,6 +542,7 @@ static const char plan_schema[] =
 	"CREATE TABLE items(tier TEXT NOT NULL, resgroup TEXT NOT NULL,"
 	" ns TEXT NOT NULL, name TEXT NOT NULL, path TEXT NOT NULL,"
 	" version TEXT NOT NULL, preferred INTEGER NOT NULL, data BLOB NOT NULL,"
+	" related INTEGER NOT NULL DEFAULT 0,"
 	" PRIMARY KEY(resgroup, ns, name));"
 	"CREATE TABLE nsobjs(name TEXT PRIMARY KEY, data BLOB NOT NULL);";
 
@@ -590,6 +591,8 @@ problem(struct build *b, int error, const char *ns, const char *fmt, ...)
 		b->problem(b->arg, error, ns, msg);
 }
 
+#define CRD_RG "customresourcedefinitions.apiextensions.k8s.io"
+
 /* Does the item pass the path-only filters? */
 static int
 selected_by_path(const struct restore_filter *f, const struct restore_path *rp)
@@ -625,7 +628,7 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 	cJSON *obj = NULL;
 	const char *name, *ons;
 	char *text = NULL;
-	int rc, is_ns, want;
+	int rc, is_ns, want, related = 0, crd_ok;
 
 	if (e->verdict == TARREAD_BAD) {
 		problem(b, 1, "", "tarball entry \"%s\" refused: %s", e->path,
@@ -646,7 +649,10 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 	}
 	is_ns = strcmp(rp.resgroup, "namespaces") == 0 && rp.ns[0] == '\0';
 	want = selected_by_path(b->f, &rp);
-	if (!want && !is_ns)
+	/* CRDs come along for the custom resources restored (see below) */
+	crd_ok = b->f->cluster != 0 && strcmp(rp.resgroup, CRD_RG) == 0 &&
+	    restore_filter_resource(b->f, CRD_RG);
+	if (!want && !is_ns && !crd_ok)
 		return 0;
 	if (!rp.preferred) {
 		/* legacy path: unneeded when the preferred one is stored */
@@ -684,7 +690,11 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 			goto out;
 		}
 	}
-	if (!want || !restore_filter_labels(b->f, obj))
+	if (want && restore_filter_labels(b->f, obj))
+		related = 0;
+	else if (crd_ok)
+		related = 1;
+	else
 		goto out;
 	restore_tier_key(rp.resgroup, tier);
 	sqlite3_bind_text(b->upsert, 1, tier, -1, SQLITE_STATIC);
@@ -695,6 +705,7 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 	sqlite3_bind_text(b->upsert, 6, rp.version, -1, SQLITE_STATIC);
 	sqlite3_bind_int(b->upsert, 7, rp.preferred);
 	sqlite3_bind_blob(b->upsert, 8, text, (int)strlen(text), SQLITE_STATIC);
+	sqlite3_bind_int(b->upsert, 9, related);
 	if (step_done(b->upsert) < 0) {
 		rc = db_fail(b->p, err, "storing an item");
 		goto out;
@@ -770,8 +781,8 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 	    "AND ns=?2 AND name=?3 AND preferred=1", -1, &b.has_pref, NULL) !=
 	    SQLITE_OK ||
 	    sqlite3_prepare_v2(p->db, "INSERT INTO items(tier, resgroup, ns, "
-	    "name, path, version, preferred, data) VALUES(?1,?2,?3,?4,?5,?6,"
-	    "?7,?8) ON CONFLICT(resgroup, ns, name) DO UPDATE SET "
+	    "name, path, version, preferred, data, related) VALUES(?1,?2,?3,?4,"
+	    "?5,?6,?7,?8,?9) ON CONFLICT(resgroup, ns, name) DO UPDATE SET "
 	    "path=excluded.path, version=excluded.version, "
 	    "preferred=excluded.preferred, data=excluded.data "
 	    "WHERE excluded.preferred > items.preferred", -1, &b.upsert,
@@ -788,7 +799,11 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 	}
 	if (rc < 0)
 		goto fail;
-	if (sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+	/* CRDs kept as related: only those of custom resources restored */
+	if (sqlite3_exec(p->db, "DELETE FROM items WHERE related=1 AND name "
+	    "NOT IN (SELECT resgroup FROM items WHERE related=0)", NULL, NULL,
+	    NULL) != SQLITE_OK ||
+	    sqlite3_exec(p->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = db_fail(p, err, "commit");
 		goto fail;
 	}

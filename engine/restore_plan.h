@@ -10,8 +10,9 @@
  *
  * Selection (Velero's rules): never-restored kinds are dropped;
  * include/exclude namespaces ('*' globs) and resources; includeClusterResources
- * (unset: cluster-scoped items only when every namespace is included;
- * Namespace objects follow the namespace filter); labelSelector and
+ * (unset: cluster-scoped items only when every namespace is included,
+ * plus the CRDs of custom resources that are restored; Namespace objects
+ * follow the namespace filter); labelSelector and
  * orLabelSelectors; the preferred-version path of an item wins over its
  * legacy path, which is used only when the archive has no preferred one.
  *

@@ -1,0 +1,1425 @@
+/*
+ * restore.c: running one Restore.
+ *
+ * Shape of a run:
+ *   1. claim bookkeeping: journal row (kind Restore), startTimestamp;
+ *   2. validation -> FailedValidation: the Backup exists and is Completed
+ *      or PartiallyFailed, its storage location opens, the spec's
+ *      filters, mapping, selectors and policy are well-formed;
+ *   3. the plan (restore_plan.c): the tarball is streamed once from
+ *      storage through the safe reader into a temporary SQLite spill; a
+ *      fatal archive problem (truncated, corrupt, bomb, stall) ends the
+ *      restore Failed before anything is created;
+ *   4. tiers in Velero's order; in each tier the main thread hands items
+ *      to a pool of `workers` threads through a bounded queue and waits
+ *      for the tier to drain before the next one starts (parallel within a
+ *      tier, never across). Target namespaces are ensured by the main
+ *      thread before the first item that needs them. Custom resources
+ *      wait for their CRD to be Established (discovery refreshed);
+ *   5. item outcomes are batched into the journal by the main thread
+ *      (one transaction per 256 items or 200 ms); status.progress and
+ *      status.checkpoint follow at most once a second;
+ *   6. results, logs and the resource list go to restores/<name>/ and the
+ *      final phase is written (journal first).
+ *
+ * Memory: the plan lives on disk; in memory are the queue (2 x workers
+ * rows), pending journal marks, the results (capped at RS_MAX_RESULTS
+ * messages per list) and the resource list (one short string per item).
+ *
+ * Threads: workers touch only the kube client (thread-safe), their rows,
+ * and the shared state under rs->mu.
+ */
+#include "config.h"
+#include "engine/restore.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "base/buf.h"
+#include "base/jsonutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
+#include "engine/archive_read.h"
+#include "engine/bsl.h"
+#include "engine/restore_plan.h"
+#include "journal/journal.h"
+#include "kube/kube.h"
+#include "storage/layout.h"
+#include "storage/store.h"
+
+#define RS_MAX_RESULTS 1000		/* messages kept per results list */
+#define RS_PROGRESS_US TIME_US_PER_SEC
+#define RS_STATUS_RETRIES 5
+#define RS_FLUSH_ITEMS 256
+#define RS_FLUSH_US (200 * 1000)
+#define RS_MAX_WORKERS 64
+
+static const struct kube_gvr restores_gvr = { "cairn.io", "v1", "restores" };
+static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
+static const struct kube_gvr ns_gvr = { "", "v1", "namespaces" };
+static const struct kube_gvr crd_gvr = { "apiextensions.k8s.io", "v1",
+	"customresourcedefinitions" };
+
+struct mark {
+	char *key;
+	enum journal_rstate state;
+};
+
+/* What one tier's items need to know about their resource. */
+struct tierinfo {
+	const char *resgroup;
+	struct kube_resource *r;	/* resolved, owned; NULL: unknown */
+	int status;			/* restoreStatus takes it */
+};
+
+struct rs {
+	const struct engine_env *env;
+	const char *worker;
+	char *ns, *name, *uid, *backup;
+	cJSON *obj;			/* latest object known (owned) */
+	cJSON *status;			/* the status we own and write */
+	int64_t attempt;
+	int64_t jid;
+	int fenced;
+	struct restore_filter *filter;
+	struct restore_plan *plan;
+	struct bsl *loc;
+	char *prefix;			/* the location's key prefix */
+	int64_t total, done, restored_before;
+	int64_t last_progress_us;
+	char *last_key;
+	size_t tier;
+	/* results: {"velero":[],"cluster":[],"namespaces":{}} each */
+	cJSON *warnings, *errors;
+	int64_t nwarnings, nerrors;
+	cJSON *reslist;			/* "<gv>/<Kind>" -> ["ns/name(state)"] */
+	char **ensured;			/* target namespaces known to exist */
+	size_t nensured;
+	/* the pool */
+	pthread_mutex_t mu;
+	pthread_cond_t cv_items, cv_space, cv_idle;
+	struct restore_row **q;
+	size_t qhead, qcount, qcap;
+	int inflight;
+	int quit;
+	int abort_tier;			/* fenced or stopped: drop the rest */
+	const struct tierinfo *ti;
+	struct mark *pending;
+	size_t npending, apending;
+	int64_t last_flush_us;
+	int nworkers;
+	pthread_t *threads;
+};
+
+/* ------------------------------------------------------------------ */
+/* Results and events.                                                 */
+/* ------------------------------------------------------------------ */
+
+static cJSON *
+results_new(void)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddArrayToObject(r, "velero");
+	cJSON_AddArrayToObject(r, "cluster");
+	cJSON_AddObjectToObject(r, "namespaces");
+	return r;
+}
+
+static void
+rs_event(struct rs *rs, const char *level, const char *fmt, ...)
+	CAIRN_PRINTF(3, 4);
+
+static void
+rs_event(struct rs *rs, const char *level, const char *fmt, ...)
+{
+	char line[JOURNAL_EVENT_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (strcmp(level, "error") == 0)
+		log_error("restore %s/%s: %s", rs->ns, rs->name, line);
+	else if (strcmp(level, "warning") == 0)
+		log_warn("restore %s/%s: %s", rs->ns, rs->name, line);
+	else
+		log_info("restore %s/%s: %s", rs->ns, rs->name, line);
+	if (rs->jid > 0)
+		(void)journal_event(rs->env->journal, rs->jid, level, NULL,
+		    "%s", line);
+}
+
+/*
+ * Record a warning or error in the results: ns NULL general ("velero"
+ * list, Velero's name), "" cluster-scoped, else that namespace.
+ */
+static void
+rs_record(struct rs *rs, int is_error, const char *ns, const char *msg)
+{
+	cJSON *r, *list;
+
+	pthread_mutex_lock(&rs->mu);
+	r = is_error ? rs->errors : rs->warnings;
+	if (is_error)
+		rs->nerrors++;
+	else
+		rs->nwarnings++;
+	if (ns == NULL)
+		list = cJSON_GetObjectItemCaseSensitive(r, "velero");
+	else if (ns[0] == '\0')
+		list = cJSON_GetObjectItemCaseSensitive(r, "cluster");
+	else {
+		cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "namespaces");
+
+		list = cJSON_GetObjectItemCaseSensitive(m, ns);
+		if (list == NULL)
+			list = cJSON_AddArrayToObject(m, ns);
+	}
+	if (cJSON_GetArraySize(list) < RS_MAX_RESULTS)
+		cJSON_AddItemToArray(list, cJSON_CreateString(msg));
+	pthread_mutex_unlock(&rs->mu);
+	rs_event(rs, is_error ? "error" : "warning", "%s", msg);
+}
+
+static void
+rs_recordf(struct rs *rs, int is_error, const char *ns, const char *fmt, ...)
+	CAIRN_PRINTF(4, 5);
+
+static void
+rs_recordf(struct rs *rs, int is_error, const char *ns, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	rs_record(rs, is_error, ns, msg);
+}
+
+/* Problems from the plan: entry errors are general unless namespaced. */
+static void
+plan_problem(void *arg, int error, const char *ns, const char *msg)
+{
+	struct rs *rs = arg;
+
+	rs_record(rs, error, ns[0] != '\0' ? ns : NULL, msg);
+}
+
+/* ------------------------------------------------------------------ */
+/* Status writes, conditional on resourceVersion, with fencing.        */
+/* ------------------------------------------------------------------ */
+
+static int
+rs_wait_write_ok(struct rs *rs)
+{
+	const struct engine_env *e = rs->env;
+
+	if (e->may_write == NULL)
+		return 0;
+	while (!e->may_write(e->may_write_arg)) {
+		if (e->stop != NULL && *e->stop)
+			return CAIRN_ECANCELED;
+		time_sleep_us(100000, e->stop);
+	}
+	return 0;
+}
+
+static int
+claim_is_ours(const struct rs *rs, const cJSON *obj)
+{
+	const char *holder = json_str(obj, "status.claim.holder");
+
+	return holder != NULL && strcmp(holder, rs->env->server_id) == 0 &&
+	    json_int(obj, "status.claim.attempt", 0) == rs->attempt &&
+	    strcmp(json_str_or(obj, "metadata.uid", ""), rs->uid) == 0;
+}
+
+static int
+rs_status_write(struct rs *rs, struct cairn_err *err)
+{
+	struct cairn_err e2 = CAIRN_ERR_INIT;
+	cJSON *body, *out = NULL, *fresh = NULL;
+	int rc = CAIRN_EFAIL;
+
+	if (rs->fenced)
+		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
+	for (int i = 0; i < RS_STATUS_RETRIES; i++) {
+		rc = rs_wait_write_ok(rs);
+		if (rc < 0)
+			return cairn_err_set(err, rc, "stopped");
+		body = cJSON_Duplicate(rs->obj, 1);
+		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
+		cJSON_AddItemToObject(body, "status",
+		    cJSON_Duplicate(rs->status, 1));
+		rc = kube_update_status(rs->env->kube, &restores_gvr, rs->ns,
+		    body, &out, err);
+		cJSON_Delete(body);
+		if (rc == 0) {
+			cJSON_Delete(rs->obj);
+			rs->obj = out;
+			return 0;
+		}
+		if (rc != CAIRN_ECONFLICT)
+			return rc;
+		rc = kube_get(rs->env->kube, &restores_gvr, rs->ns, rs->name,
+		    &fresh, &e2);
+		if (rc < 0) {
+			cairn_err_copy(err, &e2);
+			if (rc == CAIRN_ENOTFOUND) {
+				rs->fenced = 1;
+				return cairn_err_set(err, CAIRN_EFENCED,
+				    "restore %s/%s was deleted", rs->ns,
+				    rs->name);
+			}
+			return rc;
+		}
+		if (!claim_is_ours(rs, fresh)) {
+			log_warn("restore %s/%s: claim lost to %s attempt %lld: "
+			    "stopping", rs->ns, rs->name,
+			    json_str_or(fresh, "status.claim.holder", "(none)"),
+			    (long long)json_int(fresh, "status.claim.attempt", 0));
+			cJSON_Delete(fresh);
+			rs->fenced = 1;
+			return cairn_err_set(err, CAIRN_EFENCED,
+			    "ownership of restore %s/%s lost", rs->ns, rs->name);
+		}
+		cJSON_Delete(rs->obj);
+		rs->obj = fresh;
+		fresh = NULL;
+	}
+	return rc;
+}
+
+int
+restore_claim(const struct engine_env *env, const cJSON *obj,
+	const char *worker, int64_t attempt, cJSON **out,
+	struct cairn_err *err)
+{
+	cJSON *body = cJSON_Duplicate(obj, 1);
+	cJSON *claim = cJSON_CreateObject();
+	char now[TIME_STR_MAX];
+	int rc;
+
+	*out = NULL;
+	time_format_rfc3339(time_now_us(), now);
+	json_set_str(body, "status.phase", "InProgress");
+	cJSON_AddStringToObject(claim, "holder", env->server_id);
+	cJSON_AddStringToObject(claim, "worker", worker);
+	cJSON_AddNumberToObject(claim, "attempt", (double)attempt);
+	cJSON_AddStringToObject(claim, "claimedAt", now);
+	json_set_item(body, "status.claim", claim);
+	rc = kube_update_status(env->kube, &restores_gvr,
+	    json_str_or(obj, "metadata.namespace", env->namespace), body, out,
+	    err);
+	cJSON_Delete(body);
+	return rc;
+}
+
+static void
+rs_set_progress(struct rs *rs)
+{
+	cJSON *p = cJSON_CreateObject(), *c = cJSON_CreateObject();
+	int64_t total = rs->total > rs->done ? rs->total : rs->done;
+
+	cJSON_AddNumberToObject(p, "totalItems", (double)total);
+	cJSON_AddNumberToObject(p, "itemsRestored", (double)rs->done);
+	json_set_item(rs->status, "progress", p);
+	cJSON_AddNumberToObject(c, "itemsDone", (double)rs->done);
+	cJSON_AddStringToObject(c, "lastItem", rs->last_key ? rs->last_key : "");
+	cJSON_AddNumberToObject(c, "tier", (double)rs->tier);
+	json_set_item(rs->status, "checkpoint", c);
+	json_set_int(rs->status, "warnings", rs->nwarnings);
+	json_set_int(rs->status, "errors", rs->nerrors);
+}
+
+/* ------------------------------------------------------------------ */
+/* Journal batches.                                                     */
+/* ------------------------------------------------------------------ */
+
+/* Write the pending marks in one transaction (main thread only). */
+static int
+rs_flush(struct rs *rs, int force, struct cairn_err *err)
+{
+	struct mark *m;
+	size_t n;
+	int rc = 0;
+	int64_t now = time_mono_us();
+
+	pthread_mutex_lock(&rs->mu);
+	if (rs->npending == 0 || (!force && rs->npending < RS_FLUSH_ITEMS &&
+	    now - rs->last_flush_us < RS_FLUSH_US)) {
+		pthread_mutex_unlock(&rs->mu);
+		return 0;
+	}
+	m = rs->pending;
+	n = rs->npending;
+	rs->pending = NULL;
+	rs->npending = rs->apending = 0;
+	pthread_mutex_unlock(&rs->mu);
+	rs->last_flush_us = now;
+	rc = journal_begin(rs->env->journal, err);
+	if (rc == 0) {
+		for (size_t i = 0; i < n; i++)
+			(void)journal_restore_mark(rs->env->journal, rs->jid,
+			    m[i].key, m[i].state, NULL);
+		rc = journal_commit(rs->env->journal, err);
+	}
+	if (rc == 0) {
+		rs->done += (int64_t)n;
+		free(rs->last_key);
+		rs->last_key = xstrdup(m[n - 1].key);
+		(void)journal_set_progress(rs->env->journal, rs->jid,
+		    rs->total, rs->done, 0, NULL);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(m[i].key);
+	free(m);
+	return rc;
+}
+
+static int
+rs_progress(struct rs *rs, int force, struct cairn_err *err)
+{
+	int64_t now = time_mono_us();
+	int rc;
+
+	rc = rs_flush(rs, force, err);
+	if (rc < 0)
+		return rc;
+	if (!force && now - rs->last_progress_us < RS_PROGRESS_US)
+		return 0;
+	rs->last_progress_us = now;
+	rs_set_progress(rs);
+	return rs_status_write(rs, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Preparing objects.                                                  */
+/* ------------------------------------------------------------------ */
+
+void
+restore_reset_metadata(cJSON *obj)
+{
+	static const char *const drop[] = {
+		"generateName", "selfLink", "uid", "resourceVersion",
+		"generation", "creationTimestamp", "deletionTimestamp",
+		"deletionGracePeriodSeconds", "ownerReferences",
+		"managedFields", NULL
+	};
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+
+	for (int i = 0; md != NULL && drop[i] != NULL; i++)
+		cJSON_DeleteItemFromObjectCaseSensitive(md, drop[i]);
+	cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+}
+
+static void
+set_label(cJSON *obj, const char *key, const char *value)
+{
+	cJSON *labels = json_ensure(obj, "metadata.labels");
+
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, key);
+	cJSON_AddStringToObject(labels, key, value);
+}
+
+/* Fields the cluster assigns that a restore must not carry over. */
+static void
+strip_assigned(struct rs *rs, const char *resgroup, cJSON *obj)
+{
+	if (strcmp(resgroup, "services") == 0) {
+		cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+		const char *ip = json_str(spec, "clusterIP");
+		cJSON *ports, *p;
+
+		if (ip == NULL || strcmp(ip, "None") != 0) {
+			cJSON_DeleteItemFromObjectCaseSensitive(spec,
+			    "clusterIP");
+			cJSON_DeleteItemFromObjectCaseSensitive(spec,
+			    "clusterIPs");
+		}
+		if (!restore_filter_node_ports(rs->filter)) {
+			cJSON_DeleteItemFromObjectCaseSensitive(spec,
+			    "healthCheckNodePort");
+			ports = cJSON_GetObjectItemCaseSensitive(spec, "ports");
+			cJSON_ArrayForEach(p, ports)
+				cJSON_DeleteItemFromObjectCaseSensitive(p,
+				    "nodePort");
+		}
+	}
+}
+
+/* The object to create for a row (owned), and its status when restored. */
+static cJSON *
+prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
+    cJSON **status_out)
+{
+	const char *target = restore_filter_map_ns(rs->filter, row->ns);
+	cJSON *status;
+
+	*status_out = NULL;
+	status = cJSON_DetachItemFromObjectCaseSensitive(obj, "status");
+	restore_reset_metadata(obj);
+	if (rs->ti != NULL && rs->ti->status && status != NULL)
+		*status_out = status;
+	else
+		cJSON_Delete(status);
+	if (row->ns[0] != '\0')
+		json_set_str(obj, "metadata.namespace", target);
+	else
+		json_delete(obj, "metadata.namespace");
+	if (strcmp(row->resgroup, "namespaces") == 0)
+		json_set_str(obj, "metadata.name",
+		    restore_filter_map_ns(rs->filter, row->name));
+	if (strcmp(row->resgroup, "persistentvolumes") == 0) {
+		cJSON *cr = json_get(obj, "spec.claimRef");
+		const char *cns = json_str(cr, "namespace");
+
+		if (cr != NULL) {
+			cJSON_DeleteItemFromObjectCaseSensitive(cr, "uid");
+			cJSON_DeleteItemFromObjectCaseSensitive(cr,
+			    "resourceVersion");
+			if (cns != NULL)
+				json_set_str(cr, "namespace",
+				    restore_filter_map_ns(rs->filter, cns));
+		}
+	}
+	if (strcmp(row->resgroup, "rolebindings.rbac.authorization.k8s.io") == 0 ||
+	    strcmp(row->resgroup,
+	    "clusterrolebindings.rbac.authorization.k8s.io") == 0) {
+		cJSON *s, *subjects = cJSON_GetObjectItemCaseSensitive(obj,
+		    "subjects");
+
+		cJSON_ArrayForEach(s, subjects) {
+			const char *sns = json_str(s, "namespace");
+
+			if (sns != NULL)
+				json_set_str(s, "namespace",
+				    restore_filter_map_ns(rs->filter, sns));
+		}
+	}
+	strip_assigned(rs, row->resgroup, obj);
+	set_label(obj, RESTORE_LABEL_BACKUP, rs->backup);
+	set_label(obj, RESTORE_LABEL_RESTORE, rs->name);
+	return obj;
+}
+
+/*
+ * The live object as comparable to a prepared one: metadata reset,
+ * status dropped, assigned fields stripped, and the restore labels
+ * copied from want (Velero's comparison). Owned.
+ */
+static cJSON *
+comparable(struct rs *rs, const char *resgroup, const cJSON *live,
+    const cJSON *want)
+{
+	cJSON *c = cJSON_Duplicate(live, 1);
+
+	restore_reset_metadata(c);
+	strip_assigned(rs, resgroup, c);
+	set_label(c, RESTORE_LABEL_BACKUP, rs->backup);
+	set_label(c, RESTORE_LABEL_RESTORE, rs->name);
+	return c;
+}
+
+static void
+write_status(struct rs *rs, const struct kube_gvr *g, const char *ns,
+    const cJSON *created, cJSON *status, const char *what)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *body;
+
+	if (status == NULL || !kube_resource_has_sub(rs->ti->r, "status"))
+		return;
+	body = cJSON_Duplicate(created, 1);
+	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
+	cJSON_AddItemToObject(body, "status", cJSON_Duplicate(status, 1));
+	if (kube_update_status(rs->env->kube, g, ns, body, NULL, &err) < 0)
+		rs_recordf(rs, 0, ns, "could not restore the status of %s: %s",
+		    what, err.msg);
+	cJSON_Delete(body);
+}
+
+/* Add "ns/name(state)" to the resource list (under rs->mu). */
+static void
+reslist_add(struct rs *rs, const cJSON *obj, const char *ns, const char *name,
+    enum journal_rstate st)
+{
+	char key[512], *v;
+	cJSON *list;
+
+	snprintf(key, sizeof key, "%s/%s", json_str_or(obj, "apiVersion", "v1"),
+	    json_str_or(obj, "kind", "Unknown"));
+	list = cJSON_GetObjectItemCaseSensitive(rs->reslist, key);
+	if (list == NULL)
+		list = cJSON_AddArrayToObject(rs->reslist, key);
+	v = xasprintf("%s%s%s(%s)", ns, ns[0] ? "/" : "", name,
+	    journal_rstate_name(st));
+	cJSON_AddItemToArray(list, cJSON_CreateString(v));
+	free(v);
+}
+
+/* Create (or reconcile) one item. Runs in a worker. */
+static enum journal_rstate
+apply_item(struct rs *rs, struct restore_row *row)
+{
+	const struct tierinfo *ti = rs->ti;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *obj, *status = NULL, *out = NULL, *live = NULL, *cmp = NULL;
+	const char *ns, *name;
+	char what[700], *gvbuf = NULL;
+	struct kube_gvr g;
+	enum journal_rstate st = JOURNAL_R_FAILED;
+	const char *bucket;
+	int rc;
+
+	obj = json_parse(row->json, strlen(row->json), &err);
+	bucket = row->ns[0] ? restore_filter_map_ns(rs->filter, row->ns) : "";
+	if (obj == NULL) {
+		rs_recordf(rs, 1, bucket, "%s: %s", row->path, err.msg);
+		return JOURNAL_R_FAILED;
+	}
+	prepare(rs, row, obj, &status);
+	ns = json_str_or(obj, "metadata.namespace", "");
+	name = json_str_or(obj, "metadata.name", "");
+	snprintf(what, sizeof what, "%s %s%s%s", row->resgroup, ns,
+	    ns[0] ? "/" : "", name);
+	if (ti->r == NULL) {
+		rs_recordf(rs, 1, bucket, "error restoring %s: the cluster "
+		    "does not serve %s", what, row->resgroup);
+		goto done;
+	}
+	g = kube_resource_gvr(ti->r);
+	{
+		/* POST to the object's own version when the cluster serves it */
+		const char *av = json_str_or(obj, "apiVersion", "");
+		const char *slash = strrchr(av, '/');
+
+		gvbuf = xstrdup(slash ? slash + 1 : av);
+		if (gvbuf[0] != '\0')
+			g.version = gvbuf;
+	}
+	if (!ti->r->namespaced)
+		ns = "";
+	rc = kube_create(rs->env->kube, &g, ns[0] ? ns : NULL, obj, &out, &err);
+	if (rc == 0) {
+		st = JOURNAL_R_CREATED;
+		write_status(rs, &g, ns, out, status, what);
+		goto done;
+	}
+	if (rc != CAIRN_EEXIST) {
+		rs_recordf(rs, 1, bucket, "error restoring %s: %s", what, err.msg);
+		goto done;
+	}
+	rc = kube_get(rs->env->kube, &g, ns[0] ? ns : NULL, name, &live, &err);
+	if (rc < 0) {
+		rs_recordf(rs, 1, bucket, "error restoring %s: exists but "
+		    "cannot be read: %s", what, err.msg);
+		goto done;
+	}
+	cmp = comparable(rs, row->resgroup, live, obj);
+	if (cJSON_Compare(cmp, obj, 1)) {
+		/* equal: done; created by an earlier attempt when labelled so */
+		st = JOURNAL_R_SKIPPED;
+		{
+			cJSON *labels = json_get(live, "metadata.labels");
+			cJSON *l = cJSON_GetObjectItemCaseSensitive(labels,
+			    RESTORE_LABEL_RESTORE);
+
+			if (cJSON_IsString(l) && strcmp(l->valuestring,
+			    rs->name) == 0)
+				st = JOURNAL_R_CREATED;
+		}
+		goto done;
+	}
+	if (!restore_filter_update(rs->filter)) {
+		rs_recordf(rs, 0, bucket, "could not restore, %s already "
+		    "exists. Warning: the in-cluster version is different "
+		    "than the backed-up version", what);
+		st = JOURNAL_R_SKIPPED;
+		goto done;
+	}
+	for (int i = 0; i < 3; i++) {
+		cJSON *body = cJSON_Duplicate(obj, 1);
+
+		json_set_str(body, "metadata.resourceVersion",
+		    json_str_or(live, "metadata.resourceVersion", ""));
+		cJSON_Delete(out);
+		out = NULL;
+		rc = kube_update(rs->env->kube, &g, ns[0] ? ns : NULL, body,
+		    &out, &err);
+		cJSON_Delete(body);
+		if (rc != CAIRN_ECONFLICT)
+			break;
+		cJSON_Delete(live);
+		live = NULL;
+		if (kube_get(rs->env->kube, &g, ns[0] ? ns : NULL, name, &live,
+		    &err) < 0)
+			break;
+	}
+	if (rc == 0) {
+		st = JOURNAL_R_UPDATED;
+		write_status(rs, &g, ns, out, status, what);
+	} else {
+		rs_recordf(rs, 1, bucket, "error updating %s: %s", what,
+		    err.msg);
+	}
+done:
+	pthread_mutex_lock(&rs->mu);
+	reslist_add(rs, obj, ns, name, st);
+	pthread_mutex_unlock(&rs->mu);
+	free(gvbuf);
+	cJSON_Delete(cmp);
+	cJSON_Delete(live);
+	cJSON_Delete(out);
+	cJSON_Delete(status);
+	cJSON_Delete(obj);
+	return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* The pool.                                                           */
+/* ------------------------------------------------------------------ */
+
+static void *
+worker_main(void *arg)
+{
+	struct rs *rs = arg;
+
+	for (;;) {
+		struct restore_row *row;
+		enum journal_rstate st;
+		int skip;
+
+		pthread_mutex_lock(&rs->mu);
+		while (rs->qcount == 0 && !rs->quit)
+			pthread_cond_wait(&rs->cv_items, &rs->mu);
+		if (rs->qcount == 0 && rs->quit) {
+			pthread_mutex_unlock(&rs->mu);
+			return NULL;
+		}
+		row = rs->q[rs->qhead];
+		rs->qhead = (rs->qhead + 1) % rs->qcap;
+		rs->qcount--;
+		rs->inflight++;
+		skip = rs->abort_tier;
+		pthread_cond_signal(&rs->cv_space);
+		pthread_mutex_unlock(&rs->mu);
+
+		if (!skip && !(rs->env->stop != NULL && *rs->env->stop)) {
+			st = apply_item(rs, row);
+			pthread_mutex_lock(&rs->mu);
+			if (rs->npending == rs->apending) {
+				rs->apending = rs->apending ? 2 * rs->apending :
+				    64;
+				rs->pending = xreallocarray(rs->pending,
+				    rs->apending, sizeof *rs->pending);
+			}
+			rs->pending[rs->npending].key = row->key;
+			rs->pending[rs->npending].state = st;
+			rs->npending++;
+			row->key = NULL;
+			pthread_mutex_unlock(&rs->mu);
+		}
+		restore_row_free(row);
+		pthread_mutex_lock(&rs->mu);
+		rs->inflight--;
+		if (rs->inflight == 0 && rs->qcount == 0)
+			pthread_cond_broadcast(&rs->cv_idle);
+		pthread_mutex_unlock(&rs->mu);
+	}
+}
+
+static int
+pool_start(struct rs *rs, int n)
+{
+	rs->nworkers = 0;
+	rs->qcap = (size_t)n * 2;
+	rs->q = xcalloc(rs->qcap, sizeof *rs->q);
+	rs->threads = xcalloc((size_t)n, sizeof *rs->threads);
+	for (int i = 0; i < n; i++) {
+		if (pthread_create(&rs->threads[i], NULL, worker_main, rs) != 0)
+			break;
+		rs->nworkers++;
+	}
+	return rs->nworkers > 0 ? 0 : CAIRN_EFAIL;
+}
+
+static void
+pool_stop(struct rs *rs)
+{
+	pthread_mutex_lock(&rs->mu);
+	rs->quit = 1;
+	pthread_cond_broadcast(&rs->cv_items);
+	pthread_mutex_unlock(&rs->mu);
+	for (int i = 0; i < rs->nworkers; i++)
+		pthread_join(rs->threads[i], NULL);
+	while (rs->qcount > 0) {
+		restore_row_free(rs->q[rs->qhead]);
+		rs->qhead = (rs->qhead + 1) % rs->qcap;
+		rs->qcount--;
+	}
+	free(rs->q);
+	free(rs->threads);
+	rs->q = NULL;
+	rs->threads = NULL;
+	rs->nworkers = 0;
+}
+
+/* Wait until the queue is empty and nothing is in flight, flushing. */
+static int
+pool_drain(struct rs *rs, struct cairn_err *err)
+{
+	int rc = 0;
+
+	for (;;) {
+		struct timespec ts;
+
+		pthread_mutex_lock(&rs->mu);
+		if (rs->qcount == 0 && rs->inflight == 0) {
+			pthread_mutex_unlock(&rs->mu);
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&rs->cv_idle, &rs->mu, &ts);
+		pthread_mutex_unlock(&rs->mu);
+		if (rc == 0)
+			rc = rs_progress(rs, 0, err);
+		if (rc < 0) {
+			pthread_mutex_lock(&rs->mu);
+			rs->abort_tier = 1;
+			pthread_mutex_unlock(&rs->mu);
+		}
+	}
+	if (rc == 0)
+		rc = rs_flush(rs, 1, err);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tiers.                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Wait for CRD name to be Established; 0 when it is. */
+static int
+wait_crd(struct rs *rs, const char *name)
+{
+	int64_t end = time_mono_us() + RESTORE_CRD_WAIT_US;
+
+	while (time_mono_us() < end) {
+		cJSON *crd = NULL, *c;
+		int ok = 0;
+
+		int grc = kube_get(rs->env->kube, &crd_gvr, NULL, name, &crd,
+		    NULL);
+
+		if (grc == CAIRN_ENOTFOUND)
+			return grc;	/* neither restored nor present */
+		if (grc == 0) {
+			cJSON_ArrayForEach(c, json_get(crd, "status.conditions"))
+				if (strcmp(json_str_or(c, "type", ""),
+				    "Established") == 0 && strcmp(json_str_or(c,
+				    "status", ""), "True") == 0)
+					ok = 1;
+		}
+		cJSON_Delete(crd);
+		if (ok)
+			return 0;
+		if (rs->env->stop != NULL && *rs->env->stop)
+			return CAIRN_ECANCELED;
+		time_sleep_us(200000, rs->env->stop);
+	}
+	return CAIRN_ETIMEOUT;
+}
+
+static struct kube_resource *
+resolve_tier(struct rs *rs, const char *resgroup)
+{
+	struct kube_resource *r = NULL;
+	const char *dot = strchr(resgroup, '.');
+
+	if (kube_resolve(rs->env->kube, resgroup, NULL, &r, NULL) == 0)
+		return r;
+	if (dot == NULL)
+		return NULL;
+	/* a custom resource: its CRD may have been restored just now */
+	if (wait_crd(rs, resgroup) < 0)
+		return NULL;
+	for (int i = 0; i < 20; i++) {
+		if (kube_resolve(rs->env->kube, resgroup, NULL, &r, NULL) == 0)
+			return r;
+		time_sleep_us(250000, rs->env->stop);
+	}
+	return NULL;
+}
+
+/* Make sure target namespace t exists (main thread). */
+static void
+ensure_ns(struct rs *rs, const char *orig, const char *t)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *obj = NULL;
+	int rc;
+
+	for (size_t i = 0; i < rs->nensured; i++)
+		if (strcmp(rs->ensured[i], t) == 0)
+			return;
+	rc = kube_get(rs->env->kube, &ns_gvr, NULL, t, &obj, &err);
+	if (rc == CAIRN_ENOTFOUND) {
+		obj = restore_plan_namespace(rs->plan, orig);
+		if (obj == NULL) {
+			obj = cJSON_CreateObject();
+			cJSON_AddStringToObject(obj, "apiVersion", "v1");
+			cJSON_AddStringToObject(obj, "kind", "Namespace");
+		}
+		restore_reset_metadata(obj);
+		json_set_str(obj, "metadata.name", t);
+		set_label(obj, RESTORE_LABEL_BACKUP, rs->backup);
+		set_label(obj, RESTORE_LABEL_RESTORE, rs->name);
+		rc = kube_create(rs->env->kube, &ns_gvr, NULL, obj, NULL, &err);
+		if (rc == CAIRN_EEXIST)
+			rc = 0;
+		if (rc < 0)
+			rs_recordf(rs, 1, t, "error creating namespace %s: %s",
+			    t, err.msg);
+		else
+			rs_event(rs, "info", "created namespace %s", t);
+	}
+	cJSON_Delete(obj);
+	if (rc == 0) {
+		rs->ensured = xreallocarray(rs->ensured, rs->nensured + 1,
+		    sizeof *rs->ensured);
+		rs->ensured[rs->nensured++] = xstrdup(t);
+	}
+}
+
+struct feed {
+	struct rs *rs;
+	int64_t skipped;
+	struct cairn_err *err;
+	int rc;
+};
+
+static int
+feed_row(void *arg, struct restore_row *row)
+{
+	struct feed *f = arg;
+	struct rs *rs = f->rs;
+	enum journal_rstate st;
+	int rc;
+
+	if (rs->fenced || (rs->env->stop != NULL && *rs->env->stop)) {
+		restore_row_free(row);
+		f->rc = cairn_err_set(f->err, rs->fenced ? CAIRN_EFENCED :
+		    CAIRN_ECANCELED, rs->fenced ? "ownership lost" : "stopped");
+		return 1;
+	}
+	/* done by an earlier run of this server: skip */
+	if (journal_restore_lookup(rs->env->journal, rs->jid, row->key, &st,
+	    NULL) == 0) {
+		f->skipped++;
+		restore_row_free(row);
+		return 0;
+	}
+	if (row->ns[0] != '\0')
+		ensure_ns(rs, row->ns, restore_filter_map_ns(rs->filter,
+		    row->ns));
+	pthread_mutex_lock(&rs->mu);
+	while (rs->qcount == rs->qcap) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&rs->cv_space, &rs->mu, &ts);
+		if (rs->qcount == rs->qcap) {
+			pthread_mutex_unlock(&rs->mu);
+			rc = rs_progress(rs, 0, f->err);
+			pthread_mutex_lock(&rs->mu);
+			if (rc < 0) {
+				rs->abort_tier = 1;
+				pthread_mutex_unlock(&rs->mu);
+				restore_row_free(row);
+				f->rc = rc;
+				return 1;
+			}
+		}
+	}
+	rs->q[(rs->qhead + rs->qcount) % rs->qcap] = row;
+	rs->qcount++;
+	pthread_cond_signal(&rs->cv_items);
+	pthread_mutex_unlock(&rs->mu);
+	rc = rs_progress(rs, 0, f->err);
+	if (rc < 0) {
+		f->rc = rc;
+		return 1;
+	}
+	return 0;
+}
+
+static int
+run_tiers(struct rs *rs, struct cairn_err *err)
+{
+	size_t nt = restore_plan_ntiers(rs->plan);
+	int rc = 0;
+
+	for (size_t i = 0; i < nt && rc == 0; i++) {
+		struct tierinfo ti;
+		struct feed f;
+
+		memset(&ti, 0, sizeof ti);
+		ti.resgroup = restore_plan_tier(rs->plan, i);
+		ti.status = restore_filter_status(rs->filter, ti.resgroup);
+		ti.r = resolve_tier(rs, ti.resgroup);
+		if (ti.r == NULL)
+			rs_recordf(rs, 1, NULL, "the cluster does not serve %s: "
+			    "its %lld items are not restored", ti.resgroup,
+			    (long long)restore_plan_tier_count(rs->plan, i));
+		rs->tier = i;
+		rs->ti = &ti;
+		rs->abort_tier = 0;
+		rs_event(rs, "info", "restoring %s (%lld items)", ti.resgroup,
+		    (long long)restore_plan_tier_count(rs->plan, i));
+		memset(&f, 0, sizeof f);
+		f.rs = rs;
+		f.err = err;
+		rc = restore_plan_foreach(rs->plan, i, feed_row, &f, err);
+		if (rc == 1)
+			rc = f.rc;
+		{
+			int drc = pool_drain(rs, err);
+
+			if (rc == 0)
+				rc = drc;
+		}
+		rs->done += f.skipped;
+		rs->ti = NULL;
+		kube_resource_free(ti.r);
+		if (rc == 0 && rs->fenced)
+			rc = CAIRN_EFENCED;
+		if (rc == 0 && rs->env->stop != NULL && *rs->env->stop)
+			rc = cairn_err_set(err, CAIRN_ECANCELED, "stopped");
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Metadata files.                                                     */
+/* ------------------------------------------------------------------ */
+
+static int
+gzip_mem(const void *data, size_t len, unsigned char **out, size_t *outlen)
+{
+	z_stream z;
+	size_t cap = compressBound((uLong)len) + 64;
+	unsigned char *o = xmalloc(cap);
+
+	memset(&z, 0, sizeof z);
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8,
+	    Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(o);
+		return CAIRN_EFAIL;
+	}
+	z.next_in = (Bytef *)(uintptr_t)data;
+	z.avail_in = (uInt)len;
+	z.next_out = o;
+	z.avail_out = (uInt)cap;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+		deflateEnd(&z);
+		free(o);
+		return CAIRN_EFAIL;
+	}
+	*outlen = z.total_out;
+	deflateEnd(&z);
+	*out = o;
+	return 0;
+}
+
+static int
+put_gz(struct rs *rs, enum layout_restore_file f, const char *text,
+    struct cairn_err *err)
+{
+	unsigned char *gz = NULL;
+	size_t gzlen = 0;
+	char *key;
+	int rc;
+
+	if (gzip_mem(text, strlen(text), &gz, &gzlen) < 0)
+		return cairn_err_set(err, CAIRN_EFAIL, "gzip failed");
+	key = layout_restore_key(rs->prefix, rs->name, f);
+	if (key == NULL) {
+		free(gz);
+		return cairn_err_set(err, CAIRN_EINVAL, "bad restore name");
+	}
+	rc = store_put_mem(bsl_store(rs->loc), key, gz, gzlen, err);
+	free(key);
+	free(gz);
+	return rc;
+}
+
+static int
+log_line_cb(int64_t at_us, const char *level, const char *line, void *arg)
+{
+	struct buf *lb = arg;
+	char ts[TIME_STR_MAX];
+
+	time_format_micro(at_us, ts);
+	(void)buf_printf(lb, "time=\"%s\" level=%s msg=", ts, level);
+	(void)str_escape_json(lb, line);
+	(void)buf_putc(lb, '\n');
+	return 0;
+}
+
+/* results, logs and the resource list; failures are warnings. */
+static void
+rs_upload(struct rs *rs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *res;
+	char *text;
+	struct buf lb;
+
+	if (rs->loc == NULL)
+		return;
+	res = cJSON_CreateObject();
+	cJSON_AddItemToObject(res, "warnings", cJSON_Duplicate(rs->warnings, 1));
+	cJSON_AddItemToObject(res, "errors", cJSON_Duplicate(rs->errors, 1));
+	text = json_print(res);
+	if (put_gz(rs, LAYOUT_RESTORE_RESULTS, text, &err) < 0)
+		log_warn("restore %s/%s: uploading results: %s", rs->ns,
+		    rs->name, err.msg);
+	free(text);
+	cJSON_Delete(res);
+	text = json_print(rs->reslist);
+	if (put_gz(rs, LAYOUT_RESTORE_RESOURCE_LIST, text, &err) < 0)
+		log_warn("restore %s/%s: uploading the resource list: %s",
+		    rs->ns, rs->name, err.msg);
+	free(text);
+	buf_init(&lb, 256u << 20);
+	if (rs->jid > 0)
+		(void)journal_events_foreach(rs->env->journal, rs->jid,
+		    log_line_cb, &lb, NULL);
+	if (put_gz(rs, LAYOUT_RESTORE_LOGS, buf_cstr(&lb), &err) < 0)
+		log_warn("restore %s/%s: uploading logs: %s", rs->ns, rs->name,
+		    err.msg);
+	buf_free(&lb);
+}
+
+/* ------------------------------------------------------------------ */
+/* The run.                                                            */
+/* ------------------------------------------------------------------ */
+
+static int
+rs_finish(struct rs *rs, const char *phase, const char *reason,
+    struct cairn_err *err)
+{
+	char now[TIME_STR_MAX];
+	int rc;
+
+	rs_upload(rs);
+	rc = journal_finish(rs->env->journal, rs->jid, phase, reason, err);
+	if (rc < 0)
+		return rc;
+	time_format_rfc3339(time_now_us(), now);
+	rs_set_progress(rs);
+	json_set_str(rs->status, "phase", phase);
+	json_set_str(rs->status, "completionTimestamp", now);
+	if (reason != NULL)
+		json_set_str(rs->status, "failureReason", reason);
+	rs_event(rs, "info", "restore ended %s%s%s", phase,
+	    reason ? ": " : "", reason ? reason : "");
+	return rs_status_write(rs, err);
+}
+
+static int
+rs_validation_failed(struct rs *rs, cJSON *errs, struct cairn_err *err)
+{
+	char now[TIME_STR_MAX];
+	cJSON *e;
+	int rc;
+
+	cJSON_ArrayForEach(e, errs)
+		rs_event(rs, "error", "validation: %s", e->valuestring);
+	rc = journal_finish(rs->env->journal, rs->jid, "FailedValidation",
+	    NULL, err);
+	if (rc < 0)
+		return rc;
+	time_format_rfc3339(time_now_us(), now);
+	json_set_str(rs->status, "phase", "FailedValidation");
+	json_set_item(rs->status, "validationErrors", cJSON_Duplicate(errs, 1));
+	json_set_str(rs->status, "completionTimestamp", now);
+	return rs_status_write(rs, err);
+}
+
+static int
+rs_journal_claim(struct rs *rs, struct cairn_err *err)
+{
+	struct journal_item it;
+
+	memset(&it, 0, sizeof it);
+	if (journal_item_find(rs->env->journal, JOURNAL_KIND_RESTORE, rs->ns,
+	    rs->name, rs->uid, &it, NULL) == 0 && it.finished_at == 0) {
+		/* our own restart (any attempt of ours): keep the row */
+		rs->jid = it.id;
+		return 0;
+	}
+	memset(&it, 0, sizeof it);
+	snprintf(it.kind, sizeof it.kind, "%s", JOURNAL_KIND_RESTORE);
+	snprintf(it.namespace, sizeof it.namespace, "%s", rs->ns);
+	snprintf(it.name, sizeof it.name, "%s", rs->name);
+	snprintf(it.uid, sizeof it.uid, "%s", rs->uid);
+	it.attempt = rs->attempt;
+	snprintf(it.holder, sizeof it.holder, "%s", rs->env->server_id);
+	snprintf(it.worker, sizeof it.worker, "%s", rs->worker);
+	snprintf(it.phase, sizeof it.phase, "InProgress");
+	return journal_claim(rs->env->journal, &it, &rs->jid, err);
+}
+
+/* The location's key prefix, from the backup's metadata key. */
+static char *
+location_prefix(struct rs *rs)
+{
+	char *k = bsl_backup_key(rs->loc, rs->backup, LAYOUT_BACKUP_METADATA);
+	char *p, *out;
+
+	if (k == NULL)
+		return xstrdup("");
+	p = strstr(k, "backups/");
+	while (p != NULL && p != k && p[-1] != '/')
+		p = strstr(p + 1, "backups/");
+	out = xstrndup(k, p != NULL ? (size_t)(p - k) : 0);
+	free(k);
+	return out;
+}
+
+static void
+rs_free(struct rs *rs)
+{
+	restore_plan_free(rs->plan);
+	restore_filter_free(rs->filter);
+	bsl_free(rs->loc);
+	cJSON_Delete(rs->obj);
+	cJSON_Delete(rs->status);
+	cJSON_Delete(rs->warnings);
+	cJSON_Delete(rs->errors);
+	cJSON_Delete(rs->reslist);
+	for (size_t i = 0; i < rs->nensured; i++)
+		free(rs->ensured[i]);
+	free(rs->ensured);
+	for (size_t i = 0; i < rs->npending; i++)
+		free(rs->pending[i].key);
+	free(rs->pending);
+	free(rs->prefix);
+	free(rs->last_key);
+	free(rs->ns);
+	free(rs->name);
+	free(rs->uid);
+	free(rs->backup);
+	pthread_mutex_destroy(&rs->mu);
+	pthread_cond_destroy(&rs->cv_items);
+	pthread_cond_destroy(&rs->cv_space);
+	pthread_cond_destroy(&rs->cv_idle);
+}
+
+/* Validation; 1 when it failed (status written), 0 to go on, < 0 error. */
+static int
+rs_validate(struct rs *rs, struct cairn_err *err)
+{
+	struct cairn_err e2 = CAIRN_ERR_INIT;
+	struct kube_discovery *disc = NULL;
+	cJSON *errs = cJSON_CreateArray(), *bk = NULL;
+	const char *phase;
+	int rc = 0;
+
+	if (rs->backup[0] == '\0')
+		cJSON_AddItemToArray(errs, cJSON_CreateString(
+		    "spec.backupName is required"));
+	else {
+		rc = kube_get(rs->env->kube, &backups_gvr, rs->ns, rs->backup,
+		    &bk, &e2);
+		if (rc == CAIRN_ENOTFOUND) {
+			char *m = xasprintf("backup %s not found", rs->backup);
+
+			cJSON_AddItemToArray(errs, cJSON_CreateString(m));
+			free(m);
+			rc = 0;
+		} else if (rc < 0) {
+			cairn_err_copy(err, &e2);
+			goto out;
+		} else {
+			phase = json_str_or(bk, "status.phase", "");
+			if (strcmp(phase, "Completed") != 0 &&
+			    strcmp(phase, "PartiallyFailed") != 0) {
+				char *m = xasprintf("backup %s is %s: only "
+				    "Completed or PartiallyFailed backups can "
+				    "be restored", rs->backup, phase[0] ?
+				    phase : "New");
+
+				cJSON_AddItemToArray(errs, cJSON_CreateString(m));
+				free(m);
+			}
+		}
+	}
+	(void)kube_discovery_get(rs->env->kube, 0, &disc, NULL);
+	rc = restore_filter_new(json_get(rs->obj, "spec"), disc, &rs->filter,
+	    errs);
+	kube_discovery_release(disc);
+	if (rc < 0)
+		goto out;
+	if (bk != NULL && cJSON_GetArraySize(errs) == 0) {
+		rc = bsl_open(rs->env->kube, rs->ns,
+		    json_str(bk, "spec.storageLocation"), &rs->loc, &e2);
+		if (rc == CAIRN_ENOTFOUND || rc == CAIRN_EINVAL) {
+			cJSON_AddItemToArray(errs, cJSON_CreateString(e2.msg));
+			rc = 0;
+		} else if (rc < 0) {
+			cairn_err_copy(err, &e2);
+			goto out;
+		} else {
+			rs->prefix = location_prefix(rs);
+		}
+	}
+	if (cJSON_GetArraySize(errs) > 0) {
+		rc = rs_validation_failed(rs, errs, err);
+		if (rc == 0)
+			rc = 1;
+	}
+out:
+	cJSON_Delete(errs);
+	cJSON_Delete(bk);
+	return rc;
+}
+
+int
+restore_run(const struct engine_env *env, const cJSON *obj,
+	const char *worker, int workers, struct cairn_err *err)
+{
+	struct rs rs;
+	struct tarread_src src;
+	struct tarread *tr = NULL;
+	struct tarread_opts to;
+	char *tarkey = NULL;
+	struct cairn_err perr = CAIRN_ERR_INIT;
+	int rc;
+	char now[TIME_STR_MAX];
+
+	memset(&rs, 0, sizeof rs);
+	pthread_mutex_init(&rs.mu, NULL);
+	pthread_cond_init(&rs.cv_items, NULL);
+	pthread_cond_init(&rs.cv_space, NULL);
+	pthread_cond_init(&rs.cv_idle, NULL);
+	rs.env = env;
+	rs.worker = worker;
+	rs.obj = cJSON_Duplicate(obj, 1);
+	rs.status = cJSON_Duplicate(json_get(obj, "status"), 1);
+	if (rs.status == NULL)
+		rs.status = cJSON_CreateObject();
+	rs.ns = xstrdup(json_str_or(obj, "metadata.namespace", env->namespace));
+	rs.name = xstrdup(json_str_or(obj, "metadata.name", ""));
+	rs.uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
+	rs.backup = xstrdup(json_str_or(obj, "spec.backupName", ""));
+	rs.attempt = json_int(obj, "status.claim.attempt", 1);
+	rs.warnings = results_new();
+	rs.errors = results_new();
+	rs.reslist = cJSON_CreateObject();
+	if (workers <= 0)
+		workers = RESTORE_DEFAULT_WORKERS;
+	if (workers > RS_MAX_WORKERS)
+		workers = RS_MAX_WORKERS;
+
+	rc = rs_journal_claim(&rs, err);
+	if (rc < 0)
+		goto out;
+	if (json_str(rs.status, "startTimestamp") == NULL) {
+		time_format_rfc3339(time_now_us(), now);
+		json_set_str(rs.status, "startTimestamp", now);
+	}
+	rc = rs_validate(&rs, err);
+	if (rc != 0) {
+		if (rc == 1)
+			rc = 0;
+		goto out;
+	}
+	rs_event(&rs, "info", "restoring backup %s (attempt %lld, %d "
+	    "parallel creates per tier)", rs.backup, (long long)rs.attempt,
+	    workers);
+
+	/* the plan: one streaming read of the tarball */
+	tarkey = bsl_backup_key(rs.loc, rs.backup, LAYOUT_BACKUP_TARBALL);
+	memset(&to, 0, sizeof to);
+	to.stop = env->stop;
+	rc = tarread_src_store(&src, bsl_store(rs.loc), tarkey, 0, &perr);
+	if (rc == 0)
+		rc = tarread_open(&src, &to, &tr, &perr);
+	if (rc == 0)
+		rc = restore_plan_build(tr, rs.filter, plan_problem, &rs,
+		    &rs.plan, &perr);
+	tarread_free(tr);
+	if (rc == CAIRN_ECANCELED || (env->stop != NULL && *env->stop)) {
+		rc = cairn_err_set(err, CAIRN_ECANCELED, "stopped");
+		goto out;
+	}
+	if (rc < 0) {
+		char reason[1200];
+
+		snprintf(reason, sizeof reason, "reading tarball %s: %s",
+		    tarkey, perr.msg);
+		rs_record(&rs, 1, NULL, reason);
+		rc = rs_finish(&rs, "Failed", reason, err);
+		goto out;
+	}
+	rs.total = restore_plan_count(rs.plan);
+	{
+		int64_t counts[JOURNAL_R_COUNT] = { 0 };
+
+		if (journal_restore_counts(env->journal, rs.jid, counts,
+		    NULL) == 0)
+			rs.restored_before = counts[0] + counts[1] + counts[2] +
+			    counts[3];
+	}
+	rs_event(&rs, "info", "plan: %lld items in %zu tiers (%lld done "
+	    "before)", (long long)rs.total, restore_plan_ntiers(rs.plan),
+	    (long long)rs.restored_before);
+	rc = rs_progress(&rs, 1, err);
+	if (rc < 0)
+		goto out;
+
+	rc = pool_start(&rs, workers);
+	if (rc < 0) {
+		cairn_err_set(err, rc, "cannot start restore workers");
+		goto out;
+	}
+	rc = run_tiers(&rs, err);
+	pool_stop(&rs);
+	if (rc < 0) {
+		if (rc != CAIRN_EFENCED && rc != CAIRN_ECANCELED)
+			(void)rs_flush(&rs, 1, NULL);
+		goto out;
+	}
+	rc = rs_flush(&rs, 1, err);
+	if (rc < 0)
+		goto out;
+	rc = rs_finish(&rs, rs.nerrors > 0 ? "PartiallyFailed" : "Completed",
+	    NULL, err);
+out:
+	if (rs.fenced && rc != CAIRN_EFENCED)
+		rc = cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
+	free(tarkey);
+	rs_free(&rs);
+	return rc;
+}
