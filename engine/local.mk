@@ -17,6 +17,32 @@ check_PROGRAMS += tests/unit/test_engine_bspec
 tests_unit_test_engine_bspec_SOURCES = tests/unit/test_engine_bspec.c
 tests_unit_test_engine_bspec_LDADD = engine/libengine.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
+# Restores (issue 9): safe tarball reader, item plan, apply, controller.
+engine_libengine_a_SOURCES += \
+	engine/archive_read.c engine/archive_read.h \
+	engine/archive_read_store.c \
+	engine/restore_plan.c engine/restore_plan.h \
+	engine/restore.c engine/restore.h
+
+check_PROGRAMS += tests/unit/test_restore_archive tests/unit/test_restore_plan
+tests_unit_test_restore_plan_SOURCES = tests/unit/test_restore_plan.c
+tests_unit_test_restore_plan_LDADD = engine/libengine.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
+tests_unit_test_restore_archive_SOURCES = tests/unit/test_restore_archive.c
+tests_unit_test_restore_archive_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
+
+if FUZZING
+noinst_PROGRAMS += tests/fuzz/fuzz_archive
+tests_fuzz_fuzz_archive_SOURCES = tests/fuzz/fuzz_archive.c
+tests_fuzz_fuzz_archive_LDFLAGS = -fsanitize=fuzzer
+tests_fuzz_fuzz_archive_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
+endif
+
+# The restore controller loop for tests until engine/server.c runs restores.
+check_PROGRAMS += tests/helpers/restore_runner
+tests_helpers_restore_runner_SOURCES = tests/helpers/restore_runner.c
+tests_helpers_restore_runner_LDADD = engine/libengine.a storage/libstorage.a \
+	journal/libjournal.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
 # Volumes (issue 11): plugin runner, hostpath mover, volume orchestration.
 engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h
