@@ -875,13 +875,19 @@ kube_config_describe(const struct kube_config *cfg)
 		    cfg->key_data.len);
 	else
 		add_str(j, "clientKey", cfg->key_file);
-	if (cfg->token != NULL)
+	if (cfg->token != NULL) {
 		add_secret(j, "token", cfg->token, strlen(cfg->token));
-	else if (cfg->file_token != NULL)
-		add_secret(j, "token", cfg->file_token,
-		    strlen(cfg->file_token));
-	else
-		cJSON_AddNullToObject(j, "token");
+	} else {
+		struct kube_config *m = (struct kube_config *)cfg;
+
+		pthread_mutex_lock(&m->lock);
+		if (m->file_token != NULL)
+			add_secret(j, "token", m->file_token,
+			    strlen(m->file_token));
+		else
+			cJSON_AddNullToObject(j, "token");
+		pthread_mutex_unlock(&m->lock);
+	}
 	add_str(j, "tokenFile", cfg->token_file);
 	return j;
 }

@@ -53,6 +53,7 @@
 #include <strings.h>
 
 #define KUBE_POOL_MAX 64
+#define KUBE_MAX_IDLE_CONNS 32
 #define KUBE_DEFAULT_TIMEOUT_US (30 * TIME_US_PER_SEC)
 #define KUBE_CONNECT_TIMEOUT_MS 10000L
 #define KUBE_BACKOFF_BASE_US (100 * 1000LL)
@@ -545,6 +546,12 @@ setup_handle(struct kube *k, CURL *h, struct kube_call *c, struct xfer *x,
 
 	kcfg_tls(k->cfg, &tls);
 	curl_easy_setopt(h, CURLOPT_SHARE, k->share);
+	/*
+	 * The shared cache keeps at most this many idle connections; libcurl's
+	 * default (5) would close one per request once more threads than
+	 * that run at once.
+	 */
+	curl_easy_setopt(h, CURLOPT_MAXCONNECTS, (long)KUBE_MAX_IDLE_CONNS);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);

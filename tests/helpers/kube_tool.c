@@ -4,7 +4,8 @@
  *   kube_tool [options] COMMAND ARGS...
  *
  * Options: --kubeconfig F, --context C, --qps N, --burst N, --timeout-ms N,
- * --retries N, --stats (print client stats to stderr at the end),
+ * --retries N, --stats (print client stats and the peak RSS to stderr at
+ * the end),
  * --log-level L.
  * G is a group ("core" or "" for the core group), NS a namespace ("-" for
  * none / all namespaces).
@@ -27,6 +28,8 @@
  *   resolve-wait ARG TRIES MS            resolve in one client until found
  *                                        (discovery refresh): "found after N"
  *   repeat-get G V R NS NAME COUNT       COUNT sequential GETs, then stats
+ *   parallel-get G V R NS NAME THREADS COUNT   COUNT GETs in each of THREADS
+ *                                        threads on one client: "gets=N failed=F"
  *   poll-get G V R NS NAME COUNT MS      a GET every MS ms: "ok I" or an error line
  *
  * Errors print "error: <code name> http=<H> reason=<R>: <message>" on
@@ -39,6 +42,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +241,50 @@ static const char *
 nsarg(const char *ns)
 {
 	return strcmp(ns, "-") == 0 ? NULL : ns;
+}
+
+struct pget {
+	struct kube *k;
+	struct kube_gvr g;
+	const char *ns, *name;
+	long count;
+	long ok, failed;
+	pthread_t th;
+};
+
+static void *
+pget_thread(void *arg)
+{
+	struct pget *p = arg;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *res;
+	long i;
+
+	for (i = 0; i < p->count; i++) {
+		if (kube_get(p->k, &p->g, p->ns, p->name, &res, &err) == 0)
+			p->ok++;
+		else
+			p->failed++;
+		cJSON_Delete(res);
+	}
+	return NULL;
+}
+
+/* Peak RSS of this process image (VmHWM: not inherited across exec). */
+static long
+peak_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, "VmHWM:", 6) == 0)
+			kb = atol(line + 6);
+	fclose(f);
+	return kb;
 }
 
 static int
@@ -499,6 +547,28 @@ main(int argc, char **argv)
 			}
 			if (rc == 0)
 				printf("gets=%ld\n", n);
+		} else if (strcmp(cmd, "parallel-get") == 0 && argc >= 7) {
+			long nt = atol(argv[5]), j, okn = 0, bad = 0;
+			struct pget *pg;
+
+			if (nt < 1 || nt > 64)
+				nt = 1;
+			pg = xcalloc((size_t)nt, sizeof *pg);
+			for (j = 0; j < nt; j++) {
+				pg[j].k = k;
+				pg[j].g = g;
+				pg[j].ns = ns;
+				pg[j].name = argv[4];
+				pg[j].count = atol(argv[6]);
+				pthread_create(&pg[j].th, NULL, pget_thread, &pg[j]);
+			}
+			for (j = 0; j < nt; j++) {
+				pthread_join(pg[j].th, NULL);
+				okn += pg[j].ok;
+				bad += pg[j].failed;
+			}
+			free(pg);
+			printf("gets=%ld failed=%ld\n", okn, bad);
 		} else if (strcmp(cmd, "poll-get") == 0 && argc >= 7) {
 			long n = atol(argv[5]), ms = atol(argv[6]), j;
 			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
@@ -527,11 +597,11 @@ main(int argc, char **argv)
 
 		kube_stats(k, &s);
 		fprintf(stderr, "stats: requests=%llu retries=%llu "
-		    "connections=%llu throttled_ms=%llu\n",
+		    "connections=%llu throttled_ms=%llu peak_rss_kb=%ld\n",
 		    (unsigned long long)s.requests,
 		    (unsigned long long)s.retries,
 		    (unsigned long long)s.connections,
-		    (unsigned long long)(s.throttled_us / 1000));
+		    (unsigned long long)(s.throttled_us / 1000), peak_rss_kb());
 	}
 	cJSON_Delete(obj);
 	cJSON_Delete(res);

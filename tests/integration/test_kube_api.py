@@ -410,6 +410,13 @@ def sequential_gets_reuse_connections(t):
     conns = {q["conn"] for q in gets}
     t.check(len(conns) <= 3, "1000 GETs used %d connections" % len(conns))
     t.check("connections=1 " in r.stderr, r.stderr)
+    # One client shared by 8 threads: every GET succeeds, connections stay few.
+    sim.request("DELETE", "/_sim/requests")
+    r = tool(sim, "parallel-get", *CM, "default", "k1", "8", "100", extra=["--stats"])
+    t.eq(ok(r, "parallel GETs").strip(), "gets=800 failed=0", "parallel GETs")
+    gets = sim_requests(sim, lambda q: q["path"] == "/api/v1/namespaces/default/configmaps/k1")
+    t.check(len({q["conn"] for q in gets}) <= 16, "8 threads used %d connections" %
+            len({q["conn"] for q in gets}))
     # The client-side rate limit holds requests back (time is not asserted).
     r = tool(sim, "repeat-get", *CM, "default", "k1", "30",
              extra=["--stats", "--qps", "50", "--burst", "5"])
