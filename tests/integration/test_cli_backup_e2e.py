@@ -42,10 +42,17 @@ def create_wait_get_describe_logs_download_delete(t):
     srv = t.spawn([BIN, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
                    "--server-id", "srv-e2e", "--journal", t.path("journal.db"),
                    "--retry-period", "200ms"], name="server")
-    r = cli(sim, "backup", "create", "shop1", "--include-namespaces", "shop", "-l", "app=web",
-            "--wait", timeout=120)
-    if r.returncode != 0 and not srv.alive():
-        t.check(False, "server exited: %s" % srv.output()[-2000:])
+    errf = t.path("wait.err")
+    with open(errf, "wb") as ef, open(t.path("wait.out"), "wb") as of:
+        p = subprocess.Popen([BIN, "backup", "create", "shop1", "--include-namespaces", "shop",
+                              "-l", "app=web", "--wait", "--kubeconfig", sim.kubeconfig],
+                             stdout=of, stderr=ef, stdin=subprocess.DEVNULL)
+        t.on_cleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        # Fail fast (with the server's words) if the server dies.
+        wait_for(lambda: p.poll() is not None or not srv.alive(), 120, "the backup to end")
+        t.check(srv.alive(), "server exited: %s" % srv.output()[-2000:])
+    with open(errf) as f, open(t.path("wait.out")) as g:
+        r = subprocess.CompletedProcess(p.args, p.returncode, g.read(), f.read())
     t.eq(r.returncode, 0, "exit code of --wait (stderr %r, server %s)" % (r.stderr, srv.output()[-1500:]))
     t.check("backup shop1: Completed" in r.stderr, "final progress line: %r" % r.stderr)
     t.check("completed" in r.stdout, r.stdout)
