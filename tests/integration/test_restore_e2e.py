@@ -12,7 +12,7 @@ import sys
 import tarfile
 import time
 
-from cairntest import case, main, wait_for, BUILDDIR, SRCDIR, CheckFailed
+from cairntest import case, main, wait_for, cairn, BUILDDIR, SRCDIR, CheckFailed
 
 sys.path.insert(0, os.path.join(SRCDIR, "tests", "helpers"))
 import restore_tarball as rt  # noqa: E402
@@ -528,6 +528,40 @@ def kill9_and_resume(t):
     t.eq(len(after), undone, "creates after the restart (one per item not journaled as done)")
     cms = w.sim.ok("GET", "/api/v1/namespaces/many/configmaps")["items"]
     t.eq(len([c for c in cms if c["metadata"]["name"].startswith("cm-")]), 1500, "configmaps restored")
+
+@case
+def cli_create_wait_get_describe_logs(t):
+    src, items = source_with_app(t)
+    w = World(t)
+    w.backup("b1", rt.tar_bytes(rt.entries_for(items)))
+    kc = ["--kubeconfig", w.sim.kubeconfig]
+    r = cairn("restore", "create", "r-cli", "--from-backup", "b1", "--include-namespaces", "app1",
+              "--namespace-mappings", "app1:cli1", "--existing-resource-policy", "update",
+              "--restore-status", "widgets.example.io", "-l", "tier in (web,db)", "--wait", *kc)
+    t.eq(r.returncode, 0, "restore create --wait exit (%s %s)" % (r.stdout, r.stderr))
+    t.check("Restore r-cli completed" in r.stdout, "create output: %s" % r.stdout)
+    spec = rt.get_restore(w.sim, "r-cli")["spec"]
+    t.eq(spec["namespaceMapping"], {"app1": "cli1"}, "mapping in spec")
+    t.eq(spec["labelSelector"], {"matchExpressions": [
+        {"key": "tier", "operator": "In", "values": ["web", "db"]}]}, "selector in spec")
+    t.eq(spec["restoreStatus"], {"includedResources": ["widgets.example.io"]}, "restoreStatus")
+    t.eq(spec["existingResourcePolicy"], "update", "policy")
+    t.check(w.get("/apis/example.io/v1/namespaces/cli1/widgets/w0")["status"]["state"] == "Ready",
+            "status restored through the CLI flag")
+    t.check(w.get("/api/v1/namespaces/cli1/configmaps/web-owned") is None, "selector applied")
+    g = cairn("restore", "get", *kc)
+    t.check(g.returncode == 0 and "r-cli" in g.stdout and "Completed" in g.stdout, "get: %s" % g.stdout)
+    j = cairn("restore", "get", "r-cli", "-o", "json", *kc)
+    t.eq(json.loads(j.stdout)["status"]["phase"], "Completed", "get -o json")
+    d = cairn("restore", "describe", "r-cli", *kc)
+    t.check(d.returncode == 0 and "app1 -> cli1" in d.stdout and "Warnings:" in d.stdout,
+            "describe: %s %s" % (d.stdout, d.stderr))
+    lg = cairn("restore", "logs", "r-cli", *kc)
+    t.check(lg.returncode == 0 and "restoring widgets.example.io" in lg.stdout, "logs: %s" % lg.stdout[-500:])
+    bad = cairn("restore", "create", "--from-backup", "b1", "--namespace-mappings", "nocolon", *kc)
+    t.eq(bad.returncode, 2, "bad mapping is a usage error")
+    missing = cairn("restore", "create", "--from-backup", "nope", *kc)
+    t.eq(missing.returncode, 1, "missing backup")
 
 
 main()

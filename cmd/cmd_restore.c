@@ -1,0 +1,841 @@
+/*
+ * cmd_restore.c: `cairn restore create|get|describe|logs`.
+ *
+ * create writes a Restore object (Velero's spec fields) and, with --wait,
+ * follows it to its final phase with a progress bar; a cairn server
+ * (engine/restore.c) does the work. describe prints the status and, when
+ * the storage location is reachable, the warnings and errors from
+ * restores/NAME/restore-NAME-results.gz; logs streams
+ * restore-NAME-logs.gz.
+ */
+#include "config.h"
+#include "cmd/cli.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "base/buf.h"
+#include "base/jsonutil.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
+#include "cmd/output.h"
+#include "cmd/progress.h"
+#include "engine/bsl.h"
+#include "kube/kube.h"
+#include "storage/layout.h"
+#include "storage/store.h"
+
+#define RS_POLL_US		500000
+#define RS_UNCLAIMED_US		(3 * TIME_US_PER_SEC)
+#define RS_NAME_MAX		253
+#define RS_CAP_RESULTS		(16u << 20)	/* results file, uncompressed */
+#define RS_ESC_MAX		(64u << 10)
+
+static const struct kube_gvr gvr_restores = { "cairn.io", "v1", "restores" };
+static const struct kube_gvr gvr_backups = { "cairn.io", "v1", "backups" };
+
+static volatile int rs_interrupted;
+
+static void
+rs_on_signal(int sig)
+{
+	(void)sig;
+	rs_interrupted = 1;
+}
+
+/* Escaped copy of untrusted text for printing (owned). */
+static char *
+esc(const char *s)
+{
+	struct buf b;
+
+	buf_init(&b, RS_ESC_MAX);
+	if (str_escape_text(&b, s != NULL ? s : "") < 0)
+		(void)buf_puts(&b, "...");
+	{
+		char *out = buf_take(&b, NULL);
+
+		buf_free(&b);
+		return out != NULL ? out : xstrdup("");
+	}
+}
+
+static int
+valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > RS_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' &&
+		    s[i] <= '9') || s[i] == '-' || s[i] == '.'))
+			return 0;
+	return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' &&
+	    s[n - 1] != '.';
+}
+
+static int
+open_client(const struct flagset *fs, struct kube **k)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	if (kube_open_flags(fs, k, &err) < 0) {
+		cli_fail("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+is_final(const char *phase)
+{
+	static const char *const f[] = { "Completed", "PartiallyFailed",
+	    "Failed", "FailedValidation", NULL };
+
+	for (int i = 0; phase != NULL && f[i] != NULL; i++)
+		if (strcmp(phase, f[i]) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+add_list(cJSON *obj, const char *key, char **list)
+{
+	cJSON *a;
+
+	if (list == NULL || list[0] == NULL)
+		return;
+	a = cJSON_AddArrayToObject(obj, key);
+	for (size_t i = 0; list[i] != NULL; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(list[i]));
+}
+
+/*
+ * A label selector text as a metav1.LabelSelector object: k=v and k==v go
+ * to matchLabels; k!=v, in, notin, k and !k to matchExpressions. The text
+ * is checked with kube_selector_parse() first.
+ */
+static int
+selector_object(const char *text, cJSON **out, struct cairn_err *err)
+{
+	struct kube_selector *ks = NULL;
+	cJSON *sel, *ml, *me;
+	char *copy, *p;
+	int rc;
+
+	*out = NULL;
+	rc = kube_selector_parse(text, &ks, err);
+	kube_selector_free(ks);
+	if (rc < 0)
+		return rc;
+	sel = cJSON_CreateObject();
+	ml = cJSON_CreateObject();
+	me = cJSON_CreateArray();
+	copy = xstrdup(text);
+	p = copy;
+	while (*p != '\0') {
+		char *req = p, *q, *key, *vals = NULL;
+		const char *op = NULL;
+		int depth = 0;
+		cJSON *e;
+
+		for (q = p; *q != '\0' && !(*q == ',' && depth == 0); q++)
+			depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+		p = *q != '\0' ? q + 1 : q;
+		*q = '\0';
+		while (*req == ' ')
+			req++;
+		if (*req == '\0')
+			continue;
+		e = cJSON_CreateObject();
+		if (req[0] == '!') {
+			key = req + 1;
+			op = "DoesNotExist";
+		} else if ((q = strstr(req, " notin ")) != NULL) {
+			*q = '\0';
+			key = req;
+			op = "NotIn";
+			vals = q + 7;
+		} else if ((q = strstr(req, " in ")) != NULL) {
+			*q = '\0';
+			key = req;
+			op = "In";
+			vals = q + 4;
+		} else if ((q = strstr(req, "!=")) != NULL) {
+			*q = '\0';
+			key = req;
+			op = "NotIn";
+			vals = q + 2;
+		} else if ((q = strchr(req, '=')) != NULL) {
+			*q = '\0';
+			key = req;
+			q++;
+			if (*q == '=')
+				q++;
+			while (*q == ' ')
+				q++;
+			for (char *t = key + strlen(key); t > key && t[-1] == ' ';)
+				*--t = '\0';
+			cJSON_AddStringToObject(ml, key, q);
+			cJSON_Delete(e);
+			continue;
+		} else {
+			key = req;
+			op = "Exists";
+		}
+		for (char *t = key + strlen(key); t > key && t[-1] == ' ';)
+			*--t = '\0';
+		cJSON_AddStringToObject(e, "key", key);
+		cJSON_AddStringToObject(e, "operator", op);
+		if (vals != NULL) {
+			cJSON *va = cJSON_AddArrayToObject(e, "values");
+			char **parts;
+
+			vals += strspn(vals, " (");
+			vals[strcspn(vals, ")")] = '\0';
+			parts = str_split(vals, ',', NULL);
+			for (size_t i = 0; parts[i] != NULL; i++)
+				cJSON_AddItemToArray(va,
+				    cJSON_CreateString(parts[i]));
+			strv_free(parts);
+		}
+		cJSON_AddItemToArray(me, e);
+	}
+	free(copy);
+	if (cJSON_GetArraySize(ml) > 0)
+		cJSON_AddItemToObject(sel, "matchLabels", ml);
+	else
+		cJSON_Delete(ml);
+	if (cJSON_GetArraySize(me) > 0)
+		cJSON_AddItemToObject(sel, "matchExpressions", me);
+	else
+		cJSON_Delete(me);
+	*out = sel;
+	return 0;
+}
+
+static int
+build_restore(const struct cli_command *cmd, const struct flagset *fs,
+    const char *name, const char *ns, cJSON **out)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *backup = flag_str(fs, F_FROM_BACKUP);
+	const char *policy = flag_str(fs, F_EXISTING_RESOURCE_POLICY);
+	const char *icr = flag_str(fs, F_INCLUDE_CLUSTER_RESOURCES);
+	const char *sel = flag_str(fs, F_SELECTOR);
+	char **maps = flag_list(fs, F_NAMESPACE_MAPPINGS);
+	cJSON *r, *spec;
+
+	*out = NULL;
+	if (backup == NULL || backup[0] == '\0')
+		return cli_usage_error(cmd, "--from-backup is required");
+	if (policy != NULL && strcmp(policy, "none") != 0 &&
+	    strcmp(policy, "update") != 0)
+		return cli_usage_error(cmd, "--existing-resource-policy must be "
+		    "none or update, not \"%s\"", policy);
+	r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "apiVersion", "cairn.io/v1");
+	cJSON_AddStringToObject(r, "kind", "Restore");
+	json_set_str(r, "metadata.name", name);
+	json_set_str(r, "metadata.namespace", ns);
+	spec = cJSON_AddObjectToObject(r, "spec");
+	cJSON_AddStringToObject(spec, "backupName", backup);
+	add_list(spec, "includedNamespaces", flag_list(fs, F_INCLUDE_NAMESPACES));
+	add_list(spec, "excludedNamespaces", flag_list(fs, F_EXCLUDE_NAMESPACES));
+	add_list(spec, "includedResources", flag_list(fs, F_INCLUDE_RESOURCES));
+	add_list(spec, "excludedResources", flag_list(fs, F_EXCLUDE_RESOURCES));
+	if (maps[0] != NULL) {
+		cJSON *m = cJSON_AddObjectToObject(spec, "namespaceMapping");
+
+		for (size_t i = 0; maps[i] != NULL; i++) {
+			char *c = strchr(maps[i], ':');
+
+			if (c == NULL || c == maps[i] || c[1] == '\0') {
+				cJSON_Delete(r);
+				return cli_usage_error(cmd, "bad namespace "
+				    "mapping \"%s\": use SRC:DST", maps[i]);
+			}
+			*c = '\0';
+			cJSON_DeleteItemFromObjectCaseSensitive(m, maps[i]);
+			cJSON_AddStringToObject(m, maps[i], c + 1);
+			*c = ':';
+		}
+	}
+	if (sel != NULL && sel[0] != '\0') {
+		cJSON *so;
+
+		if (selector_object(sel, &so, &err) < 0) {
+			cJSON_Delete(r);
+			return cli_usage_error(cmd, "bad --selector: %s", err.msg);
+		}
+		cJSON_AddItemToObject(spec, "labelSelector", so);
+	}
+	if (icr != NULL && icr[0] != '\0') {
+		int v;
+
+		if (flags_parse_bool(icr, &v) < 0) {
+			cJSON_Delete(r);
+			return cli_usage_error(cmd, "--include-cluster-resources "
+			    "must be true or false");
+		}
+		cJSON_AddBoolToObject(spec, "includeClusterResources", v);
+	}
+	if (policy != NULL && flag_given(fs, F_EXISTING_RESOURCE_POLICY))
+		cJSON_AddStringToObject(spec, "existingResourcePolicy", policy);
+	if (flag_list(fs, F_RESTORE_STATUS)[0] != NULL) {
+		cJSON *st = cJSON_AddObjectToObject(spec, "restoreStatus");
+
+		add_list(st, "includedResources", flag_list(fs, F_RESTORE_STATUS));
+	}
+	*out = r;
+	return 0;
+}
+
+static int
+report_final(const char *name, const cJSON *r)
+{
+	const char *phase = json_str_or(r, "status.phase", "");
+	long long done = (long long)json_int(r, "status.progress.itemsRestored", 0);
+	long long total = (long long)json_int(r, "status.progress.totalItems", 0);
+	long long nw = (long long)json_int(r, "status.warnings", 0);
+	long long ne = (long long)json_int(r, "status.errors", 0);
+	char *e;
+	int rc;
+
+	if (strcmp(phase, "Completed") == 0) {
+		printf("Restore %s completed: %lld/%lld items, %lld warnings. "
+		    "Run 'cairn restore describe %s' for details.\n", name,
+		    done, total, nw, name);
+		return CLI_EXIT_OK;
+	}
+	if (strcmp(phase, "PartiallyFailed") == 0)
+		return cli_fail("restore %s partially failed: %lld errors, %lld "
+		    "warnings, %lld/%lld items (see 'cairn restore describe "
+		    "%s')", name, ne, nw, done, total, name);
+	if (strcmp(phase, "FailedValidation") == 0) {
+		struct buf msg;
+		const cJSON *v;
+
+		buf_init(&msg, 65536);
+		cJSON_ArrayForEach(v, json_get(r, "status.validationErrors"))
+			if (cJSON_IsString(v)) {
+				(void)buf_puts(&msg, msg.len ? "; " : "");
+				(void)str_escape_text(&msg, v->valuestring);
+			}
+		rc = cli_fail("restore %s failed validation: %s", name,
+		    msg.len ? buf_cstr(&msg) : "(no message)");
+		buf_free(&msg);
+		return rc;
+	}
+	e = esc(json_str_or(r, "status.failureReason", "(no reason given)"));
+	rc = cli_fail("restore %s %s: %s", name, strcmp(phase, "Failed") == 0 ?
+	    "failed" : "ended", e);
+	free(e);
+	return rc;
+}
+
+static int
+follow(struct kube *k, const char *ns, const char *name)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct progress *p;
+	char label[RS_NAME_MAX + 16], detail[400];
+	int64_t start = time_mono_us();
+	int said_waiting = 0, rc;
+	cJSON *r = NULL;
+
+	snprintf(label, sizeof label, "restore %s", name);
+	p = progress_new(stderr, PROGRESS_AUTO, label);
+	signal(SIGINT, rs_on_signal);
+	signal(SIGTERM, rs_on_signal);
+	for (;;) {
+		struct progress_state st;
+		const char *holder;
+
+		if (rs_interrupted) {
+			progress_end(p, NULL);
+			rc = cli_fail("stopped waiting; restore %s goes on", name);
+			break;
+		}
+		cJSON_Delete(r);
+		r = NULL;
+		rc = kube_get(k, &gvr_restores, ns, name, &r, &err);
+		if (rc == CAIRN_ENOTFOUND) {
+			progress_end(p, NULL);
+			rc = cli_fail("restore %s was deleted while waiting", name);
+			break;
+		}
+		if (rc < 0) {
+			time_sleep_us(RS_POLL_US, &rs_interrupted);
+			continue;
+		}
+		holder = json_str(r, "status.claim.holder");
+		if (holder != NULL)
+			snprintf(detail, sizeof detail, "holder %.200s, attempt %lld",
+			    holder, (long long)json_int(r, "status.claim.attempt",
+			    1));
+		else
+			snprintf(detail, sizeof detail, "waiting for a cairn "
+			    "server to claim it");
+		if (holder == NULL && !said_waiting &&
+		    time_mono_us() - start >= RS_UNCLAIMED_US) {
+			progress_note(p, "restore %s is waiting: no cairn server "
+			    "has claimed it yet (is 'cairn server' running for "
+			    "namespace %s?)", name, ns);
+			said_waiting = 1;
+		}
+		memset(&st, 0, sizeof st);
+		st.phase = json_str_or(r, "status.phase", "New");
+		st.done = json_int(r, "status.progress.itemsRestored", 0);
+		st.total = json_int(r, "status.progress.totalItems", -1);
+		st.bytes = -1;
+		st.bytes_total = -1;
+		st.detail = detail;
+		if (is_final(json_str(r, "status.phase"))) {
+			progress_end(p, &st);
+			rc = report_final(name, r);
+			break;
+		}
+		progress_update(p, &st);
+		time_sleep_us(RS_POLL_US, &rs_interrupted);
+	}
+	cJSON_Delete(r);
+	progress_free(p);
+	return rc;
+}
+
+int
+cmd_restore_create(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	const char *backup = flag_str(fs, F_FROM_BACKUP);
+	struct kube *k = NULL;
+	char name[RS_NAME_MAX + 1];
+	cJSON *r = NULL, *b = NULL;
+	int rc;
+
+	if (fs->nargs > 1)
+		return cli_usage_error(cmd, "restore create takes at most one "
+		    "NAME");
+	if (fs->nargs == 1)
+		snprintf(name, sizeof name, "%s", fs->args[0]);
+	else {
+		/* Velero's default: <backup>-<YYYYMMDDhhmmss> */
+		char ts[TIME_STR_MAX], *o = name;
+
+		time_format_rfc3339(time_now_us(), ts);
+		o += snprintf(name, sizeof name - 16, "%.200s-",
+		    backup != NULL ? backup : "restore");
+		for (const char *c = ts; *c && *c != 'Z'; c++)
+			if (*c >= '0' && *c <= '9')
+				*o++ = *c;
+		*o = '\0';
+	}
+	if (!valid_name(name))
+		return cli_usage_error(cmd, "invalid restore name \"%s\": use "
+		    "lowercase letters, digits, '-' and '.'", name);
+	rc = build_restore(cmd, fs, name, ns, &r);
+	if (rc != 0)
+		return rc;
+	if (open_client(fs, &k) < 0) {
+		cJSON_Delete(r);
+		return CLI_EXIT_FAIL;
+	}
+	rc = kube_get(k, &gvr_backups, ns, backup, &b, &err);
+	cJSON_Delete(b);
+	if (rc == CAIRN_ENOTFOUND) {
+		rc = cli_fail("backup \"%s\" not found in namespace %s", backup,
+		    ns);
+		goto out;
+	}
+	rc = kube_create(k, &gvr_restores, ns, r, NULL, &err);
+	if (rc == CAIRN_EEXIST) {
+		rc = cli_fail("restore %s already exists in namespace %s", name,
+		    ns);
+		goto out;
+	}
+	if (rc < 0) {
+		rc = cli_fail("creating restore %s: %s", name, err.msg);
+		goto out;
+	}
+	printf("Restore request \"%s\" submitted successfully.\n", name);
+	fflush(stdout);
+	rc = flag_bool(fs, F_WAIT) ? follow(k, ns, name) : CLI_EXIT_OK;
+out:
+	cJSON_Delete(r);
+	kube_free(k);
+	return rc;
+}
+
+struct get_ctx {
+	struct out_table *t;
+	cJSON *items;
+	int64_t now;
+};
+
+static void
+table_row(struct get_ctx *g, const cJSON *r)
+{
+	char items[64], age[OUT_AGE_MAX], w[24], e[24];
+	char *n = esc(json_str_or(r, "metadata.name", ""));
+	char *b = esc(json_str_or(r, "spec.backupName", ""));
+	char *ph = esc(json_str_or(r, "status.phase", "New"));
+	char *h = esc(json_str_or(r, "status.claim.holder", ""));
+
+	snprintf(items, sizeof items, "%lld/%lld",
+	    (long long)json_int(r, "status.progress.itemsRestored", 0),
+	    (long long)json_int(r, "status.progress.totalItems", 0));
+	snprintf(w, sizeof w, "%lld", (long long)json_int(r, "status.warnings", 0));
+	snprintf(e, sizeof e, "%lld", (long long)json_int(r, "status.errors", 0));
+	out_age(json_str(r, "metadata.creationTimestamp"), g->now, age);
+	out_table_row(g->t, (const char *[]){ n, b, ph, items, e, w, h, age });
+	free(n);
+	free(b);
+	free(ph);
+	free(h);
+}
+
+static int
+get_cb(void *arg, cJSON *item)
+{
+	struct get_ctx *g = arg;
+
+	if (g->items != NULL) {
+		cJSON_AddItemToArray(g->items, item);
+		return KUBE_TAKE;
+	}
+	table_row(g, item);
+	return 0;
+}
+
+int
+cmd_restore_get(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	enum out_format fmt;
+	struct get_ctx g;
+	struct kube *k = NULL;
+	cJSON *one = NULL;
+	int rc;
+
+	if (out_parse_format(flag_str(fs, F_OUTPUT), &fmt, &err) < 0)
+		return cli_usage_error(cmd, "%s", err.msg);
+	if (fs->nargs > 1)
+		return cli_usage_error(cmd, "restore get takes at most one NAME");
+	if (open_client(fs, &k) < 0)
+		return CLI_EXIT_FAIL;
+	memset(&g, 0, sizeof g);
+	g.now = time_now_us();
+	g.t = out_table_new((const char *[]){ "NAME", "BACKUP", "STATUS",
+	    "ITEMS", "ERRORS", "WARNINGS", "HOLDER", "AGE", NULL });
+	if (fmt != OUT_TABLE)
+		g.items = cJSON_CreateArray();
+	if (fs->nargs == 1) {
+		rc = kube_get(k, &gvr_restores, ns, fs->args[0], &one, &err);
+		if (rc == CAIRN_ENOTFOUND) {
+			rc = cli_fail("restore %s not found in namespace %s",
+			    fs->args[0], ns);
+			goto out;
+		}
+		if (rc < 0) {
+			rc = cli_fail("%s", err.msg);
+			goto out;
+		}
+		if (fmt != OUT_TABLE) {
+			rc = out_print_doc(stdout, fmt, one, &err) < 0 ?
+			    cli_fail("%s", err.msg) : CLI_EXIT_OK;
+			goto out;
+		}
+		table_row(&g, one);
+	} else {
+		rc = kube_list(k, &gvr_restores, ns, NULL, get_cb, &g, NULL, &err);
+		if (rc < 0) {
+			rc = cli_fail("listing restores: %s", err.msg);
+			goto out;
+		}
+		if (fmt != OUT_TABLE) {
+			cJSON *list;
+			size_t n = (size_t)cJSON_GetArraySize(g.items);
+			cJSON **v = xcalloc(n + 1, sizeof *v);
+			size_t i = 0;
+			cJSON *it;
+
+			cJSON_ArrayForEach(it, g.items)
+				v[i++] = it;
+			list = out_list_wrap(v, n);
+			free(v);
+			rc = out_print_doc(stdout, fmt, list, &err) < 0 ?
+			    cli_fail("%s", err.msg) : CLI_EXIT_OK;
+			cJSON_Delete(list);
+			goto out;
+		}
+	}
+	if (out_table_rows(g.t) == 0)
+		fprintf(stderr, "No restores found in namespace %s.\n", ns);
+	else
+		out_table_print(g.t, stdout);
+	rc = CLI_EXIT_OK;
+out:
+	out_table_free(g.t);
+	cJSON_Delete(g.items);
+	cJSON_Delete(one);
+	kube_free(k);
+	return rc;
+}
+
+/* The Restore and its backup's location (for the files under restores/). */
+static int
+open_restore(const struct cli_command *cmd, struct flagset *fs,
+    struct kube **k, cJSON **r, struct bsl **loc, char **prefix)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	cJSON *b = NULL;
+	char *key, *p;
+	int rc;
+
+	*k = NULL;
+	*r = NULL;
+	*loc = NULL;
+	*prefix = NULL;
+	if (fs->nargs != 1)
+		return cli_usage_error(cmd, "needs exactly one NAME");
+	if (open_client(fs, k) < 0)
+		return CLI_EXIT_FAIL;
+	rc = kube_get(*k, &gvr_restores, ns, fs->args[0], r, &err);
+	if (rc == CAIRN_ENOTFOUND)
+		return cli_fail("restore %s not found in namespace %s",
+		    fs->args[0], ns);
+	if (rc < 0)
+		return cli_fail("%s", err.msg);
+	rc = kube_get(*k, &gvr_backups, ns, json_str_or(*r, "spec.backupName",
+	    ""), &b, &err);
+	if (rc == 0)
+		rc = bsl_open(*k, ns, json_str(b, "spec.storageLocation"), loc,
+		    &err);
+	if (rc == 0) {
+		key = bsl_backup_key(*loc, json_str_or(b, "metadata.name", ""),
+		    LAYOUT_BACKUP_METADATA);
+		p = key != NULL ? strstr(key, "backups/") : NULL;
+		*prefix = xstrndup(key != NULL ? key : "", p != NULL ?
+		    (size_t)(p - key) : 0);
+		free(key);
+	}
+	cJSON_Delete(b);
+	if (rc < 0)
+		return cli_fail("storage of restore %s: %s", fs->args[0], err.msg);
+	return 0;
+}
+
+static void
+print_results(const char *title, const cJSON *res)
+{
+	const cJSON *l, *m;
+	int any = 0;
+
+	printf("%s:\n", title);
+	cJSON_ArrayForEach(l, json_get(res, "velero")) {
+		char *e = esc(l->valuestring);
+
+		printf("  cairn:     %s\n", e);
+		free(e);
+		any = 1;
+	}
+	cJSON_ArrayForEach(l, json_get(res, "cluster")) {
+		char *e = esc(l->valuestring);
+
+		printf("  cluster:   %s\n", e);
+		free(e);
+		any = 1;
+	}
+	cJSON_ArrayForEach(m, json_get(res, "namespaces")) {
+		char *ns = esc(m->string);
+
+		cJSON_ArrayForEach(l, m) {
+			char *e = esc(l->valuestring);
+
+			printf("  %s:  %s\n", ns, e);
+			free(e);
+			any = 1;
+		}
+		free(ns);
+	}
+	if (!any)
+		printf("  <none>\n");
+}
+
+int
+cmd_restore_describe(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct kube *k;
+	struct bsl *loc;
+	cJSON *r, *v;
+	char *prefix, *key = NULL, *gz = NULL;
+	size_t gzlen = 0;
+	int rc;
+
+	rc = open_restore(cmd, fs, &k, &r, &loc, &prefix);
+	if (r == NULL)
+		goto out;
+	{
+		const char *fields[][2] = {
+			{ "Name", "metadata.name" },
+			{ "Namespace", "metadata.namespace" },
+			{ "Backup", "spec.backupName" },
+			{ "Phase", "status.phase" },
+			{ "Started", "status.startTimestamp" },
+			{ "Completed", "status.completionTimestamp" },
+			{ "Holder", "status.claim.holder" },
+			{ "Worker", "status.claim.worker" },
+			{ "Failure reason", "status.failureReason" },
+			{ "Existing resource policy", "spec.existingResourcePolicy" },
+		};
+
+		for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+			char *e = esc(json_str_or(r, fields[i][1], "<none>"));
+
+			printf("%-26s%s\n", fields[i][0], e);
+			free(e);
+		}
+	}
+	printf("%-26s%lld\n", "Attempt", (long long)json_int(r,
+	    "status.claim.attempt", 0));
+	printf("%-26s%lld of %lld\n", "Items restored", (long long)json_int(r,
+	    "status.progress.itemsRestored", 0), (long long)json_int(r,
+	    "status.progress.totalItems", 0));
+	printf("%-26s%lld\n%-26s%lld\n", "Warnings", (long long)json_int(r,
+	    "status.warnings", 0), "Errors", (long long)json_int(r,
+	    "status.errors", 0));
+	cJSON_ArrayForEach(v, json_get(r, "status.validationErrors")) {
+		char *e = esc(v->valuestring);
+
+		printf("%-26s%s\n", "Validation error", e);
+		free(e);
+	}
+	cJSON_ArrayForEach(v, json_get(r, "spec.namespaceMapping")) {
+		char *a = esc(v->string), *b = esc(v->valuestring);
+
+		printf("%-26s%s -> %s\n", "Namespace mapping", a, b);
+		free(a);
+		free(b);
+	}
+	if (loc == NULL) {
+		rc = CLI_EXIT_OK;
+		goto out;
+	}
+	key = layout_restore_key(prefix, fs->args[0], LAYOUT_RESTORE_RESULTS);
+	if (key != NULL && store_get_mem(bsl_store(loc), key, RS_CAP_RESULTS,
+	    &gz, &gzlen, &err) == 0) {
+		unsigned char *text = xmalloc(RS_CAP_RESULTS + 1);
+		z_stream z;
+		cJSON *res = NULL;
+
+		memset(&z, 0, sizeof z);
+		if (inflateInit2(&z, 16 + MAX_WBITS) == Z_OK) {
+			z.next_in = (Bytef *)gz;
+			z.avail_in = (uInt)gzlen;
+			z.next_out = text;
+			z.avail_out = RS_CAP_RESULTS;
+			if (inflate(&z, Z_FINISH) == Z_STREAM_END)
+				res = json_parse((const char *)text, z.total_out,
+				    NULL);
+			inflateEnd(&z);
+		}
+		printf("\n");
+		print_results("Warnings", json_get(res, "warnings"));
+		print_results("Errors", json_get(res, "errors"));
+		cJSON_Delete(res);
+		free(text);
+	} else {
+		printf("\n(results not in storage yet)\n");
+	}
+	rc = CLI_EXIT_OK;
+out:
+	free(key);
+	free(gz);
+	free(prefix);
+	bsl_free(loc);
+	cJSON_Delete(r);
+	kube_free(k);
+	return rc;
+}
+
+struct gunzip {
+	z_stream z;
+	int bad;
+};
+
+static int
+gunzip_write(void *arg, const void *p, size_t n)
+{
+	struct gunzip *g = arg;
+	unsigned char out[65536];
+
+	g->z.next_in = (Bytef *)(uintptr_t)p;
+	g->z.avail_in = (uInt)n;
+	while (g->z.avail_in > 0) {
+		int zr;
+
+		g->z.next_out = out;
+		g->z.avail_out = sizeof out;
+		zr = inflate(&g->z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END) {
+			g->bad = 1;
+			return -1;
+		}
+		fwrite(out, 1, sizeof out - g->z.avail_out, stdout);
+		if (zr == Z_STREAM_END && g->z.avail_in > 0)
+			inflateReset(&g->z);	/* next member */
+		else if (zr == Z_STREAM_END)
+			break;
+	}
+	return 0;
+}
+
+int
+cmd_restore_logs(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct gunzip g;
+	struct kube *k;
+	struct bsl *loc;
+	cJSON *r;
+	char *prefix, *key = NULL;
+	int rc;
+
+	rc = open_restore(cmd, fs, &k, &r, &loc, &prefix);
+	if (rc != 0 || loc == NULL)
+		goto out;
+	key = layout_restore_key(prefix, fs->args[0], LAYOUT_RESTORE_LOGS);
+	memset(&g, 0, sizeof g);
+	if (key == NULL || inflateInit2(&g.z, 16 + MAX_WBITS) != Z_OK) {
+		rc = cli_fail("cannot read logs of restore %s", fs->args[0]);
+		goto out;
+	}
+	rc = store_get(bsl_store(loc), key, 0, -1, gunzip_write, &g, NULL, &err);
+	fflush(stdout);
+	inflateEnd(&g.z);
+	if (rc == CAIRN_ENOTFOUND)
+		rc = cli_fail("no logs for restore %s yet: it has not finished",
+		    fs->args[0]);
+	else if (rc < 0)
+		rc = cli_fail("reading %s: %s", key, g.bad ? "not valid gzip" :
+		    err.msg);
+	else
+		rc = CLI_EXIT_OK;
+out:
+	free(key);
+	free(prefix);
+	bsl_free(loc);
+	cJSON_Delete(r);
+	kube_free(k);
+	return rc;
+}
