@@ -51,5 +51,9 @@ int cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs);
 int cmd_server(const struct cli_command *cmd, struct flagset *fs);
 int cmd_install(const struct cli_command *cmd, struct flagset *fs);
 int cmd_uninstall(const struct cli_command *cmd, struct flagset *fs);
+int cmd_restore_create(const struct cli_command *cmd, struct flagset *fs);
+int cmd_restore_get(const struct cli_command *cmd, struct flagset *fs);
+int cmd_restore_describe(const struct cli_command *cmd, struct flagset *fs);
+int cmd_restore_logs(const struct cli_command *cmd, struct flagset *fs);
 
 #endif

@@ -39,6 +39,14 @@ static const enum flag_id backup_delete_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
 static const enum flag_id install_flags[] = { CLUSTER_FLAGS, F_REPLICAS,
 	F_IMAGE, F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG, F_CREDENTIAL_FILE,
 	F_DRY_RUN, F_OUTPUT, F_WAIT, F_SELECTOR, F__END };
+static const enum flag_id restore_create_flags[] = { CLUSTER_FLAGS,
+	F_FROM_BACKUP, F_NAMESPACE_MAPPINGS, F_INCLUDE_NAMESPACES,
+	F_EXCLUDE_NAMESPACES, F_INCLUDE_RESOURCES, F_EXCLUDE_RESOURCES,
+	F_SELECTOR, F_EXISTING_RESOURCE_POLICY, F_RESTORE_STATUS,
+	F_INCLUDE_CLUSTER_RESOURCES, F_WAIT, F__END };
+static const enum flag_id restore_get_flags[] = { CLUSTER_FLAGS, F_OUTPUT,
+	F__END };
+static const enum flag_id restore_name_flags[] = { CLUSTER_FLAGS, F__END };
 static const enum flag_id uninstall_flags[] = { CLUSTER_FLAGS, F_PURGE,
 	F__END };
 
@@ -108,6 +116,26 @@ const struct cli_command cli_commands[] = {
 	  "Removes every object under backups/NAME/ in the storage location,\n"
 	  "then the Backup object. Asks first unless --confirm is given.",
 	  backup_delete_flags, cmd_backup_delete },
+	{ "restore create", "Restore the objects of a backup into the cluster",
+	  "[NAME] --from-backup BACKUP [FLAGS]",
+	  "Creates a Restore (NAME defaults to BACKUP-YYYYMMDDhhmmss); a cairn\n"
+	  "server claims and runs it: Velero's priority order, parallel creates\n"
+	  "within a tier, namespace mapping, filters, existing-resource policy,\n"
+	  "restored status for the resources named by --restore-status. With\n"
+	  "--wait, follows it with a progress bar; the exit code is 0 only when\n"
+	  "it Completed.",
+	  restore_create_flags, cmd_restore_create },
+	{ "restore get", "List restores, or show one",
+	  "[NAME] [-o table|json|yaml]", NULL,
+	  restore_get_flags, cmd_restore_get },
+	{ "restore describe", "Show a restore in detail, with its warnings and errors",
+	  "NAME",
+	  "Status, progress and claim from the Restore object; warnings and\n"
+	  "errors from restores/NAME/restore-NAME-results.gz in storage.",
+	  restore_name_flags, cmd_restore_describe },
+	{ "restore logs", "Print the log of a finished restore",
+	  "NAME", "Reads restores/NAME/restore-NAME-logs.gz from storage.",
+	  restore_name_flags, cmd_restore_logs },
 };
 
 const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];

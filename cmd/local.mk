@@ -7,7 +7,8 @@ CMD_SOURCES = \
 	cmd/cmd_server.c \
 	cmd/output.c cmd/output.h \
 	cmd/progress.c cmd/progress.h \
-	cmd/cmd_backup.c
+	cmd/cmd_backup.c \
+	cmd/cmd_restore.c
 
 check_PROGRAMS += tests/unit/test_cmd_output
 tests_unit_test_cmd_output_SOURCES = tests/unit/test_cmd_output.c \
