@@ -54,6 +54,12 @@ struct kube_call {
 	size_t body_len;
 	int idempotent;			/* may be re-sent after a connection failure */
 	int64_t timeout_us;		/* 0: client default; < 0: none (watch) */
+	/*
+	 * Streamed lists: no total timeout; instead the transfer fails when
+	 * neither a byte arrived nor the sink returned for the client's
+	 * request timeout (a slow consumer is not a stalled server).
+	 */
+	int idle_timeout;
 	int no_retry;			/* never retry (watch: the caller does) */
 	const volatile int *stop;
 

@@ -472,6 +472,10 @@ struct xfer {
 	int streaming;		/* body goes to the sink */
 	int toobig;
 	int64_t retry_after_s;	/* from the header, -1 none */
+	int64_t idle_us;	/* idle limit (c->idle_timeout), 0 none */
+	int64_t last_us;	/* monotonic time of the last progress */
+	curl_off_t last_dn;	/* bytes received at last_us */
+	int idle_expired;	/* aborted for inactivity */
 };
 
 static size_t
@@ -490,6 +494,8 @@ write_cb(char *p, size_t size, size_t nmemb, void *arg)
 	}
 	if (x->streaming) {
 		rc = x->c->sink(x->c->sink_arg, p, n);
+		if (x->idle_us > 0)
+			x->last_us = time_mono_us();
 		if (rc != 0) {
 			x->c->sink_rc = rc;
 			return 0;
@@ -534,8 +540,21 @@ progress_cb(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 {
 	struct xfer *x = arg;
 
-	(void)dt; (void)dn; (void)ut; (void)un;
-	return x->c->stop != NULL && *x->c->stop ? 1 : 0;
+	(void)dt; (void)ut; (void)un;
+	if (x->c->stop != NULL && *x->c->stop)
+		return 1;
+	if (x->idle_us > 0) {
+		int64_t now = time_mono_us();
+
+		if (dn != x->last_dn) {
+			x->last_dn = dn;
+			x->last_us = now;
+		} else if (now - x->last_us > x->idle_us) {
+			x->idle_expired = 1;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 static void
@@ -557,7 +576,7 @@ setup_handle(struct kube *k, CURL *h, struct kube_call *c, struct xfer *x,
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, KUBE_CONNECT_TIMEOUT_MS);
-	if (c->timeout_us >= 0)
+	if (c->timeout_us >= 0 && !c->idle_timeout)
 		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
 		    (long)((c->timeout_us ? c->timeout_us : k->o.timeout_us) /
 		    1000));
@@ -767,6 +786,10 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 		memset(&x, 0, sizeof x);
 		x.c = c;
 		x.retry_after_s = -1;
+		if (c->idle_timeout) {
+			x.idle_us = k->o.timeout_us;
+			x.last_us = time_mono_us();
+		}
 		h = pool_get(k);
 		x.h = h;
 		hdrs = make_headers(k, c, force_token);
@@ -796,6 +819,11 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 		    (double)(time_mono_us() - t0) / 1000.0);
 
 		delay = -1;
+		if (cc == CURLE_ABORTED_BY_CALLBACK && x.idle_expired) {
+			cc = CURLE_OPERATION_TIMEDOUT;
+			snprintf(cerr, sizeof cerr, "no data for %lld ms",
+			    (long long)(x.idle_us / 1000));
+		}
 		if (cc == CURLE_ABORTED_BY_CALLBACK) {
 			rc = cairn_err_set(err, CAIRN_ECANCELED, "%s %s: "
 			    "canceled", c->method, c->path);

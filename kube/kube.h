@@ -349,7 +349,10 @@ struct kube_list_info {
  * item is buffered at a time, capped by CAIRN_CAP_API_BODY). ns NULL: all
  * namespaces. opts and info may be NULL. A page that fails mid-way is
  * fetched again (same continue token) and the items already delivered from
- * it are skipped, so each item is delivered once.
+ * it are skipped, so each item is delivered once. The callback runs while
+ * the page is streaming and may take its time: the request timeout applies
+ * to inactivity (no byte received and no callback returning), not to the
+ * whole page.
  */
 int kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
 	const struct kube_list_opts *opts, kube_item_fn fn, void *arg,

@@ -194,6 +194,7 @@ kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
 		c.method = "GET";
 		c.path = buf_cstr(&q);
 		c.idempotent = 1;
+		c.idle_timeout = 1;
 		c.stop = o.stop;
 		c.sink = sink;
 		c.rewind = rewind_page;

@@ -19,6 +19,7 @@
  *   patch G V R NS NAME merge|json|strategic PATCH [status]
  *   delete G V R NS NAME [uid=U] [rv=RV] [propagation=P]
  *   list G V R NS [limit=N] [labels=S] [fields=S] [names] [restart] [maxitems=N]
+ *        [sleepms=N] (the callback sleeps N ms per item: a slow consumer)
  *                                        "items=N pages=P rv=RV restarts=R"
  *   watch G V R NS [rv=RV] [bookmarks] [reconnect] [max=N] [timeout=S] [labels=S]
  *                                        one line per event: TYPE NS/NAME RV
@@ -53,6 +54,7 @@ static volatile int stop_flag;
 static long max_events = -1;
 static long n_events;
 static int print_names;
+static long item_sleep_ms;
 
 static void
 on_signal(int sig)
@@ -151,6 +153,12 @@ list_item(void *arg, cJSON *item)
 		    json_str_or(item, "metadata.name", ""),
 		    json_str_or(item, "apiVersion", "-"));
 	n_events++;
+	if (item_sleep_ms > 0) {
+		struct timespec ts = { item_sleep_ms / 1000,
+		    (item_sleep_ms % 1000) * 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
 	if (*maxitems > 0 && n_events >= *maxitems)
 		return 100;
 	return 0;
@@ -477,6 +485,9 @@ main(int argc, char **argv)
 			lo.on_restart = list_restart;
 			lo.stop = &stop_flag;
 			print_names = has(argc, argv, 4, "names");
+			if (opt(argc, argv, 4, "sleepms"))
+				item_sleep_ms = atol(opt(argc, argv, 4,
+				    "sleepms"));
 			rc = kube_list(k, &g, ns, &lo, list_item, &maxitems,
 			    &info, &err);
 			if (rc == 100)

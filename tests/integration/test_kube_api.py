@@ -243,6 +243,23 @@ def list_20k_in_pages_of_500(t):
     t.check(r.returncode == 1 and "http=400" in r.stdout, r.stdout)
 
 
+@case
+def list_slow_consumer_and_stalled_server(t):
+    sim = t.kubesim()
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap"}, 12, name="s-{i:02d}",
+             namespace="default")
+    # A callback that needs 1.2 s per page is not a timeout (500 ms applies
+    # to inactivity, not to the page).
+    out = ok(tool(sim, "list", *CM, "default", "limit=6", "sleepms=200", "names",
+                  extra=["--timeout-ms", "500"]), "slow consumer")
+    t.check("items=12 pages=2 " in out, out.splitlines()[-1])
+    # A server that says nothing for 3 s is.
+    sim.faults({"method": "GET", "path": "/configmaps$", "delay": 3, "count": 1})
+    r = tool(sim, "list", *CM, "default", extra=["--timeout-ms", "500", "--retries", "0"])
+    t.check(r.returncode == 1 and "timed out" in r.stdout and "no data for 500 ms" in r.stdout,
+            r.stdout)
+
+
 def watch_lines(p):
     return [ln for ln in p.output().splitlines() if ln.split(" ")[0] in
             ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR")]
