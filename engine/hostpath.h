@@ -1,0 +1,120 @@
+/*
+ * hostpath.h: the built-in `hostpath` volume mover, for hostPath and local
+ * PersistentVolumes (what k3s's local-path provisioner creates).
+ *
+ * Backup: the volume's directory becomes one tar.gz object in storage,
+ *   <prefix>/backups/<backup>/volumes/<volume>.tar.gz
+ * (inside the backup's own folder, so Velero's top-level layout stays
+ * valid and deleting a backup deletes its volume data). The archive is a
+ * pax tar (long and odd names, sparse files as GNU sparse 1.0, symlinks
+ * as links, never followed; modes, owners, times, xattrs), written as a
+ * multipart upload whose parts each hold whole files and are complete
+ * gzip members, so their concatenation is one ordinary .tar.gz that
+ * `tar xzf` reads.
+ *
+ * Resume: after each part is stored the caller's checkpoint() gets the
+ * upload id, the number of parts stored, the last file in them (walk
+ * order: depth first, names sorted bytewise) and the byte and file counts.
+ * Given that checkpoint back, hostpath_backup() keeps parts 1..k and
+ * continues with the first file after last_file. Work redone after a
+ * crash is at most one part.
+ *
+ * Restore: the object is streamed through libarchive into a target
+ * directory with modes, owners (when run as root), times, symlinks and
+ * sparse files restored; names that are absolute or hold "..", and any
+ * write through a symlink, are refused (ARCHIVE_EXTRACT_SECURE_*), so
+ * nothing is written outside the target.
+ *
+ * Threads: each call is independent; any number may run at once.
+ */
+#ifndef CAIRN_HOSTPATH_H
+#define CAIRN_HOSTPATH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "storage/store.h"
+
+#define HOSTPATH_PROVIDER	"cairn.io/hostpath"
+#define HOSTPATH_PART_SIZE	(8u << 20)	/* default compressed part size */
+#define HOSTPATH_PATH_MAX	4096		/* longest relative path walked */
+#define HOSTPATH_CKPT_MAX	1024		/* encoded checkpoint (journal last_file) */
+
+/* Where a backup's copy of one volume lives. Owned; NULL for a bad name. */
+char *hostpath_key(const char *prefix, const char *backup, const char *volume);
+
+/*
+ * Compare two relative paths in walk order (component by component,
+ * bytewise): a directory sorts before everything inside it.
+ */
+int hostpath_path_cmp(const char *a, const char *b);
+
+/* Resume point of a volume copy. */
+struct hostpath_ckpt {
+	char upload_id[STORE_UPLOAD_ID_MAX];
+	int parts;				/* parts stored: 1..parts */
+	char last_file[HOSTPATH_PATH_MAX];	/* last path in part `parts` */
+	uint64_t bytes_done;			/* file bytes in those parts */
+	uint64_t files_done;			/* entries in those parts */
+};
+
+/*
+ * Encode ck as compact JSON for the journal's volume last_file column
+ * (at most HOSTPATH_CKPT_MAX bytes with the NUL). CAIRN_ETOOBIG when it
+ * does not fit (a very long path or upload id): that checkpoint is then
+ * simply not taken, the next one will be.
+ */
+int hostpath_ckpt_encode(const struct hostpath_ckpt *ck, char *out, size_t n);
+/* Decode; CAIRN_EINVAL when s is not one (e.g. "" or a plain path). */
+int hostpath_ckpt_decode(const char *s, struct hostpath_ckpt *ck);
+
+struct hostpath_opts {
+	size_t part_size;		/* compressed; 0: HOSTPATH_PART_SIZE */
+	const char *spool_dir;		/* where a part is staged; NULL: $TMPDIR or /tmp */
+	/* Bytes and entries moved / expected; done never goes down. */
+	void (*progress)(void *arg, uint64_t bytes_done, uint64_t bytes_total,
+	    uint64_t files_done, uint64_t files_total);
+	/*
+	 * A part is stored (backup only). Return 0 to go on; an error stops
+	 * the copy with that error (the upload is kept for a resume).
+	 */
+	int (*checkpoint)(void *arg, const struct hostpath_ckpt *ck,
+	    struct cairn_err *err);
+	void *arg;
+	const struct hostpath_ckpt *resume;	/* NULL: start afresh */
+	const volatile int *stop;	/* non-zero: CAIRN_ECANCELED at the next file */
+	uint64_t expect_total;		/* restore: file bytes the backup had (progress total) */
+};
+
+struct hostpath_stats {
+	uint64_t bytes_total;		/* file bytes (logical sizes) */
+	uint64_t files_total;		/* entries (files, dirs, links...) */
+	uint64_t bytes_done;
+	uint64_t compressed;		/* bytes stored by this call */
+	int parts;			/* parts of the finished object */
+	char etag[STORE_ETAG_MAX];	/* of the finished object */
+};
+
+/*
+ * Copy directory dir to key in s (see above). 0 when the object is
+ * complete. CAIRN_ECANCELED (stop) and errors after the upload started
+ * leave the upload in place for a resume with the last checkpoint; a
+ * resume whose upload is gone fails with CAIRN_ENOTFOUND (start afresh).
+ * A file that cannot be read fails the copy naming it. st may be NULL.
+ */
+int hostpath_backup(struct store *s, const char *key, const char *dir,
+	const struct hostpath_opts *o, struct hostpath_stats *st,
+	struct cairn_err *err);
+
+/*
+ * Restore key of s into directory dir (created if missing, 0700 until
+ * the archive's own root entry sets its mode). Unsafe entries fail the
+ * restore naming them. progress() gets file bytes written against
+ * o->expect_total (raised when passed). st may be NULL.
+ */
+int hostpath_restore(struct store *s, const char *key, const char *dir,
+	const struct hostpath_opts *o, struct hostpath_stats *st,
+	struct cairn_err *err);
+
+#endif
