@@ -25,9 +25,10 @@
  * names of PVs bound to included PVCs and the custom resource kinds seen
  * (only when includeClusterResources is unset and some namespaces are
  * filtered out), and the error messages of the results file (capped).
- * The resource list file is made at the end by reading the stored
- * tarball back (so it is right after a resume too), streamed into a
- * gzip temp file.
+ * The resource list file comes from a spool file of "<gvk> ns/name"
+ * lines written as items go into the tarball; a run that resumed (so did
+ * not write the items of the kept parts) reads the stored tarball back
+ * instead, which is right whoever wrote the parts.
  *
  * Threads: a run is one worker thread; struct kube, journal and store are
  * shared thread-safe handles.
@@ -113,6 +114,10 @@ struct bk {
 	cJSON *errors;			/* array of strings */
 	cJSON *warnings;
 	int nerrors, nwarnings;
+	/* resource list spool: "<gvk>\t<ns/name>\n" per item written */
+	FILE *rlspool;
+	int resumed;			/* parts were kept from an earlier run */
+	char *cur_gvk;			/* "apps/v1/Deployment" of cur */
 	/* current resource while listing */
 	const struct bk_res *cur;
 	int skipping;			/* resume: still before the last key */
@@ -577,6 +582,10 @@ write_item(struct bk *b, const struct kube_resource *r, const cJSON *item,
 		return rc;
 	free(b->last_key);
 	b->last_key = bspec_item_key(r->group, r->resource, ns, name);
+	if (b->rlspool != NULL && fprintf(b->rlspool, "%s\t%s%s%s\n",
+	    b->cur_gvk, ns, ns[0] ? "/" : "", name) < 0)
+		return cairn_err_errno(err, CAIRN_EIO, errno,
+		    "resource list spool");
 	b->part_items++;
 	b->items_done++;
 	rc = tarparts_boundary(b->tp, &cut, err);
@@ -737,6 +746,9 @@ bk_walk(struct bk *b, struct cairn_err *err)
 		lo.restart_on_gone = 0;
 		lo.stop = b->env->stop;
 		b->cur = br;
+		free(b->cur_gvk);
+		b->cur_gvk = r->group[0] ? xasprintf("%s/%s/%s", r->group,
+		    r->version, r->kind) : xasprintf("%s/%s", r->version, r->kind);
 		b->cur_rc = 0;
 		cairn_err_clear(&b->cur_err);
 		rc = kube_list(b->env->kube, &g, NULL, &lo, list_cb, b, NULL,
@@ -1002,6 +1014,76 @@ rb_thread(void *arg)
 	return NULL;
 }
 
+/* Streams {"<gvk>":["ns/name",...],...} from (gvk, item) pairs in order. */
+struct rl_emit {
+	struct buf *out;
+	char *cur;		/* gvk of the open array, owned */
+	int first_key;
+	int first_item;
+	int rc;
+};
+
+static void
+rl_pair(struct rl_emit *e, const char *key, const char *item)
+{
+	if (e->cur == NULL || strcmp(e->cur, key) != 0) {
+		if (e->cur != NULL)
+			buf_putc(e->out, ']');
+		buf_puts(e->out, e->first_key ? "" : ",");
+		str_escape_json(e->out, key);
+		buf_puts(e->out, ":[");
+		e->first_key = 0;
+		e->first_item = 1;
+		free(e->cur);
+		e->cur = xstrdup(key);
+	}
+	buf_puts(e->out, e->first_item ? "" : ",");
+	e->first_item = 0;
+	if (str_escape_json(e->out, item) < 0)
+		e->rc = CAIRN_ETOOBIG;
+}
+
+static void
+rl_end(struct rl_emit *e)
+{
+	if (e->cur != NULL)
+		buf_putc(e->out, ']');
+	buf_putc(e->out, '}');
+	FREE_NULL(e->cur);
+}
+
+/* The resource list from the spool written during this run. */
+static int
+bk_resource_list_spool(struct bk *b, struct buf *out, struct cairn_err *err)
+{
+	struct rl_emit e = { out, NULL, 1, 1, 0 };
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	if (fflush(b->rlspool) != 0 || fseek(b->rlspool, 0, SEEK_SET) != 0)
+		return cairn_err_errno(err, CAIRN_EIO, errno,
+		    "resource list spool");
+	buf_putc(out, '{');
+	while ((n = getline(&line, &cap, b->rlspool)) > 0) {
+		char *tab = strchr(line, '\t');
+
+		if (line[n - 1] == '\n')
+			line[n - 1] = '\0';
+		if (tab == NULL)
+			continue;
+		*tab = '\0';
+		rl_pair(&e, line, tab + 1);
+		if (e.rc < 0)
+			break;
+	}
+	free(line);
+	rl_end(&e);
+	if (e.rc < 0)
+		return cairn_err_set(err, e.rc, "resource list too big");
+	return 0;
+}
+
 /*
  * The resource list: read the stored tarball back and collect the legacy
  * entries "resources/<res>[.<group>]/(cluster|namespaces/<ns>)/<n>.json"
@@ -1015,8 +1097,8 @@ bk_resource_list(struct bk *b, struct buf *out, struct cairn_err *err)
 	struct archive *a = NULL;
 	struct archive_entry *e;
 	pthread_t th;
-	int fds[2], rc = 0, first_key = 1, first_item = 1;
-	char *cur = NULL;
+	struct rl_emit em = { out, NULL, 1, 1, 0 };
+	int fds[2], rc = 0;
 
 	if (pipe(fds) < 0)
 		return cairn_err_errno(err, CAIRN_EIO, errno, "pipe");
@@ -1080,35 +1162,20 @@ bk_resource_list(struct bk *b, struct buf *out, struct cairn_err *err)
 		}
 		key = group[0] ? xasprintf("%s/%s/%s", group, version, kind) :
 		    xasprintf("%s/%s", version, kind);
-		if (cur == NULL || strcmp(cur, key) != 0) {
-			if (cur != NULL)
-				buf_putc(out, ']');
-			buf_puts(out, first_key ? "" : ",");
-			str_escape_json(out, key);
-			buf_puts(out, ":[");
-			first_key = 0;
-			first_item = 1;
-			free(cur);
-			cur = key;
-		} else
-			free(key);
-		buf_puts(out, first_item ? "" : ",");
-		first_item = 0;
-		if (str_escape_json(out, item) < 0)
+		rl_pair(&em, key, item);
+		if (em.rc < 0)
 			rc = cairn_err_set(err, CAIRN_ETOOBIG,
 			    "resource list too big");
+		free(key);
 		free(item);
 		free(res);
 		if (rc < 0)
 			break;
 	}
-	if (cur != NULL)
-		buf_putc(out, ']');
-	buf_putc(out, '}');
 done:
+	rl_end(&em);
 	archive_read_free(a);	/* closes fds[0]: the writer sees EPIPE */
 	pthread_join(th, NULL);
-	free(cur);
 	if (rc == 0 && rb.rc < 0)
 		rc = cairn_err_copy(err, &rb.err);
 	return rc;
@@ -1172,7 +1239,11 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	rc = put_gz(b, LAYOUT_BACKUP_LOGS, buf_cstr(&lb), err);
 	if (rc < 0)
 		goto done;
-	rc = bk_resource_list(b, &rl, err);
+	/* This run's spool when it wrote every item, else read back. */
+	if (!b->resumed && b->rlspool != NULL)
+		rc = bk_resource_list_spool(b, &rl, err);
+	else
+		rc = bk_resource_list(b, &rl, err);
 	if (rc < 0)
 		goto done;
 	rc = put_gz(b, LAYOUT_BACKUP_RESOURCE_LIST, buf_cstr(&rl), err);
@@ -1257,6 +1328,9 @@ bk_free(struct bk *b)
 	tarparts_free(b->tp);
 	if (b->spool != NULL)
 		fclose(b->spool);
+	if (b->rlspool != NULL)
+		fclose(b->rlspool);
+	free(b->cur_gvk);
 	for (size_t i = 0; i < b->nres; i++)
 		kube_resource_free(b->res[i].r);
 	free(b->res);
@@ -1427,6 +1501,8 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	sink.arg = &b;
 	first_part = b.nparts > 0 ?
 	    (int)b.parts[b.nparts - 1].part_number + 1 : 1;
+	b.resumed = b.nparts > 0;
+	b.rlspool = tmpfile();	/* NULL: read the tarball back at the end */
 	rc = tarparts_open(&sink, first_part, env->part_size,
 	    b.start_us / TIME_US_PER_SEC, &b.tp, err);
 	if (rc < 0)
