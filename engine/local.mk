@@ -45,14 +45,6 @@ tests_helpers_restore_runner_LDADD = engine/libengine.a storage/libstorage.a \
 
 # Volumes (issue 11): plugin runner, hostpath mover, volume orchestration.
 engine_libengine_a_SOURCES += \
-	engine/plugin.c engine/plugin.h
-
-check_PROGRAMS += tests/unit/test_plugin
-tests_unit_test_plugin_SOURCES = tests/unit/test_plugin.c
-tests_unit_test_plugin_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
-
-# Volumes (issue 11): plugin runner, hostpath mover, volume orchestration.
-engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h \
 	engine/hostpath.c engine/hostpath.h
 
