@@ -834,7 +834,7 @@ hostpath_restore(struct store *s, const char *key, const char *dir,
 	struct archive *a = NULL, *out = NULL;
 	struct archive_entry *e;
 	struct timespec ts[2];
-	char *abs = NULL, *full = NULL;
+	char *abs = NULL, *full = NULL, *relc = NULL;
 	const char *rel, *hl;
 	const void *blk;
 	size_t blen;
@@ -894,7 +894,9 @@ hostpath_restore(struct store *s, const char *key, const char *dir,
 			    "reading %s: %s", key, archive_error_string(a));
 			goto out;
 		}
-		rel = archive_entry_pathname(e);
+		free(relc);
+		relc = xstrdup(archive_entry_pathname(e));
+		rel = relc;	/* the entry's own copy changes below */
 		if (rel == NULL || name_safe(rel) < 0) {
 			rc = cairn_err_set(&r.err, CAIRN_EPROTO, "%s: unsafe "
 			    "entry name \"%.200s\" refused", key,
@@ -1004,6 +1006,7 @@ out:
 	if (r.src.close != NULL)
 		r.src.close(r.src.arg);
 	free(abs);
+	free(relc);
 	if (rc < 0)
 		cairn_err_copy(err, &r.err);
 	return rc;
