@@ -97,7 +97,8 @@ sigv4_canonical_query(struct buf *b, const struct sigv4_param *params,
 		v[i].k = encoded(params[i].name);
 		v[i].v = encoded(params[i].value ? params[i].value : "");
 	}
-	qsort(v, n, sizeof *v, kv_cmp);
+	if (n > 0)
+		qsort(v, n, sizeof *v, kv_cmp);
 	for (i = 0; i < n && rc == 0; i++)
 		rc = buf_printf(b, "%s%s=%s", i ? "&" : "", v[i].k, v[i].v);
 	for (i = 0; i < n; i++) {
@@ -209,7 +210,8 @@ sigv4_sign(const struct sigv4_creds *cr, const char *region,
 			h[i].name[j] = (char)tolower((unsigned char)h[i].name[j]);
 		h[i].value = trim_value(req->headers[i].value);
 	}
-	qsort(h, req->nheaders, sizeof *h, hdr_cmp);
+	if (req->nheaders > 0)
+		qsort(h, req->nheaders, sizeof *h, hdr_cmp);
 
 	rc |= buf_printf(&cr_text, "%s\n%s\n", req->method, req->uri);
 	rc |= sigv4_canonical_query(&cr_text, req->params, req->nparams);

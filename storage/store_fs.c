@@ -109,7 +109,7 @@ mkdirs_for(const char *root, const char *path)
 	size_t rl = strlen(root);
 	int rc = 0;
 
-	for (q = p + rl + 1; (q = strchr(q, '/')) != NULL; q++) {
+	for (q = strchr(p + rl + 1, '/'); q != NULL; q = strchr(q + 1, '/')) {
 		*q = '\0';
 		if (mkdir(p, 0700) < 0 && errno != EEXIST) {
 			rc = -1;
@@ -128,7 +128,10 @@ rmdirs_for(const char *root, const char *path)
 	char *p = xstrdup(path), *slash;
 	size_t rl = strlen(root);
 
-	while ((slash = strrchr(p, '/')) != NULL && (size_t)(slash - p) > rl) {
+	for (;;) {
+		slash = strrchr(p, '/');
+		if (slash == NULL || (size_t)(slash - p) <= rl)
+			break;
 		*slash = '\0';
 		if (rmdir(p) < 0)
 			break;
@@ -567,7 +570,10 @@ dir_has_object(const char *path)
 
 	if (d == NULL)
 		return 0;
-	while (!found && (de = readdir(d)) != NULL) {
+	while (!found) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
 		if (de->d_name[0] == '.' && (de->d_name[1] == '\0' ||
 		    strcmp(de->d_name, "..") == 0 ||
 		    str_has_prefix(de->d_name, FS_HIDDEN)))
@@ -606,7 +612,10 @@ walk_dir(struct fs_walk *w, const char *base, const char *filter, int delim)
 		free(dpath);
 		return;
 	}
-	while ((de = readdir(d)) != NULL) {
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    str_has_prefix(de->d_name, FS_HIDDEN))
 			continue;
@@ -670,7 +679,8 @@ fs_list(struct store *s, const char *prefix, const char *delim,
 		    "%s: listing \"%.300s\"", fs->base.desc, w.err_path);
 		goto out;
 	}
-	qsort(w.v, w.n, sizeof *w.v, ent_cmp);
+	if (w.n > 0)
+		qsort(w.v, w.n, sizeof *w.v, ent_cmp);
 	for (i = 0; i < w.n && !stop; i++) {
 		memset(&e, 0, sizeof e);
 		e.key = w.v[i].key;
@@ -738,8 +748,9 @@ upload_dir(struct store_fs *fs, const char *key, const char *id, char **out,
 		    fs->base.desc, id, key);
 	}
 	buf_init(&b, STORE_KEY_MAX + 1);
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
-		if (buf_append(&b, tmp, n) < 0)
+	for (;;) {
+		n = fread(tmp, 1, sizeof tmp, f);
+		if (n == 0 || buf_append(&b, tmp, n) < 0)
 			break;
 	}
 	fclose(f);
@@ -848,7 +859,10 @@ read_parts(struct store_fs *fs, const char *key, const char *dir,
 	if (d == NULL)
 		return fs_fail(fs, err, CAIRN_EIO, errno,
 		    "listing the parts of", key);
-	while ((de = readdir(d)) != NULL) {
+	for (;;) {
+		de = readdir(d);
+		if (de == NULL)
+			break;
 		if (!str_has_prefix(de->d_name, "part-"))
 			continue;
 		num = strtol(de->d_name + 5, &end, 10);
@@ -876,7 +890,8 @@ read_parts(struct store_fs *fs, const char *key, const char *dir,
 		ps->v[ps->n++] = p;
 	}
 	closedir(d);
-	qsort(ps->v, ps->n, sizeof *ps->v, part_cmp);
+	if (ps->n > 0)
+		qsort(ps->v, ps->n, sizeof *ps->v, part_cmp);
 	return 0;
 }
 
@@ -911,7 +926,10 @@ rm_upload(const char *dir)
 	char *p;
 
 	if (d != NULL) {
-		while ((de = readdir(d)) != NULL) {
+		for (;;) {
+			de = readdir(d);
+			if (de == NULL)
+				break;
 			if (strcmp(de->d_name, ".") == 0 ||
 			    strcmp(de->d_name, "..") == 0)
 				continue;
@@ -1040,7 +1058,7 @@ store_open_fs(const char *root, int create, struct store **out,
 	fs->base.desc = xasprintf("fs:%s", fs->root);
 	if (create) {
 		p = xstrdup(fs->root);
-		for (q = p + 1; (q = strchr(q, '/')) != NULL; q++) {
+		for (q = strchr(p + 1, '/'); q != NULL; q = strchr(q + 1, '/')) {
 			*q = '\0';
 			(void)mkdir(p, 0700);
 			*q = '/';

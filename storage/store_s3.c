@@ -903,7 +903,8 @@ s3_list(struct store *s, const char *prefix, const char *delim,
 				    s3->bucket, prefix);
 		}
 		call_done(&c);
-		qsort(l.v, l.n, sizeof *l.v, row_cmp);
+		if (l.n > 0)
+			qsort(l.v, l.n, sizeof *l.v, row_cmp);
 		for (i = 0; i < l.n; i++) {
 			l.v[i].e.key = l.v[i].key;
 			if (rc == 0 && !stopped && fn(arg, &l.v[i].e) != 0)

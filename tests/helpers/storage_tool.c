@@ -148,9 +148,9 @@ cmd_upload(struct store *s, int argc, char **argv)
 {
 	const char *key = argv[0], *file = argv[1], *resume = NULL;
 	long long psize = atoll(argv[2]);
-	int pause_after = -1, pause_ms = 0, fd, rc, i, nparts, have;
-	struct parts *ps = xcalloc(1, sizeof *ps);
-	struct store_part *done;
+	int pause_after = -1, pause_ms = 0, fd, rc = 0, i, nparts, have;
+	struct parts *ps = NULL;
+	struct store_part *done = NULL;
 	struct store_src src;
 	struct stat st;
 	char *id = NULL;
@@ -169,24 +169,25 @@ cmd_upload(struct store *s, int argc, char **argv)
 	fd = open(file, O_RDONLY);
 	if (fd < 0 || fstat(fd, &st) < 0 || psize <= 0) {
 		fprintf(stderr, "storage_tool: %s: %s\n", file, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	nparts = (int)((st.st_size + psize - 1) / psize);
 	if (nparts == 0)
 		nparts = 1;
+	ps = xcalloc(1, sizeof *ps);
+	done = xcalloc((size_t)nparts, sizeof *done);
 	if (resume != NULL) {
 		id = xstrdup(resume);
 		rc = store_mpu_list_parts(s, key, id, collect_part, ps, &err);
-		if (rc < 0)
-			return die_rc(rc);
 	} else {
 		rc = store_mpu_create(s, key, &id, &err);
-		if (rc < 0)
-			return die_rc(rc);
 	}
+	if (rc < 0)
+		goto out;
 	printf("upload-id %s\n", id);
 	fflush(stdout);
-	done = xcalloc((size_t)nparts, sizeof *done);
 	for (i = 1; i <= nparts; i++) {
 		off = (long long)(i - 1) * psize;
 		len = st.st_size - off < psize ? st.st_size - off : psize;
@@ -205,7 +206,7 @@ cmd_upload(struct store *s, int argc, char **argv)
 		if (rc == 0)
 			rc = store_mpu_put_part(s, key, id, i, &src, etag, NULL, &err);
 		if (rc < 0)
-			return die_rc(rc);
+			goto out;
 		done[i - 1].number = i;
 		done[i - 1].size = (uint64_t)len;
 		memcpy(done[i - 1].etag, etag, sizeof etag);
@@ -215,14 +216,14 @@ cmd_upload(struct store *s, int argc, char **argv)
 			time_sleep_us((int64_t)pause_ms * 1000, NULL);
 	}
 	rc = store_mpu_complete(s, key, id, done, (size_t)nparts, etag, &err);
-	if (rc < 0)
-		return die_rc(rc);
-	printf("completed %s\n", etag);
+	if (rc == 0)
+		printf("completed %s\n", etag);
+out:
 	free(done);
 	free(ps);
 	free(id);
 	close(fd);
-	return 0;
+	return rc < 0 ? die_rc(rc) : 0;
 }
 
 static int
@@ -318,7 +319,8 @@ run(struct store *s, int argc, char **argv)
 	} else if (strcmp(cmd, "mpu-abort") == 0 && argc == 2) {
 		rc = store_mpu_abort(s, argv[0], argv[1], &err);
 	} else if (strcmp(cmd, "upload") == 0 && argc >= 3) {
-		return cmd_upload(s, argc, argv);
+		rc = cmd_upload(s, argc, argv);
+		return rc;
 	} else {
 		return usage();
 	}
