@@ -636,7 +636,7 @@ claim_detail(const cJSON *b, char *out, size_t len)
 
 	if (holder == NULL || holder[0] == '\0')
 		out[0] = '\0';
-	else if (attempt > 1)
+	else if (attempt > 0)
 		snprintf(out, len, "holder %s, attempt %lld", esc(holder),
 		    (long long)attempt);
 	else

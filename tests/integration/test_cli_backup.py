@@ -280,7 +280,7 @@ def wait_follows_to_completed_with_plain_lines(t):
     err = read(t, "wait-b1.err")
     t.check("\r" not in err and "\033[" not in err, "no terminal controls when not a TTY: %r" % err)
     lines = [ln for ln in err.splitlines() if ln.startswith("backup b1: InProgress")]
-    t.check(lines and "holder srv-a" in lines[0], "progress lines name the holder: %r" % err)
+    t.check(lines and "holder srv-a, attempt 1" in lines[0], "progress lines name the holder: %r" % err)
     # 7 updates over ~2 s: lines are rate-limited (phase changes excepted).
     t.check(len(lines) <= 5, "at most about one line a second: %r" % lines)
     t.check("Completed, 10/10 items" in err, "final line: %r" % err)
