@@ -827,10 +827,12 @@ bk_load_checkpoint(struct bk *b)
 		x.bytes = json_int(p, "bytes", 0);
 		if (x.part_number < 1 || x.etag[0] == '\0')
 			break;
-		/* Vouched for by the checkpoint: recorded here too. */
-		if (journal_part_add(b->env->journal, b->jid, &x, NULL) < 0 &&
-		    0)
-			break;
+		/*
+		 * Vouched for by the checkpoint in status (another server's,
+		 * or a journal that lost it): recorded in ours too. EEXIST
+		 * means it is there already.
+		 */
+		(void)journal_part_add(b->env->journal, b->jid, &x, NULL);
 		bk_add_part(b, &x);
 	}
 	if (b->nparts > 0)
