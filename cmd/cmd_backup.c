@@ -1388,6 +1388,22 @@ dl_progress(void *arg, uint64_t done, int64_t total)
 	progress_update(d->p, &st);
 }
 
+/* fsync the directory holding path, so a rename into it is durable. */
+static void
+fsync_dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash == NULL ? xstrdup(".") :
+	    xstrndup(path, slash == path ? 1 : (size_t)(slash - path));
+	int fd = open(dir, O_RDONLY | O_DIRECTORY);
+
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+	free(dir);
+}
+
 int
 cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 {
@@ -1430,15 +1446,20 @@ cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 		rc = cli_fail("%s", err.msg);
 		goto out;
 	}
-	/* Published atomically: a temp file next to FILE, then rename. */
-	tmp = xasprintf("%s.part-XXXXXX", file);
-	d.fd = mkstemp(tmp);
-	if (d.fd < 0) {
-		rc = cli_fail("cannot create %s: %s", tmp, strerror(errno));
-		FREE_NULL(tmp);
-		goto out;
+	if (strcmp(file, "-") == 0)
+		d.fd = STDOUT_FILENO;	/* "-": stream to stdout (a pipe) */
+	else {
+		/* Published atomically: temp file next to FILE, fsync, rename. */
+		tmp = xasprintf("%s.part-XXXXXX", file);
+		d.fd = mkstemp(tmp);
+		if (d.fd < 0) {
+			rc = cli_fail("cannot create %s: %s", tmp,
+			    strerror(errno));
+			FREE_NULL(tmp);
+			goto out;
+		}
+		(void)fchmod(d.fd, 0644);
 	}
-	(void)fchmod(d.fd, 0644);
 	d.total = (int64_t)stt.size;
 	snprintf(label, sizeof label, "download %s", fs->args[0]);
 	d.p = progress_new(stderr, PROGRESS_AUTO, label);
@@ -1457,6 +1478,14 @@ cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 		    "cannot write the file" : err.msg);
 		goto out;
 	}
+	fmt_bytes(stt.size, sz);
+	if (d.fd == STDOUT_FILENO) {
+		d.fd = -1;
+		fprintf(stderr, "Backup %s written to stdout (%s).\n",
+		    fs->args[0], sz);
+		rc = CLI_EXIT_OK;
+		goto out;
+	}
 	if (fsync(d.fd) < 0 || close(d.fd) < 0) {
 		d.fd = -1;
 		rc = cli_fail("writing %s: %s", tmp, strerror(errno));
@@ -1468,7 +1497,7 @@ cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 		goto out;
 	}
 	FREE_NULL(tmp);
-	fmt_bytes(stt.size, sz);
+	fsync_dir_of(file);
 	printf("Backup %s downloaded to %s (%s).\n", fs->args[0], file, sz);
 	rc = CLI_EXIT_OK;
 out:

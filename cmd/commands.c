@@ -109,7 +109,8 @@ const struct cli_command cli_commands[] = {
 	{ "backup download", "Download the tarball of a backup",
 	  "NAME [--output-file FILE]",
 	  "Streams backups/NAME/NAME.tar.gz to FILE (default NAME.tar.gz),\n"
-	  "showing progress; -o FILE works too, as in Velero.",
+	  "showing progress; -o FILE works too, as in Velero, and FILE - writes\n"
+	  "to stdout.",
 	  backup_download_flags, cmd_backup_download },
 	{ "backup delete", "Delete a backup and its files in storage",
 	  "NAME [--confirm]",

@@ -436,6 +436,10 @@ def logs_download_and_delete_on_fs_storage(t):
     t.eq(r.returncode, 0, "download -o FILE as in Velero")
     t.check(os.path.getsize(t.path("y.tgz")) == len(tarball), "-o FILE written")
     t.eq([f for f in os.listdir(t.dir) if ".part-" in f], [], "no temp files left")
+    piped = subprocess.run([BIN, "backup", "download", "b1", "-o", "-", "--kubeconfig", sim.kubeconfig],
+                           capture_output=True, timeout=60)
+    t.eq(piped.returncode, 0, "download to stdout")
+    t.check(piped.stdout == tarball, "-o - streams the tarball to stdout")
     r = cli(sim, "backup", "download", "b3", cwd=t.dir)
     t.eq(r.returncode, 1, "download of a backup without a tarball")
     t.check(not os.path.exists(t.path("b3.tar.gz")), "no file for a failed download")
