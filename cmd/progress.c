@@ -210,10 +210,27 @@ progress_format(struct progress *p, const struct progress_state *st,
 		if (st->detail != NULL && st->detail[0] != '\0')
 			buf_printf(&b, ", %s", st->detail);
 	}
+	/* Cut to width code points (never inside a UTF-8 sequence) and outlen. */
 	text = buf_cstr(&b);
-	if (width > 0 && outlen > (size_t)width)
-		outlen = (size_t)width + 1;
-	snprintf(out, outlen, "%s", text);
+	{
+		size_t i = 0, n = 0, cols = 0;
+
+		while (text[i] != '\0') {
+			size_t len = 1;
+
+			while ((text[i + len] & 0xC0) == 0x80)
+				len++;
+			if ((width > 0 && cols >= (size_t)width) ||
+			    n + len + 1 > outlen)
+				break;
+			memcpy(out + n, text + i, len);
+			n += len;
+			i += len;
+			cols++;
+		}
+		if (outlen > 0)
+			out[n] = '\0';
+	}
 	buf_free(&b);
 }
 

@@ -193,6 +193,13 @@ test_progress_tty(void)
 	    "25% 6/24 items");
 	progress_format(p, &st, 20, line, sizeof line);
 	CHECK_INT(strlen(line), 20);
+	progress_free(p);
+	/* A cut never splits a UTF-8 character; width counts characters. */
+	p = progress_new(f, PROGRESS_TTY, "sauvegarde \xc3\xa9t\xc3\xa9");
+	progress_format(p, &st, 12, line, sizeof line);
+	CHECK_STR(line, "sauvegarde \xc3\xa9");
+	progress_format(p, &st, 40, line, 13);
+	CHECK_STR(line, "sauvegarde ");
 	progress_update(p, &st);
 	st.phase = "Completed";
 	st.done = 24;
