@@ -42,6 +42,8 @@ int cli_setup_logging(const struct cli_command *cmd, const struct flagset *fs);
 
 /* Commands. */
 int cmd_version(const struct cli_command *cmd, struct flagset *fs);
+int cmd_location_create(const struct cli_command *cmd, struct flagset *fs);
+int cmd_location_get(const struct cli_command *cmd, struct flagset *fs);
 int cmd_backup_create(const struct cli_command *cmd, struct flagset *fs);
 int cmd_backup_get(const struct cli_command *cmd, struct flagset *fs);
 int cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs);

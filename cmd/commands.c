@@ -50,6 +50,12 @@ static const enum flag_id restore_name_flags[] = { CLUSTER_FLAGS, F__END };
 static const enum flag_id uninstall_flags[] = { CLUSTER_FLAGS, F_PURGE,
 	F__END };
 
+static const enum flag_id location_create_flags[] = { CLUSTER_FLAGS,
+	F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG, F_CREDENTIAL_FILE, F_DEFAULT,
+	F__END };
+static const enum flag_id location_get_flags[] = { CLUSTER_FLAGS, F_OUTPUT,
+	F__END };
+
 const struct cli_command cli_commands[] = {
 	{ "version", "Print cairn's version and the versions of its libraries",
 	  "", NULL, no_flags, cmd_version },
@@ -137,6 +143,20 @@ const struct cli_command cli_commands[] = {
 	{ "restore logs", "Print the log of a finished restore",
 	  "NAME", "Reads restores/NAME/restore-NAME-logs.gz from storage.",
 	  restore_name_flags, cmd_restore_logs },
+	{ "backup-location create", "Create a storage location (a directory or an S3 bucket)",
+	  "NAME --provider fs|s3 [--bucket B] [--prefix P] [--config K=V,...] [--credential-file F] [--default]",
+	  "Creates a BackupStorageLocation. fs: --config path=DIR (a directory\n"
+	  "on the server's node). s3: --bucket, and --config endpoint=URL,\n"
+	  "region=R, forcePathStyle=true, insecureSkipTLSVerify=true,\n"
+	  "caCertFile=F, profile=P as needed. --credential-file (an AWS-format\n"
+	  "credentials file) goes into the Secret cairn-location-NAME, which\n"
+	  "the location names. The settings are checked as the server will open\n"
+	  "them before anything is written; the storage itself is not contacted.\n"
+	  "--default makes it the default (and clears that on the others).",
+	  location_create_flags, cmd_location_create },
+	{ "backup-location get", "List storage locations, or show one",
+	  "[NAME] [-o table|json|yaml]", NULL, location_get_flags,
+	  cmd_location_get },
 };
 
 const size_t cli_ncommands = sizeof cli_commands / sizeof cli_commands[0];

@@ -10,6 +10,9 @@ CMD_SOURCES = \
 	cmd/cmd_backup.c \
 	cmd/cmd_restore.c
 
+# backup-location create|get (issue 5, storage)
+CMD_SOURCES += cmd/cmd_location.c
+
 check_PROGRAMS += tests/unit/test_cmd_output
 tests_unit_test_cmd_output_SOURCES = tests/unit/test_cmd_output.c \
 	cmd/output.c cmd/output.h cmd/progress.c cmd/progress.h
