@@ -94,6 +94,7 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	o.workers = (int)flag_int(fs, F_WORKERS);
 	o.part_size = (size_t)part;
 	o.scan_period_us = period;
+	o.gc_period_us = flag_duration_us(fs, F_GC_PERIOD);
 	o.shard = shard;
 	o.stop = &server_stop;
 	log_info("cairn server %s starting: api %s, namespace %s, journal %s",

@@ -21,7 +21,7 @@ static const enum flag_id server_flags[] = { F_KUBECONFIG, F_CONTEXT,
 	F_NAMESPACE, F_QPS, F_BURST, F_REQUEST_TIMEOUT, F_SERVER_ID, F_JOURNAL,
 	F_WORKERS, F_LISTEN, F_WEB_TOKEN_FILE, F_LEASE_DURATION,
 	F_RENEW_DEADLINE, F_RETRY_PERIOD, F_SHUTDOWN_GRACE, F_SHARD_SELECTOR,
-	F_PART_SIZE, F__END };
+	F_PART_SIZE, F_GC_PERIOD, F__END };
 
 #define CLUSTER_FLAGS F_KUBECONFIG, F_CONTEXT, F_NAMESPACE, F_QPS, F_BURST, \
 	F_REQUEST_TIMEOUT
@@ -49,6 +49,13 @@ static const enum flag_id restore_get_flags[] = { CLUSTER_FLAGS, F_OUTPUT,
 static const enum flag_id restore_name_flags[] = { CLUSTER_FLAGS, F__END };
 static const enum flag_id uninstall_flags[] = { CLUSTER_FLAGS, F_PURGE,
 	F__END };
+static const enum flag_id schedule_create_flags[] = { CLUSTER_FLAGS,
+	F_SCHEDULE, F_INCLUDE_NAMESPACES, F_EXCLUDE_NAMESPACES,
+	F_INCLUDE_RESOURCES, F_EXCLUDE_RESOURCES, F_INCLUDE_CLUSTER_RESOURCES,
+	F_SELECTOR, F_TTL, F_STORAGE_LOCATION, F_SNAPSHOT_VOLUMES, F_PAUSED,
+	F_SKIP_IMMEDIATELY, F_USE_OWNER_REFERENCES, F__END };
+static const enum flag_id schedule_unpause_flags[] = { CLUSTER_FLAGS,
+	F_SKIP_IMMEDIATELY, F__END };
 
 static const enum flag_id location_create_flags[] = { CLUSTER_FLAGS,
 	F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG, F_CREDENTIAL_FILE, F_DEFAULT,
@@ -89,6 +96,28 @@ const struct cli_command cli_commands[] = {
 	  "The CRDs, the namespace and the Backups, Restores and Schedules stay\n"
 	  "(a reinstall picks them up) unless --purge. Storage is never touched.",
 	  uninstall_flags, cmd_uninstall },
+	{ "schedule create", "Create a schedule of backups",
+	  "NAME --schedule CRON [backup filter flags] [--ttl D] [--paused]",
+	  "CRON is 5 fields (minute hour day month weekday) or @every 6h,\n"
+	  "@hourly, @daily, @weekly, @monthly, @yearly, @midnight; all in UTC.\n"
+	  "Each due time makes one Backup named NAME-YYYYMMDDhhmmss (UTC),\n"
+	  "however many servers run. A new schedule backs up at once unless\n"
+	  "--skip-immediately.",
+	  schedule_create_flags, cmd_schedule_create },
+	{ "schedule get", "List schedules, or show one",
+	  "[NAME] [-o table|json|yaml]", NULL, backup_get_flags,
+	  cmd_schedule_get },
+	{ "schedule describe", "Show a schedule, its next due time and backups",
+	  "NAME", NULL, backup_name_flags, cmd_schedule_describe },
+	{ "schedule pause", "Stop a schedule from creating backups",
+	  "NAME", NULL, backup_name_flags, cmd_schedule_pause },
+	{ "schedule unpause", "Resume a paused schedule",
+	  "NAME [--skip-immediately]",
+	  "Missed due times give one backup at once, unless --skip-immediately\n"
+	  "(then the next backup is at the next due time).",
+	  schedule_unpause_flags, cmd_schedule_unpause },
+	{ "schedule delete", "Delete a schedule (its backups are kept)",
+	  "NAME [--confirm]", NULL, backup_delete_flags, cmd_schedule_delete },
 	{ "backup create", "Create a backup of cluster objects",
 	  "NAME [FLAGS]",
 	  "Writes a Backup object; a cairn server claims it and streams the\n"

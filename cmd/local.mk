@@ -5,6 +5,7 @@ CMD_SOURCES = \
 	cmd/commands.c \
 	cmd/cmd_version.c \
 	cmd/cmd_server.c \
+	cmd/cmd_node_agent.c \
 	cmd/output.c cmd/output.h \
 	cmd/progress.c cmd/progress.h \
 	cmd/cmd_backup.c \
@@ -20,7 +21,7 @@ tests_unit_test_cmd_output_LDADD = base/libbase.a $(DEPS_LIBS)
 
 # cairn install / uninstall (issue 12): the CRDs of schema/crds/ are embedded
 # into the binary as a generated C source.
-CMD_SOURCES += cmd/cmd_install.c
+CMD_SOURCES += cmd/cmd_install.c cmd/cmd_schedule.c
 nodist_cairn_SOURCES = cmd/install_crds.c
 INSTALL_CRD_FILES = \
 	schema/crds/cairn.io_backups.yaml \

@@ -43,6 +43,18 @@ tests_helpers_restore_runner_SOURCES = tests/helpers/restore_runner.c
 tests_helpers_restore_runner_LDADD = engine/libengine.a storage/libstorage.a \
 	journal/libjournal.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
+# Operations (issue 12): cron, schedules, garbage collection, sync, BSL health.
+engine_libengine_a_SOURCES += \
+	engine/cron.c engine/cron.h \
+	engine/schedule.c engine/schedule.h \
+	engine/gc.c engine/gc.h \
+	engine/sync.c engine/sync.h \
+	engine/upkeep.c engine/upkeep.h
+
+check_PROGRAMS += tests/unit/test_cron
+tests_unit_test_cron_SOURCES = tests/unit/test_cron.c
+tests_unit_test_cron_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
+
 # Volumes (issue 11): plugin runner, hostpath mover, volume orchestration.
 engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h \

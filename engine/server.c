@@ -37,6 +37,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/backup.h"
+#include "engine/upkeep.h"
 #include "kube/kube.h"
 
 #define SERVER_QUEUE_MAX 10000
@@ -60,6 +61,7 @@ struct server {
 	/* scan scratch */
 	struct qitem *cand;
 	size_t ncand, acand;
+	struct upkeep *upkeep;		/* schedules, sync, GC thread */
 };
 
 static int
@@ -287,10 +289,22 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	}
 	log_info("server %s: watching backups in %s with %d workers",
 	    o->server_id, o->namespace, started);
+	/* Schedules, location health and sync, GC (engine/upkeep.h). */
+	{
+		struct upkeep_opts uo = { o->kube, o->namespace, 0,
+		    o->gc_period_us };
+		struct cairn_err uerr = CAIRN_ERR_INIT;
+
+		if (started == s.nworkers &&
+		    upkeep_start(&uo, &s.upkeep, &uerr) < 0)
+			log_error("%s; schedules, sync and GC will not run",
+			    uerr.msg);
+	}
 	while (started == s.nworkers && !*o->stop) {
 		server_scan(&s);
 		time_sleep_us(o->scan_period_us, o->stop);
 	}
+	upkeep_stop(s.upkeep);
 	pthread_mutex_lock(&s.mu);
 	pthread_cond_broadcast(&s.cv);
 	pthread_mutex_unlock(&s.mu);

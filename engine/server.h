@@ -21,6 +21,7 @@ struct server_opts {
 	int workers;			/* items processed at once (>= 1) */
 	size_t part_size;		/* tarball part size */
 	int64_t scan_period_us;		/* how often Backups are listed */
+	int64_t gc_period_us;		/* upkeep: expiry of Backups; 0: 1 h */
 	const struct kube_selector *shard;	/* NULL: every item */
 	const volatile int *stop;	/* set by the signal handler */
 };
