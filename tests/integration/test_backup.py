@@ -68,6 +68,23 @@ def seed(sim, namespaces=("alpha", "beta", "gamma")):
             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
                      "template": {"metadata": {"labels": {"app": "web"}},
                                   "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    # custom resources: widgets only in alpha, gadgets only in gamma
+    for kind, plural, ns in (("Widget", "widgets", "alpha"), ("Gadget", "gadgets", "gamma")):
+        if ns not in namespaces:
+            continue
+        sim.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "%s.example.com" % plural},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": plural[:-1], "kind": kind,
+                               "listKind": kind + "List"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {
+                                       "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+        wait_for(lambda: sim.get("/apis/example.com/v1/namespaces/%s/%s" % (ns, plural))[0] == 200,
+                 10, "CRD %s served" % plural)
+        sim.ok("POST", "/apis/example.com/v1/namespaces/%s/%s" % (ns, plural), {
+            "apiVersion": "example.com/v1", "kind": kind, "metadata": {"name": "one"}, "spec": {"x": 1}})
     sim.ok("POST", "/apis/storage.k8s.io/v1/storageclasses", {
         "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
         "provisioner": "rancher.io/local-path"})
@@ -216,7 +233,8 @@ def backup_fs_all_and_filtered(t):
     b = wait_final(sim, "some", srv=srv)
     t.eq(b["status"]["phase"], "Completed", "some phase")
     ex = expected_items(sim, include_ns={"alpha", "beta"},
-                        cluster=lambda res, n: res == "persistentvolumes" and n in ("pv-alpha", "pv-beta"))
+                        cluster=lambda res, n: (res == "persistentvolumes" and n in ("pv-alpha", "pv-beta")) or
+                        (res == "customresourcedefinitions.apiextensions.k8s.io" and n == "widgets.example.com"))
     ex = {p for p in ex if "/secrets/" not in p}
     check_tarball(t, find_file(root, "some.tar.gz"), ex)
 
@@ -326,6 +344,36 @@ def backup_kill9_resume(t):
     # items written again: at most one part's worth (the one in flight)
     redone = sum(p["items"] for p in b["status"]["checkpoint"]["parts"] if p["number"] > k)
     t.eq(redone + sum(p["items"] for p in before["checkpoint"]["parts"]), n, "item accounting")
+
+
+@case
+def backup_sigterm_then_resume(t):
+    root = t.mkdir("store")
+    sim = setup(t, root)
+    n = 2000
+    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": "bulk"}})
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "y" * 64}}, n,
+             name="cm-{i:06d}", namespace="bulk")
+    sim.faults({"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.3, "count": 100000})
+    journal = t.path("journal.db")
+    srv = server(t, sim, part_size=8192, journal=journal)
+    create_backup(sim, "term", {"includedNamespaces": ["bulk"]})
+    wait_for(lambda: get_backup(sim, "term").get("status", {}).get("checkpoint", {}).get("parts"),
+             60, "a checkpoint", interval=0.02)
+    t0 = time.monotonic()
+    srv.signal(15)
+    rc = srv.wait(15)
+    t.eq(rc, 0, "exit code after SIGTERM")
+    t.check(time.monotonic() - t0 < 10, "stopped promptly")
+    t.eq(get_backup(sim, "term")["status"]["phase"], "InProgress", "phase after SIGTERM")
+    sim.clear_faults()
+    srv2 = server(t, sim, part_size=8192, journal=journal)
+    b = wait_final(sim, "term", srv=srv2, timeout=90)
+    t.eq(b["status"]["phase"], "Completed", "phase after restart")
+    legacy = check_tarball(t, find_file(root, "term.tar.gz"), None)
+    cms = [x for x in legacy if "/configmaps/namespaces/bulk/" in x]
+    t.eq(len(cms), n, "every ConfigMap once")
 
 
 @case
