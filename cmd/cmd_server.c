@@ -17,6 +17,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/server.h"
+#include "engine/volumes.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
 
@@ -83,6 +84,21 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	if (flag_str(fs, F_LISTEN) != NULL)
 		log_warn("--listen %s: the web endpoint is not built into this "
 		    "server yet", flag_str(fs, F_LISTEN));
+	{
+		struct volumes_config vc;	/* volume movers (issue 11) */
+
+		memset(&vc, 0, sizeof vc);
+		vc.plugin_dir = flag_str(fs, F_PLUGIN_DIR);
+		vc.volume_root = flag_str(fs, F_VOLUME_ROOT);
+		vc.plugin_timeout_us = flag_duration_us(fs, F_PLUGIN_TIMEOUT);
+		vc.claim_timeout_us = flag_duration_us(fs,
+		    F_VOLUME_CLAIM_TIMEOUT);
+		vc.part_size = (size_t)part;
+		if (volumes_configure(&vc, &err) < 0) {
+			cli_fail("%s", err.msg);
+			goto done;
+		}
+	}
 	period = flag_duration_us(fs, F_RETRY_PERIOD);
 	if (period > TIME_US_PER_SEC || period <= 0)
 		period = TIME_US_PER_SEC;
@@ -104,6 +120,7 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	else
 		rc = CLI_EXIT_OK;
 done:
+	volumes_shutdown();
 	journal_close(j);
 	kube_free(k);
 	kube_selector_free(shard);

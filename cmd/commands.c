@@ -21,7 +21,13 @@ static const enum flag_id server_flags[] = { F_KUBECONFIG, F_CONTEXT,
 	F_NAMESPACE, F_QPS, F_BURST, F_REQUEST_TIMEOUT, F_SERVER_ID, F_JOURNAL,
 	F_WORKERS, F_LISTEN, F_WEB_TOKEN_FILE, F_LEASE_DURATION,
 	F_RENEW_DEADLINE, F_RETRY_PERIOD, F_SHUTDOWN_GRACE, F_SHARD_SELECTOR,
+	F_PLUGIN_DIR, F_PLUGIN_TIMEOUT, F_VOLUME_ROOT, F_VOLUME_CLAIM_TIMEOUT,
 	F_PART_SIZE, F_GC_PERIOD, F__END };
+
+static const enum flag_id node_agent_flags[] = { F_KUBECONFIG, F_CONTEXT,
+	F_NAMESPACE, F_QPS, F_BURST, F_REQUEST_TIMEOUT, F_SERVER_ID, F_JOURNAL,
+	F_RETRY_PERIOD, F_NODE_NAME, F_PLUGIN_DIR, F_PLUGIN_TIMEOUT,
+	F_VOLUME_ROOT, F_VOLUME_CLAIM_TIMEOUT, F_PART_SIZE, F__END };
 
 #define CLUSTER_FLAGS F_KUBECONFIG, F_CONTEXT, F_NAMESPACE, F_QPS, F_BURST, \
 	F_REQUEST_TIMEOUT
@@ -74,6 +80,14 @@ const struct cli_command cli_commands[] = {
 	  "Backup's status. Restarted with the same --server-id and journal it\n"
 	  "resumes its InProgress backups. SIGTERM/SIGINT stop it cleanly.",
 	  server_flags, cmd_server },
+	{ "node-agent", "Run volume work for one node (a DaemonSet next to the server)",
+	  "--node-name NODE [FLAGS]",
+	  "Claims the VolumePluginBackups and VolumePluginRestores labelled\n"
+	  "cairn.io/node=NODE and runs them: the built-in hostpath mover (paths\n"
+	  "under --volume-root) or a plugin from --plugin-dir. Progress goes to\n"
+	  "each object's status at most once a second; a restart with the same\n"
+	  "--server-id and --journal resumes a copy after its last stored part.",
+	  node_agent_flags, cmd_node_agent },
 	{ "install", "Install cairn on a cluster (CRDs, RBAC, storage location, servers)",
 	  "[--provider fs|s3 --bucket B --prefix P --config K=V,...] [--dry-run -o yaml|json]",
 	  "Creates or updates, in order: the namespace, the CRDs, a\n"

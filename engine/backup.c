@@ -53,6 +53,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 #include "engine/bspec.h"
+#include "engine/volumes.h"
 #include "engine/bsl.h"
 #include "engine/tarparts.h"
 #include "journal/journal.h"
@@ -1258,9 +1259,7 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	rc = put_gz(b, LAYOUT_BACKUP_RESULTS, text, err);
 	if (rc < 0)
 		goto done;
-	rc = put_gz(b, LAYOUT_BACKUP_VOLUMESNAPSHOTS, "[]", err);
-	if (rc < 0)
-		goto done;
+	/* -volumesnapshots / -volumepluginbackups: volumes_backup() wrote them. */
 	/* The Backup as it will read once final. */
 	final = cJSON_Duplicate(b->obj, 1);
 	cJSON_DeleteItemFromObjectCaseSensitive(final, "status");
@@ -1294,6 +1293,19 @@ bk_complete(struct bk *b, struct cairn_err *err)
 	const char *phase;
 	int rc;
 
+	/* Volumes before the tarball completes: a crash resumes both. */
+	{
+		struct volumes_ctx vc = { b->env->kube, b->env->journal,
+		    b->env->namespace, b->env->server_id, b->jid, b->env->stop };
+		struct volumes_result vr;
+
+		rc = volumes_backup(&vc, b->obj, b->spec, &vr, err);
+		if (rc < 0)
+			return cairn_err_prefix(err, "volumes");
+		for (int i = 0; i < vr.failed; i++)
+			bk_record(b, 1, i == 0 ? vr.message : "another volume "
+			    "failed (see its VolumePluginBackup)");
+	}
 	rc = tarparts_finish(b->tp, err);
 	if (rc < 0)
 		return rc;

@@ -58,7 +58,8 @@ tests_unit_test_cron_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
 # Volumes (issue 11): plugin runner, hostpath mover, volume orchestration.
 engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h \
-	engine/hostpath.c engine/hostpath.h
+	engine/hostpath.c engine/hostpath.h \
+	engine/volumes.c engine/volumes.h
 
 check_PROGRAMS += tests/unit/test_plugin
 tests_unit_test_plugin_SOURCES = tests/unit/test_plugin.c

@@ -1,0 +1,117 @@
+/*
+ * cmd_node_agent.c: `cairn node-agent`: the same binary run as a DaemonSet
+ * on every node, with the node's volume directory mounted. It claims only
+ * the VolumePluginBackup / VolumePluginRestore objects labelled with its
+ * node (cairn.io/node=<--node-name>) and runs them (engine/volumes.h):
+ * the hostpath mover or a plugin from --plugin-dir. Restarted with the
+ * same --server-id and journal, it resumes its InProgress copies after
+ * their last checkpointed file. SIGTERM/SIGINT stop it at the next file.
+ */
+#include "config.h"
+#include "cmd/cli.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "engine/volumes.h"
+#include "journal/journal.h"
+#include "kube/kube.h"
+
+static volatile int agent_stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	agent_stop = 1;
+}
+
+int
+cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct volumes_config vc;
+	struct volumes_ctx ctx;
+	struct kube *k = NULL;
+	struct journal *j = NULL;
+	struct sigaction sa;
+	const char *node, *id;
+	char *idbuf = NULL;
+	int64_t period;
+	int rc = CLI_EXIT_FAIL, ran;
+
+	if (fs->nargs > 0)
+		return cli_usage_error(cmd, "unexpected argument \"%s\"",
+		    fs->args[0]);
+	node = flag_str(fs, F_NODE_NAME);
+	if (node == NULL || node[0] == '\0')
+		return cli_usage_error(cmd, "--node-name (or $NODE_NAME) is "
+		    "required");
+	id = flag_str(fs, F_SERVER_ID);
+	if (id == NULL || id[0] == '\0')
+		id = getenv("POD_NAME");
+	if (id == NULL || id[0] == '\0') {
+		idbuf = xasprintf("node-agent-%s", node);
+		id = idbuf;
+	}
+	log_set_component(id);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	memset(&vc, 0, sizeof vc);
+	vc.plugin_dir = flag_str(fs, F_PLUGIN_DIR);
+	vc.node_name = node;
+	vc.volume_root = flag_str(fs, F_VOLUME_ROOT);
+	vc.plugin_timeout_us = flag_duration_us(fs, F_PLUGIN_TIMEOUT);
+	vc.claim_timeout_us = flag_duration_us(fs, F_VOLUME_CLAIM_TIMEOUT);
+	vc.part_size = (size_t)flag_int(fs, F_PART_SIZE);
+	if (volumes_configure(&vc, &err) < 0) {
+		cli_fail("%s", err.msg);
+		goto done;
+	}
+	if (kube_open_flags(fs, &k, &err) < 0) {
+		cli_fail("%s", err.msg);
+		goto done;
+	}
+	if (journal_open(flag_str(fs, F_JOURNAL), 0, &j, &err) < 0) {
+		cli_fail("%s", err.msg);
+		goto done;
+	}
+	period = flag_duration_us(fs, F_RETRY_PERIOD);
+	if (period <= 0 || period > 2 * TIME_US_PER_SEC)
+		period = TIME_US_PER_SEC;
+	memset(&ctx, 0, sizeof ctx);
+	ctx.kube = k;
+	ctx.journal = j;
+	ctx.namespace = flag_str(fs, F_NAMESPACE);
+	ctx.server_id = id;
+	ctx.stop = &agent_stop;
+	log_info("cairn node-agent %s on node %s: api %s, namespace %s, "
+	    "journal %s", id, node, kube_server(k), ctx.namespace,
+	    journal_path(j));
+	while (!agent_stop) {
+		cairn_err_clear(&err);
+		if (volumes_poll(&ctx, &ran, &err) < 0)
+			log_warn("%s", err.msg);
+		if (ran == 0)
+			time_sleep_us(period, &agent_stop);
+	}
+	log_info("cairn node-agent %s stopping", id);
+	rc = CLI_EXIT_OK;
+done:
+	journal_close(j);
+	kube_free(k);
+	volumes_shutdown();
+	free(idbuf);
+	return rc;
+}

@@ -1,0 +1,115 @@
+/*
+ * volumes.h: volume operations of backups and restores: one
+ * VolumePluginBackup (VPB) / VolumePluginRestore (VPR) per volume, run by
+ * the built-in hostpath mover or an external plugin (engine/plugin.h),
+ * with progress in the object's status (at most once a second), in the
+ * journal (volume_ops rows, with the mover's checkpoint) and on /status.
+ *
+ * Who runs a volume operation: the object names the node holding the
+ * volume when it is known (label cairn.io/node: the PV's node affinity,
+ * else the node of a pod mounting its claim). Only a process configured
+ * with that node name (`cairn node-agent --node-name`) claims it; with no
+ * node known, `cairn server` runs it itself. The claim is the same as for
+ * backups: a status write phase=InProgress + status.claim with the
+ * resourceVersion read; 409 means someone else has it.
+ *
+ * Plugins never see cluster credentials; cairn writes the objects on
+ * their behalf from what they report (docs/plugins.md).
+ *
+ * Threads: volumes_configure() once at start; everything else may be
+ * called from any worker thread.
+ */
+#ifndef CAIRN_VOLUMES_H
+#define CAIRN_VOLUMES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "base/err.h"
+
+struct kube;
+struct journal;
+struct bspec;
+
+#define VOLUMES_LABEL_BACKUP	"cairn.io/backup-name"
+#define VOLUMES_LABEL_RESTORE	"cairn.io/restore-name"
+#define VOLUMES_LABEL_VOLUME	"cairn.io/volume-name"
+#define VOLUMES_LABEL_NODE	"cairn.io/node"
+#define VOLUMES_ANN_PLUGIN	"cairn.io/volume-plugin"	/* on a PV: which plugin */
+#define VOLUMES_BUILTIN		"hostpath"	/* name of the built-in mover */
+
+/* Process-wide settings (flags of cairn server / node-agent). */
+struct volumes_config {
+	const char *plugin_dir;		/* NULL: built-in mover only */
+	const char *node_name;		/* node-agent: its node; server: NULL */
+	const char *volume_root;	/* hostPath paths live under this prefix here ("" or NULL: as is) */
+	int64_t plugin_timeout_us;	/* plugin idle timeout; 0: plugin.h default */
+	int64_t claim_timeout_us;	/* node-named work not claimed by then fails; 0: 10 min */
+	size_t part_size;		/* hostpath part size; 0: HOSTPATH_PART_SIZE */
+	const char *spool_dir;		/* hostpath part spool; NULL: $TMPDIR */
+};
+
+/*
+ * Copy the settings and scan the plugin directory (see plugin_dir_open;
+ * a missing directory is an error). Call once before any other function.
+ */
+int volumes_configure(const struct volumes_config *c, struct cairn_err *err);
+void volumes_shutdown(void);
+
+/* What every call needs; borrowed. */
+struct volumes_ctx {
+	struct kube *kube;
+	struct journal *journal;
+	const char *namespace;		/* where cairn's objects live */
+	const char *server_id;		/* claim holder */
+	int64_t jid;			/* journal item of the Backup/Restore; 0: make one */
+	const volatile int *stop;
+};
+
+struct volumes_result {
+	int total;			/* volume operations of the backup */
+	int completed;
+	int failed;
+	char message[512];		/* first failure, "" if none */
+};
+
+/*
+ * The volume part of a backup (call it after the item walk, before the
+ * tarball is completed, so a crash resumes both): for each PV bound to a
+ * claim in an included namespace (spec.snapshotVolumes false: none), find
+ * its mover (PV annotation cairn.io/volume-plugin, else a plugin that
+ * handles its type, else the built-in mover for hostPath/local; none:
+ * skipped with a log line), create its VPB (kept when it exists: resume),
+ * run those this process may run, wait for the others (node-agents) to
+ * end, and upload <name>-volumepluginbackups.json.gz (the VPBs as they
+ * ended) and <name>-volumesnapshots.json.gz (Velero's Volume snapshot
+ * list). res counts the outcomes: the backup is PartiallyFailed when
+ * res->failed > 0. Returns 0, CAIRN_ECANCELED when stopped (VPBs stay
+ * InProgress and resume), or an error (API, storage) that leaves the
+ * backup to be retried.
+ */
+int volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
+	const struct bspec *spec, struct volumes_result *res,
+	struct cairn_err *err);
+
+/*
+ * Restore one PV's data before the PV is created (restorePVs): pv is the
+ * PV from the backup tarball, changed in place to point at the restored
+ * data (hostPath/local path). Creates the VPR
+ * (<restore>-<pv>), runs it here or waits for the node-agent of the
+ * PV's node. 0 when restored; CAIRN_ENOTFOUND when the backup holds no
+ * data for this PV (pv unchanged: restore it as is); other errors fail
+ * this volume only (the caller records it and goes on).
+ */
+int volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
+	const char *backup_name, cJSON *pv, struct cairn_err *err);
+
+/*
+ * One pass of the node-agent (and of the server for node-less work left
+ * behind): claim and run every New VPB/VPR this process may run, and
+ * resume those it holds. *ran (may be NULL) counts the operations run.
+ */
+int volumes_poll(const struct volumes_ctx *c, int *ran, struct cairn_err *err);
+
+#endif
