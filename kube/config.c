@@ -186,7 +186,10 @@ read_file(const char *path, size_t cap, char **out, size_t *len,
 		return cairn_err_errno(err, errno == ENOENT ? CAIRN_ENOTFOUND :
 		    CAIRN_EIO, errno, "%s %s", what, path);
 	buf_init(&b, cap);
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
+	for (;;) {
+		n = fread(tmp, 1, sizeof tmp, f);
+		if (n == 0)
+			break;
 		if (buf_append(&b, tmp, n) < 0) {
 			fclose(f);
 			buf_free(&b);

@@ -755,6 +755,35 @@ curl_retryable(CURLcode cc)
 	}
 }
 
+/*
+ * After a non-2xx reply: microseconds to wait before retrying, or -1 for no
+ * retry. 429 and 5xx with Retry-After: every verb (the server did not act,
+ * or asked to be asked again); other 5xx: idempotent requests only; 401:
+ * once, with the token file re-read.
+ */
+static int64_t
+http_retry_delay(const struct kube_call *c, const struct xfer *x, int attempt,
+    int *token_retry, int *force_token)
+{
+	int64_t ra = x->retry_after_s;
+
+	if (c->http == 429 || (c->http >= 500 && ra >= 0)) {
+		if (ra < 0)
+			return backoff_us(attempt);
+		if (ra > KUBE_RETRY_AFTER_CAP_S)
+			ra = KUBE_RETRY_AFTER_CAP_S;
+		return ra * TIME_US_PER_SEC;
+	}
+	if (c->http >= 500 && c->http != 501 && c->idempotent)
+		return backoff_us(attempt);
+	if (c->http == 401 && !*token_retry) {
+		*token_retry = 1;
+		*force_token = 1;
+		return 0;
+	}
+	return -1;
+}
+
 int
 kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 {
@@ -874,22 +903,8 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 			    "error", c->http, msg[0] ? ": " : "", msg);
 			kube_status_set((int)c->http, rc, reason, msg,
 			    x.retry_after_s);
-			if (c->no_retry)
-				;
-			else if (c->http == 429 || (c->http >= 500 &&
-			    x.retry_after_s >= 0))
-				delay = x.retry_after_s >= 0 ?
-				    (x.retry_after_s > KUBE_RETRY_AFTER_CAP_S ?
-				    KUBE_RETRY_AFTER_CAP_S : x.retry_after_s) *
-				    TIME_US_PER_SEC : backoff_us(attempt);
-			else if (c->http >= 500 && c->idempotent &&
-			    c->http != 501)
-				delay = backoff_us(attempt);
-			else if (c->http == 401 && !token_retry) {
-				token_retry = 1;
-				force_token = 1;
-				delay = 0;
-			}
+			delay = c->no_retry ? -1 : http_retry_delay(c, &x,
+			    attempt, &token_retry, &force_token);
 		}
 		if (delay < 0 || attempt >= k->o.max_retries)
 			break;

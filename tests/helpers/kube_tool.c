@@ -109,8 +109,12 @@ read_json(const char *path, struct cairn_err *err)
 		return NULL;
 	}
 	buf_init(&b, CAIRN_CAP_API_BODY);
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
+	for (;;) {
+		n = fread(tmp, 1, sizeof tmp, f);
+		if (n == 0)
+			break;
 		buf_append(&b, tmp, n);
+	}
 	if (f != stdin)
 		fclose(f);
 	j = json_parse(b.data ? b.data : "", b.len, err);
