@@ -48,6 +48,7 @@
 #include "engine/archive_read.h"
 #include "engine/bsl.h"
 #include "engine/restore_plan.h"
+#include "engine/volumes.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
 #include "storage/layout.h"
@@ -489,6 +490,21 @@ prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
 			if (cns != NULL)
 				json_set_str(cr, "namespace",
 				    restore_filter_map_ns(rs->filter, cns));
+		}
+		/* restorePVs: volume data first, the PV then points at it. */
+		if (!cJSON_IsFalse(json_get(rs->obj, "spec.restorePVs"))) {
+			struct volumes_ctx vc = { rs->env->kube,
+			    rs->env->journal, rs->env->namespace,
+			    rs->env->server_id, rs->jid, rs->env->stop };
+			struct cairn_err ve = CAIRN_ERR_INIT;
+			cJSON *me = cJSON_CreateObject();
+			int vrc;
+
+			json_set_str(me, "metadata.name", rs->name);
+			vrc = volumes_restore_pv(&vc, me, rs->backup, obj, &ve);
+			cJSON_Delete(me);
+			if (vrc < 0 && vrc != CAIRN_ENOTFOUND)
+				rs_recordf(rs, 1, "", "%s", ve.msg);
 		}
 	}
 	if (strcmp(row->resgroup, "rolebindings.rbac.authorization.k8s.io") == 0 ||

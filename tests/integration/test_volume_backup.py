@@ -1,0 +1,380 @@
+"""Volume data (issue 11): hostPath volumes backed up and restored by cairn.
+
+A namespace whose PVCs are bound to hostPath PVs over temp directories is
+backed up by `cairn server` against kubesim: one VolumePluginBackup per
+volume, whose bytesDone (sampled while it runs) rises monotonically to
+totalBytes; the backup ends Completed and -volumepluginbackups.json.gz
+decodes to the same objects. The namespace is then lost and restored by
+the restore controller: each PV points at a fresh directory holding a
+byte-identical tree (modes, times, symlinks, sparse files, odd names).
+Also: plugins that exit early, print garbage or hang fail only their own
+volume; kill -9 during a copy and a restart resume it; node-agents claim
+only their node's work.
+
+CAIRN_VOLUME_TEST_MB (default 200) is the total data size of the main case.
+"""
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from cairntest import BIN, BUILDDIR, SRCDIR, case, main, wait_for, CheckFailed
+
+NS = "cairn-system"
+APP = "shop"
+VPB = "/apis/cairn.io/v1/namespaces/%s/volumepluginbackups" % NS
+VPR = "/apis/cairn.io/v1/namespaces/%s/volumepluginrestores" % NS
+BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
+RS = "/apis/cairn.io/v1/namespaces/%s/restores" % NS
+BSL = "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS
+TREE = os.path.join(SRCDIR, "tests", "helpers", "volume_tree.py")
+RUNNER = os.path.join(BUILDDIR, "tests", "helpers", "restore_runner")
+TOTAL_MB = float(os.environ.get("CAIRN_VOLUME_TEST_MB", "200"))
+FINAL = ("Completed", "PartiallyFailed", "Failed", "FailedValidation")
+
+
+def tree(*args):
+    r = subprocess.run([sys.executable, TREE] + [str(a) for a in args],
+                       capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def random_dir(path, mb, seed):
+    """Incompressible files of 1..8 MiB, mb in total."""
+    os.makedirs(path, exist_ok=True)
+    left, i = int(mb * (1 << 20)), 0
+    while left > 0:
+        n = min(left, (1 + (i * 7 + seed) % 8) << 20)
+        with open(os.path.join(path, "blob-%03d" % i), "wb") as f:
+            f.write(os.urandom(n))
+        left -= n
+        i += 1
+
+
+def setup(t):
+    sim = t.kubesim()
+    sim.install_crds(NS)
+    store = t.mkdir("store")
+    sim.ok("POST", BSL, {"apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+                         "metadata": {"name": "default", "namespace": NS},
+                         "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"},
+                                  "config": {"path": store}, "default": True}})
+    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": APP}})
+    return sim, store
+
+
+def add_volume(sim, pv, path, kind="hostPath", annotations=None, node=None, pod_node=None):
+    spec = {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": APP, "name": "claim-" + pv}}
+    spec[kind] = {"path": path}
+    if node:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}
+    md = {"name": pv}
+    if annotations:
+        md["annotations"] = annotations
+    sim.ok("POST", "/api/v1/persistentvolumes", {"apiVersion": "v1", "kind": "PersistentVolume",
+                                                  "metadata": md, "spec": spec})
+    sim.ok("POST", "/api/v1/namespaces/%s/persistentvolumeclaims" % APP, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "claim-" + pv},
+        "spec": {"volumeName": pv, "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "10Gi"}}}})
+    if pod_node:
+        sim.ok("POST", "/api/v1/namespaces/%s/pods" % APP, {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "user-" + pv},
+            "spec": {"nodeName": pod_node, "containers": [{"name": "c", "image": "busybox"}],
+                     "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "claim-" + pv}}]}})
+
+
+def server(t, sim, sid="s1", journal=None, extra=()):
+    journal = journal or t.path("journal-%s.db" % sid)
+    return t.spawn([BIN, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
+                    "--server-id", sid, "--journal", journal, "--retry-period", "200ms",
+                    "--part-size", str(1 << 20)] + list(extra), name="server-" + sid)
+
+
+def create_backup(sim, name, spec=None):
+    spec = spec if spec is not None else {"includedNamespaces": [APP]}
+    sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                        "metadata": {"name": name, "namespace": NS}, "spec": spec})
+
+
+def backup_phase(sim, name):
+    return sim.ok("GET", "%s/%s" % (BK, name)).get("status", {}).get("phase")
+
+
+def vpbs(sim, backup):
+    items = sim.ok("GET", VPB + "?labelSelector=cairn.io/backup-name%3D" + backup)["items"]
+    return {v["spec"]["volume"]: v for v in items}
+
+
+def sample_until_final(sim, name, srv, timeout=240, samples=None, stop_when=None):
+    """Poll the VPBs and the Backup; samples[volume] gets (done, total) in order."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if srv is not None and not srv.alive():
+            raise CheckFailed("server exited: %s" % srv.output()[-3000:])
+        for vol, v in vpbs(sim, name).items():
+            p = v.get("status", {}).get("progress")
+            if p and samples is not None:
+                samples.setdefault(vol, []).append((p.get("bytesDone", 0), p.get("totalBytes", 0)))
+        if stop_when is not None and stop_when():
+            return None
+        ph = backup_phase(sim, name)
+        if ph in FINAL:
+            return ph
+        time.sleep(0.05)
+    raise CheckFailed("backup %s did not finish in %ss" % (name, timeout))
+
+
+def read_gz_json(store, key_suffix):
+    for d, _, files in os.walk(store):
+        for f in files:
+            if f.endswith(key_suffix) and ".cairn-uploads" not in d:
+                with gzip.open(os.path.join(d, f)) as g:
+                    return json.load(g)
+    raise CheckFailed("%s not in the store" % key_suffix)
+
+
+def stored_volume(store, backup, pv):
+    p = os.path.join(store, "backups", backup, "volumes", pv + ".tar.gz")
+    if not os.path.exists(p):
+        for d, _, files in os.walk(store):
+            if pv + ".tar.gz" in files and ".cairn-uploads" not in d:
+                return os.path.join(d, pv + ".tar.gz")
+        raise CheckFailed("no stored copy of %s" % pv)
+    return p
+
+
+def same_tree(t, a, b):
+    rc, out = tree("compare", a, b)
+    t.check(rc == 0, "trees differ %s vs %s:\n%s" % (a, b, out[:2000]))
+
+
+def comparable(o):
+    return {"name": o["metadata"]["name"], "labels": o["metadata"].get("labels"),
+            "spec": o["spec"], "status": o.get("status")}
+
+
+@case
+def backup_and_restore_hostpath_volumes(t):
+    sim, store = setup(t)
+    vols = t.mkdir("volumes")
+    big = os.path.join(vols, "pv-big")
+    random_dir(big, max(TOTAL_MB - 40, 4), 1)
+    odd = os.path.join(vols, "pv-tree")
+    rc, out = tree("make", odd, "--mb", max(TOTAL_MB / 8, 2), "--seed", 3)
+    t.check(rc == 0, out)
+    small = os.path.join(vols, "pv-small")
+    random_dir(small, 2, 5)
+    add_volume(sim, "pv-big", big)
+    add_volume(sim, "pv-tree", odd)
+    add_volume(sim, "pv-small", small, kind="local")
+    srv = server(t, sim)
+    create_backup(sim, "b1")
+    samples = {}
+    phase = sample_until_final(sim, "b1", srv, samples=samples)
+    t.eq(phase, "Completed", "backup phase")
+    got = vpbs(sim, "b1")
+    t.eq(sorted(got), ["pv-big", "pv-small", "pv-tree"], "one VolumePluginBackup per volume")
+    for vol, path in (("pv-big", big), ("pv-tree", odd), ("pv-small", small)):
+        v = got[vol]
+        st = v["status"]
+        t.eq(st.get("phase"), "Completed", "%s phase (%s)" % (vol, st.get("message")))
+        t.eq(v["metadata"]["labels"].get("cairn.io/backup-name"), "b1", "backup label")
+        t.eq(v["metadata"]["labels"].get("cairn.io/volume-name"), vol, "volume label")
+        t.eq(v["spec"]["provider"], "cairn.io/hostpath", "provider")
+        rc, logical = tree("bytes", path)
+        t.eq(st["progress"]["totalBytes"], int(logical), "%s totalBytes" % vol)
+        t.eq(st["progress"]["bytesDone"], st["progress"]["totalBytes"], "%s bytesDone" % vol)
+        seq = [d for d, _ in samples.get(vol, [])]
+        t.check(seq == sorted(seq), "%s bytesDone went down: %s" % (vol, seq[:50]))
+        t.check(st.get("startTimestamp") and st.get("completionTimestamp"), "timestamps")
+    mid = [d for d, tot in samples.get("pv-big", []) if 0 < d < tot]
+    t.check(len(mid) >= 2, "pv-big progress was seen while running (samples %s)"
+            % samples.get("pv-big", [])[:20])
+    # Persisted with the backup: the same objects.
+    stored = read_gz_json(store, "b1-volumepluginbackups.json.gz")
+    t.eq(sorted(comparable(o)["name"] for o in stored), sorted(v["metadata"]["name"] for v in got.values()),
+         "stored VPB names")
+    live = {v["metadata"]["name"]: comparable(v) for v in got.values()}
+    for o in stored:
+        t.eq(comparable(o), live[o["metadata"]["name"]], "stored VPB equals the live one")
+    snaps = read_gz_json(store, "b1-volumesnapshots.json.gz")
+    t.eq(sorted(s["spec"]["persistentVolumeName"] for s in snaps), ["pv-big", "pv-small", "pv-tree"],
+         "velero volume snapshots")
+    t.check(all(s["status"]["phase"] == "Completed" and s["status"]["providerSnapshotID"] for s in snaps),
+            "snapshot ids")
+    # GNU tar reads what was stored.
+    x = t.mkdir("gnu-x")
+    r = subprocess.run(["tar", "-C", x, "-xzf", stored_volume(store, "b1", "pv-tree")],
+                       capture_output=True, text=True)
+    t.check(r.returncode == 0, "GNU tar: %s" % r.stderr)
+    same_tree(t, odd, x)
+    srv.stop()
+
+    # Disaster: the claims and volumes are gone; restore into fresh directories.
+    for pv in ("pv-big", "pv-tree", "pv-small"):
+        sim.ok("DELETE", "/api/v1/namespaces/%s/persistentvolumeclaims/claim-%s" % (APP, pv))
+        sim.ok("DELETE", "/api/v1/persistentvolumes/%s" % pv)
+    runner = t.spawn([RUNNER, "--kubeconfig", sim.kubeconfig, "--namespace", NS,
+                      "--journal", t.path("restore.db"), "--server-id", "r1",
+                      "--period-ms", "100"], name="runner")
+    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                        "metadata": {"name": "r1", "namespace": NS},
+                        "spec": {"backupName": "b1"}})
+
+    def restored():
+        if not runner.alive():
+            raise CheckFailed("restore runner exited: %s" % runner.output()[-2000:])
+        r = sim.ok("GET", "%s/r1" % RS)
+        return r if r.get("status", {}).get("phase") in FINAL else None
+    r = wait_for(restored, 240, "restore r1")
+    t.eq(r["status"]["phase"], "Completed", "restore phase (%s)" % r["status"])
+    for vol, path, kind in (("pv-big", big, "hostPath"), ("pv-tree", odd, "hostPath"),
+                            ("pv-small", small, "local")):
+        pv = sim.ok("GET", "/api/v1/persistentvolumes/%s" % vol)
+        newp = pv["spec"][kind]["path"]
+        t.eq(newp, path + "-r1", "%s points at the restored data" % vol)
+        same_tree(t, path, newp)
+        vpr = sim.ok("GET", "%s/r1-%s" % (VPR, vol))
+        t.eq(vpr["status"]["phase"], "Completed", "VolumePluginRestore phase")
+        t.eq(vpr["status"]["progress"]["bytesDone"], vpr["status"]["progress"]["totalBytes"],
+             "VolumePluginRestore progress")
+        t.eq(vpr["metadata"]["labels"]["cairn.io/restore-name"], "r1", "restore label")
+    pvc = sim.ok("GET", "/api/v1/namespaces/%s/persistentvolumeclaims/claim-pv-big" % APP)
+    t.eq(pvc["spec"]["volumeName"], "pv-big", "claim restored after its volume")
+    runner.stop()
+
+
+def plugin(dirpath, name, body):
+    p = os.path.join(dirpath, name)
+    with open(p, "w") as f:
+        f.write("#!/bin/sh\necho '{\"type\":\"hello\",\"name\":\"%s\",\"protocolVersion\":1,"
+                "\"volumeTypes\":[\"nfs\"]}'\n%s" % (name, body))
+    os.chmod(p, 0o755)
+
+
+@case
+def misbehaving_plugins_fail_only_their_volume(t):
+    sim, store = setup(t)
+    pdir = t.mkdir("plugins")
+    shutil.copy(os.path.join(SRCDIR, "plugins", "example-snapshotter"), pdir)
+    snaps = t.mkdir("example-snaps")
+    with open(os.path.join(pdir, "example-snapshotter.json"), "w") as f:
+        json.dump({"snapshotDir": snaps}, f)
+    plugin(pdir, "exits-early", "read req || exit 0\necho 'cannot reach the array' >&2\nexit 7\n")
+    plugin(pdir, "garbage", "read req || exit 0\necho 'Segmentation fault (core dumped)'\nsleep 30\n")
+    plugin(pdir, "hangs", "read req || exit 0\necho '{\"type\":\"progress\",\"bytesDone\":1,\"totalBytes\":9}'\n"
+                          "sleep 1000\n")
+    vols = t.mkdir("volumes")
+    for pv, ann in (("pv-ex", "example-snapshotter"), ("pv-early", "exits-early"),
+                    ("pv-garbage", "garbage"), ("pv-hang", "hangs"), ("pv-builtin", "hostpath")):
+        d = os.path.join(vols, pv)
+        random_dir(d, 1, 7)
+        add_volume(sim, pv, d, annotations={"cairn.io/volume-plugin": ann})
+    srv = server(t, sim, extra=["--plugin-dir", pdir, "--plugin-timeout", "1s"])
+    create_backup(sim, "bp")
+    phase = sample_until_final(sim, "bp", srv, timeout=120)
+    t.eq(phase, "PartiallyFailed", "backup with failed volumes")
+    got = vpbs(sim, "bp")
+    want = {"pv-ex": "Completed", "pv-builtin": "Completed", "pv-early": "Failed",
+            "pv-garbage": "Failed", "pv-hang": "Failed"}
+    t.eq({k: v["status"]["phase"] for k, v in got.items()}, want, "phases")
+    msg = {k: v["status"].get("message", "") for k, v in got.items()}
+    t.check("exited with status 7" in msg["pv-early"] and "cannot reach the array" in msg["pv-early"],
+            "early exit message: %r" % msg["pv-early"])
+    t.check("not a JSON object" in msg["pv-garbage"], "garbage message: %r" % msg["pv-garbage"])
+    t.check("idle timeout" in msg["pv-hang"], "hang message: %r" % msg["pv-hang"])
+    ex = got["pv-ex"]["status"]
+    t.eq(got["pv-ex"]["spec"]["provider"], "example-snapshotter", "provider")
+    t.check(ex.get("snapshotID", "").startswith("pv-ex-"), "snapshot id %r" % ex.get("snapshotID"))
+    t.check(os.path.exists(ex.get("backupProperties", {}).get("file", "/nonexistent")),
+            "the example plugin's tarball exists: %r" % ex.get("backupProperties"))
+    t.eq(ex["progress"]["bytesDone"], ex["progress"]["totalBytes"], "example plugin progress")
+    t.check(srv.alive(), "server still running")
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    t.check("sleep 1000" not in out, "the hung plugin's group was killed")
+    b = sim.ok("GET", "%s/bp" % BK)
+    t.check(b["status"].get("errors", 0) >= 3, "backup counts the failed volumes: %s" % b["status"])
+    srv.stop()
+
+
+@case
+def kill9_during_copy_resumes(t):
+    sim, store = setup(t)
+    vols = t.mkdir("volumes")
+    big = os.path.join(vols, "pv-resume")
+    random_dir(big, max(TOTAL_MB / 2, 8), 11)
+    add_volume(sim, "pv-resume", big)
+    journal = t.path("journal-s1.db")
+    srv = server(t, sim, journal=journal)
+    create_backup(sim, "bk")
+
+    def mid_copy():
+        v = vpbs(sim, "bk").get("pv-resume")
+        st = (v or {}).get("status", {})
+        p = st.get("progress", {})
+        return st.get("checkpoint") and 0 < p.get("bytesDone", 0) < 0.7 * p.get("totalBytes", 1)
+    sample_until_final(sim, "bk", srv, stop_when=mid_copy)
+    before = vpbs(sim, "bk")["pv-resume"]["status"]
+    srv.kill9()
+    t.check(before["phase"] == "InProgress", "killed while InProgress")
+    ck = before["checkpoint"]
+    srv2 = server(t, sim, journal=journal)
+    samples = {}
+    phase = sample_until_final(sim, "bk", srv2, samples=samples)
+    t.eq(phase, "Completed", "backup after restart")
+    t.check("resuming" in srv2.output() and ck["lastFile"] in srv2.output(),
+            "resumed after the checkpointed file %r: %s" % (ck["lastFile"], srv2.output()[-1500:]))
+    seq = [d for d, _ in samples.get("pv-resume", [])]
+    t.check(seq and seq[0] >= ck["bytesDone"], "progress resumed from the checkpoint, not 0: %s" % seq[:5])
+    v = vpbs(sim, "bk")["pv-resume"]["status"]
+    t.eq(v["phase"], "Completed", "volume phase")
+    t.check(int(v["backupProperties"]["parts"]) > ck["parts"], "parts kept and added")
+    x = t.mkdir("x")
+    r = subprocess.run(["tar", "-C", x, "-xzf", stored_volume(store, "bk", "pv-resume")],
+                       capture_output=True, text=True)
+    t.check(r.returncode == 0, "GNU tar: %s" % r.stderr)
+    same_tree(t, big, x)
+    srv2.stop()
+
+
+@case
+def node_agents_claim_their_nodes_work(t):
+    sim, store = setup(t)
+    vols = t.mkdir("volumes")
+    for pv in ("pv-a", "pv-b", "pv-pod"):
+        random_dir(os.path.join(vols, pv), 1, 3)
+    add_volume(sim, "pv-a", os.path.join(vols, "pv-a"), kind="local", node="node-a")
+    add_volume(sim, "pv-pod", os.path.join(vols, "pv-pod"), pod_node="node-a")
+    add_volume(sim, "pv-b", os.path.join(vols, "pv-b"), node="node-b")
+    srv = server(t, sim, extra=["--volume-claim-timeout", "3s"])
+    agent = t.spawn([BIN, "node-agent", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
+                     "--node-name", "node-a", "--server-id", "agent-a",
+                     "--journal", t.path("agent.db"), "--retry-period", "200ms"], name="agent-a")
+    create_backup(sim, "bn")
+    phase = sample_until_final(sim, "bn", srv, timeout=60)
+    t.eq(phase, "PartiallyFailed", "node-b has no agent")
+    got = vpbs(sim, "bn")
+    for pv in ("pv-a", "pv-pod"):
+        v = got[pv]
+        t.eq(v["metadata"]["labels"].get("cairn.io/node"), "node-a", "%s node label" % pv)
+        t.eq(v["status"]["phase"], "Completed", "%s phase" % pv)
+        t.eq(v["status"]["claim"]["holder"], "agent-a", "%s claimed by the node-agent" % pv)
+    b = got["pv-b"]
+    t.eq(b["metadata"]["labels"].get("cairn.io/node"), "node-b", "node-b label")
+    t.eq(b["status"]["phase"], "Failed", "unclaimed work fails")
+    t.check("no cairn node-agent on node node-b" in b["status"].get("message", ""), b["status"])
+    t.check(agent.alive(), "agent alive")
+    agent.stop()
+    srv.stop()
+
+
+main()
