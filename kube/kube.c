@@ -54,6 +54,7 @@
 
 #define KUBE_POOL_MAX 64
 #define KUBE_MAX_IDLE_CONNS 32
+#define KUBE_DEFAULT_RETRIES 10
 #define KUBE_DEFAULT_TIMEOUT_US (30 * TIME_US_PER_SEC)
 #define KUBE_CONNECT_TIMEOUT_MS 10000L
 #define KUBE_BACKOFF_BASE_US (100 * 1000LL)
@@ -244,9 +245,10 @@ kube_new(struct kube_config *cfg, const struct kube_client_opts *opts,
 		k->o = *opts;
 	if (k->o.timeout_us <= 0)
 		k->o.timeout_us = KUBE_DEFAULT_TIMEOUT_US;
-	if (k->o.max_retries < 0 || opts == NULL)
-		k->o.max_retries = opts == NULL || opts->max_retries < 0 ?
-		    10 : opts->max_retries;
+	if (k->o.max_retries == 0)
+		k->o.max_retries = KUBE_DEFAULT_RETRIES;
+	else if (k->o.max_retries < 0)
+		k->o.max_retries = 0;
 	if (k->o.pool_size <= 0)
 		k->o.pool_size = 8;
 	if (k->o.pool_size > KUBE_POOL_MAX)
@@ -302,7 +304,6 @@ kube_open_flags(const struct flagset *fs, struct kube **out,
 	ko.qps = (double)flag_int(fs, F_QPS);
 	ko.burst = (int)flag_int(fs, F_BURST);
 	ko.timeout_us = flag_duration_us(fs, F_REQUEST_TIMEOUT);
-	ko.max_retries = -1;
 	rc = kube_config_load(&co, &cfg, err);
 	if (rc < 0)
 		return rc;

@@ -84,10 +84,12 @@ struct kube_client_opts {
 	double qps;		/* client-side rate limit; <= 0: none */
 	int burst;		/* token bucket size; < 1: max(1, qps) */
 	int64_t timeout_us;	/* one request (one list page); 0: 30 s */
-	int max_retries;	/* 429 / 5xx / connection retries; < 0: 10 */
+	int max_retries;	/* 429 / 5xx / connection retries; 0: 10;
+				   KUBE_RETRIES_NONE: none */
 	int pool_size;		/* idle easy handles kept; 0: 8 */
 	const char *user_agent;	/* NULL: "cairn/<version>" */
 };
+#define KUBE_RETRIES_NONE (-1)
 
 /*
  * Make a client from cfg, which is taken (freed on failure too). opts may

@@ -322,7 +322,6 @@ main(int argc, char **argv)
 
 	memset(&co, 0, sizeof co);
 	memset(&ko, 0, sizeof ko);
-	ko.max_retries = -1;
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	log_set_level(LOG_WARN);
@@ -342,7 +341,8 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--timeout-ms") == 0)
 			ko.timeout_us = atoll(argv[++i]) * 1000;
 		else if (strcmp(argv[i], "--retries") == 0)
-			ko.max_retries = atoi(argv[++i]);
+			ko.max_retries = atoi(argv[++i]) > 0 ?
+			    atoi(argv[i]) : KUBE_RETRIES_NONE;
 		else if (strcmp(argv[i], "--log-level") == 0) {
 			if (log_configure(argv[++i], "text", &err) < 0)
 				return usage();
