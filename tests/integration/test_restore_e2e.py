@@ -563,5 +563,43 @@ def cli_create_wait_get_describe_logs(t):
     missing = cairn("restore", "create", "--from-backup", "nope", *kc)
     t.eq(missing.returncode, 1, "missing backup")
 
+@case
+def takeover_with_empty_journal(t):
+    """Another server takes an InProgress restore over (attempt+1, its own
+    empty journal): items the first one created come back as AlreadyExists
+    and equal, and count as done; nothing is created twice."""
+    src = t.kubesim(name="source")
+    post(src, "", "v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": "many"}})
+    src.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}, 600,
+             name="cm-{i:05d}", namespace="many")
+    items = rt.dump(src, [("", "v1", "namespaces", False), ("", "v1", "configmaps", True)])
+    w = World(t, runner=False)
+    w.backup("big", rt.tar_bytes(rt.entries_for(items)))
+    w.sim.faults({"method": "POST", "path": "/namespaces/many/configmaps", "delay": 0.01})
+    w.start(server_id="srv-a", workers=4)
+    rt.create_restore(w.sim, "big", {"backupName": "big"})
+    wait_for(lambda: rt.get_restore(w.sim, "big").get("status", {}).get("progress", {})
+             .get("itemsRestored", 0) >= 150, 60, "progress", interval=0.05)
+    w.proc.kill9()
+    w.sim.clear_faults()
+    # what the server's takeover does once srv-a's Lease expired
+    r = rt.get_restore(w.sim, "big")
+    r["status"]["claim"] = {"holder": "srv-b", "worker": "srv-b/0", "attempt": 2,
+                            "claimedAt": r["status"]["claim"]["claimedAt"]}
+    w.sim.ok("PUT", "/apis/cairn.io/v1/namespaces/%s/restores/big/status" % NS, r)
+    w.journal = t.path("srv-b-journal.db")
+    w.start(server_id="srv-b")
+    r = w.wait("big", 90)
+    t.eq(r["status"]["phase"], "Completed", "phase after takeover %s" % r["status"])
+    t.eq(r["status"]["claim"]["holder"], "srv-b", "holder")
+    t.eq(r["status"]["progress"]["itemsRestored"], len(items), "itemsRestored")
+    t.eq(r["status"].get("warnings", 0), 0, "equal objects are no warning")
+    posts = [e for e in w.sim.requests() if e["method"] == "POST"
+             and e["path"] == "/api/v1/namespaces/many/configmaps"]
+    t.eq(len([e for e in posts if e["status"] == 201]), 600, "each object created once")
+    t.check(len([e for e in posts if e["status"] == 409]) >= 150,
+            "the new owner met the old owner's objects as AlreadyExists")
+
 
 main()
