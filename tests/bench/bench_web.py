@@ -13,8 +13,12 @@ CPUs), so the ratio measures what serving costs the backup's process, not
 wrk's own CPU use. Loads: "polling" (10 /status.json and 1 /metrics
 request per second: a few open pages and a scraper) and "flood" (wrk at
 full speed). Median of BENCH_WEB_REPEAT runs.
-Figures only, never pass/fail. Once `cairn server --listen` serves the
-endpoint, the same measurement applies to a real backup against kubesim.
+Last, when `cairn server --listen` serves the endpoint (else it says so
+and skips), the same with a real backup: kubesim with BENCH_WEB_OBJECTS
+ConfigMaps, a local-directory storage location, one `cairn server`; each
+backup timed from creation to Completed, with no load, while polling and
+while wrk floods /status.json; /status.json percentiles during the backup.
+Figures only, never pass/fail.
 """
 import os
 import re
@@ -34,6 +38,7 @@ DURATION = os.environ.get("BENCH_WEB_DURATION", "5s")
 CONNS = os.environ.get("BENCH_WEB_CONNECTIONS", "32")
 WORK_MB = os.environ.get("BENCH_WEB_WORK_MB", "32")
 REPEAT = int(os.environ.get("BENCH_WEB_REPEAT", "5"))
+OBJECTS = int(os.environ.get("BENCH_WEB_OBJECTS", "15000"))
 PIN = (os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None
 
 
@@ -88,6 +93,7 @@ def main():
               "" if sock == "none" else "  socket errors: " + sock))
     sys.stdout.flush()
     slowdown()
+    real_server()
 
 
 def work_once(load):
@@ -158,5 +164,115 @@ def slowdown():
         med = statistics.median(runs[load])
         print("%-10s %10.3f %10.3f %9.3fx" % (load, med, min(runs[load]), med / base))
     sys.stdout.flush()
+
+
+def poller(base, stop):
+    """10 /status.json and 1 /metrics request per second until stop is set."""
+    n = 0
+    while not stop.is_set():
+        try:
+            urllib.request.urlopen(base + ("/metrics" if n % 10 == 9 else "/status.json"), timeout=5).read()
+        except OSError:
+            pass
+        n += 1
+        stop.wait(0.09)
+
+
+def real_server():
+    import cairntest
+    print()
+    t = cairntest.Case("bench_web_server")
+    try:
+        ns = "cairn-system"
+        bk = "/apis/cairn.io/v1/namespaces/%s/backups" % ns
+        sim = t.kubesim()
+        sim.install_crds(ns)
+        sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % ns, {
+            "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+            "metadata": {"name": "default", "namespace": ns},
+            "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"},
+                     "config": {"path": t.mkdir("store")}, "default": True}})
+        sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": "bulk"}})
+        sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v" * 200}}, OBJECTS,
+                 name="cm-{i:05d}", namespace="bulk")
+        port = cairntest.free_port()
+        srv = t.spawn([cairntest.BIN, "server", "--kubeconfig", sim.kubeconfig, "--namespace", ns,
+                       "--server-id", "bench", "--journal", t.path("journal.db"),
+                       "--retry-period", "200ms", "--listen", "127.0.0.1:%d" % port,
+                       "--log-level", "warn"], name="server")
+        base = "http://127.0.0.1:%d" % port
+        end = time.monotonic() + 20
+        while time.monotonic() < end:
+            if "not built into this server" in srv.output():
+                print("real server: `cairn server` does not serve --listen yet: skipped")
+                return
+            try:
+                urllib.request.urlopen(base + "/healthz", timeout=2).read()
+                break
+            except OSError:
+                time.sleep(0.1)
+        else:
+            print("real server: /healthz never answered: skipped")
+            return
+        n = [0]
+
+        def backup(load):
+            n[0] += 1
+            name = "bench-%d" % n[0]
+            stop = threading.Event()
+            loader = None
+            wrk_out = None
+            if load == "polling":
+                loader = threading.Thread(target=poller, args=(base, stop), daemon=True)
+                loader.start()
+            elif load == "flood":
+                loader = subprocess.Popen(["wrk", "-t1", "-c8", "-d120s", "--latency", base + "/status.json"],
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            t0 = time.monotonic()
+            sim.ok("POST", bk, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                                "metadata": {"name": name, "namespace": ns}, "spec": {}})
+            while True:
+                phase = sim.ok("GET", "%s/%s" % (bk, name)).get("status", {}).get("phase")
+                if phase in ("Completed", "PartiallyFailed", "Failed", "FailedValidation"):
+                    break
+                if time.monotonic() - t0 > 300:
+                    phase = "timeout"
+                    break
+                time.sleep(0.05)
+            secs = time.monotonic() - t0
+            stop.set()
+            if isinstance(loader, subprocess.Popen):
+                loader.send_signal(signal.SIGINT)  # wrk prints its figures on SIGINT
+                wrk_out = loader.communicate(timeout=30)[0]
+            return secs, phase, wrk_out
+
+        loads = ("none", "polling", "flood")
+        runs = {x: [] for x in loads}
+        last_wrk = None
+        for _ in range(max(1, REPEAT // 2 + 1)):
+            for load in loads:
+                secs, phase, out = backup(load)
+                if phase != "Completed":
+                    print("real server: backup under %s load ended %s: skipped" % (load, phase))
+                    return
+                runs[load].append(secs)
+                last_wrk = out or last_wrk
+        print("real backup of %d ConfigMaps, creation to Completed (median of %d; load average %.1f)" % (
+            OBJECTS, len(runs["none"]), os.getloadavg()[0]))
+        b0 = statistics.median(runs["none"])
+        print("%-10s %10s %10s" % ("load", "median s", "ratio"))
+        for load in loads:
+            med = statistics.median(runs[load])
+            print("%-10s %10.3f %9.3fx" % (load, med, med / b0))
+        if last_wrk:
+            pct = dict(re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", last_wrk, re.M))
+            rps = re.search(r"Requests/sec:\s+(\S+)", last_wrk)
+            print("/status.json during the last flooded backup: p50 %s p75 %s p90 %s p99 %s, %s req/s" % (
+                pct.get("50", "?"), pct.get("75", "?"), pct.get("90", "?"), pct.get("99", "?"),
+                rps.group(1) if rps else "?"))
+    finally:
+        t.finish()
+
 
 main()
