@@ -19,6 +19,10 @@
  *     mpu-list KEY ID            prints "N ETAG SIZE"
  *     mpu-complete KEY ID        completes with the parts list parts gives
  *     mpu-abort KEY ID
+ *     parallel PREFIX THREADS OBJECTS SIZE
+ *         THREADS threads share the one store: each puts OBJECTS objects
+ *         of SIZE pseudo-random bytes under PREFIX, reads each back and
+ *         compares, while listing PREFIX; prints "ok N" or fails.
  *     upload KEY FILE PARTSIZE [--resume ID] [--pause-after K MS]
  *         the whole resumable flow: create (or resume: list parts, keep the
  *         ones whose size matches), send the missing parts, complete. Prints
@@ -29,6 +33,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +231,96 @@ out:
 	return rc < 0 ? die_rc(rc) : 0;
 }
 
+struct par {
+	struct store *s;
+	const char *prefix;
+	int id, objects;
+	size_t size;
+	int failed;
+	char why[CAIRN_ERR_MSG_MAX];
+};
+
+static int
+count_entry(void *arg, const struct store_entry *e)
+{
+	(void)e;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void *
+par_worker(void *arg)
+{
+	struct par *p = arg;
+	struct cairn_err e = CAIRN_ERR_INIT;
+	unsigned char *data = xmalloc(p->size + 1);
+	char *back = NULL, *key;
+	size_t len, i;
+	int o, n;
+
+	for (o = 0; o < p->objects && !p->failed; o++) {
+		for (i = 0; i < p->size; i++)
+			data[i] = (unsigned char)(i * 31 + (size_t)o * 7 + (size_t)p->id * 131);
+		key = xasprintf("%s/t%d/o%d", p->prefix, p->id, o);
+		if (store_put_mem(p->s, key, data, p->size, &e) < 0 ||
+		    store_get_mem(p->s, key, p->size + 1, &back, &len, &e) < 0) {
+			p->failed = 1;
+			snprintf(p->why, sizeof p->why, "%s", e.msg);
+		} else if (len != p->size || memcmp(back, data, len) != 0) {
+			p->failed = 1;
+			snprintf(p->why, sizeof p->why, "%s: bytes differ", key);
+		}
+		free(back);
+		back = NULL;
+		free(key);
+		n = 0;
+		if (!p->failed && store_list(p->s, p->prefix, NULL, count_entry, &n,
+		    &e) < 0) {
+			p->failed = 1;
+			snprintf(p->why, sizeof p->why, "%s", e.msg);
+		}
+	}
+	free(data);
+	return NULL;
+}
+
+static int
+cmd_parallel(struct store *s, char **argv)
+{
+	int threads = atoi(argv[1]), i, bad = 0, n = 0;
+	struct par *ps;
+	pthread_t *tids;
+
+	if (threads < 1 || threads > 64)
+		return usage();
+	ps = xcalloc((size_t)threads, sizeof *ps);
+	tids = xcalloc((size_t)threads, sizeof *tids);
+	for (i = 0; i < threads; i++) {
+		ps[i].s = s;
+		ps[i].prefix = argv[0];
+		ps[i].id = i;
+		ps[i].objects = atoi(argv[2]);
+		ps[i].size = (size_t)atoll(argv[3]);
+		if (pthread_create(&tids[i], NULL, par_worker, &ps[i]) != 0)
+			abort();
+	}
+	for (i = 0; i < threads; i++) {
+		pthread_join(tids[i], NULL);
+		if (ps[i].failed) {
+			fprintf(stderr, "storage_tool: thread %d: %s\n", i, ps[i].why);
+			bad = 1;
+		}
+	}
+	free(ps);
+	free(tids);
+	if (bad)
+		return 1;
+	if (store_list(s, argv[0], NULL, count_entry, &n, &err) < 0)
+		return die_rc(err.code);
+	printf("ok %d\n", n);
+	return 0;
+}
+
 static int
 run(struct store *s, int argc, char **argv)
 {
@@ -318,6 +413,8 @@ run(struct store *s, int argc, char **argv)
 		free(ps);
 	} else if (strcmp(cmd, "mpu-abort") == 0 && argc == 2) {
 		rc = store_mpu_abort(s, argv[0], argv[1], &err);
+	} else if (strcmp(cmd, "parallel") == 0 && argc == 4) {
+		return cmd_parallel(s, argv);
 	} else if (strcmp(cmd, "upload") == 0 && argc >= 3) {
 		rc = cmd_upload(s, argc, argv);
 		return rc;

@@ -295,7 +295,13 @@ def suite(kind):
                      "get", "k", data)
         t.check("InvalidAccessKeyId" in e and "s3://cairn/k" in e, "unknown key id: %r" % e)
 
-    cases = {"roundtrip": roundtrip, "keys": keys, "listing": listing, "multipart": multipart,
+    def threads(t):
+        """One store shared by 8 threads (S3: pooled curl handles)."""
+        b = Backend(t, kind)
+        out = b.out("parallel", "par", 8, 6, 300000).strip()
+        t.eq(out, "ok 48", "objects written by 8 threads")
+
+    cases = {"roundtrip": roundtrip, "threads": threads, "keys": keys, "listing": listing, "multipart": multipart,
              "resume_after_kill9": resume_after_kill9, "bad_input": bad_input}
     for name, fn in cases.items():
         fn.__name__ = "%s_%s" % (kind, name)
