@@ -69,3 +69,8 @@ check_PROGRAMS += tests/unit/test_hostpath
 tests_unit_test_hostpath_SOURCES = tests/unit/test_hostpath.c
 tests_unit_test_hostpath_LDADD = engine/libengine.a storage/libstorage.a \
 	base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/helpers/volume_mover
+tests_helpers_volume_mover_SOURCES = tests/helpers/volume_mover.c
+tests_helpers_volume_mover_LDADD = engine/libengine.a storage/libstorage.a \
+	base/libbase.a $(DEPS_LIBS)

@@ -1,0 +1,104 @@
+"""bench_hostpath: the hostpath volume mover against `tar czf` of the same
+directory, in the same run (issue 11).
+
+A directory of CAIRN_BENCH_VOLUME_MB (default 200) MB: half incompressible
+blobs, half text-like files, plus a 64 MiB sparse file (logical size) and a
+few thousand small files. Prints for each: seconds, MB/s of file data,
+stored size; and the mover's restore against `tar xzf`. Figures only.
+"""
+import os
+import subprocess
+import sys
+import time
+
+SRC = os.environ["CAIRN_SRCDIR"]
+BUILD = os.environ["CAIRN_BUILDDIR"]
+TMP = os.environ.get("CAIRN_TMP", "/tmp")
+MB = float(os.environ.get("CAIRN_BENCH_VOLUME_MB", "200"))
+MOVER = os.path.join(BUILD, "tests", "helpers", "volume_mover")
+
+
+def make_tree(root):
+    os.makedirs(root, exist_ok=True)
+    half = int(MB * (1 << 20) / 2)
+    i = 0
+    left = half
+    while left > 0:
+        n = min(left, 4 << 20)
+        with open(os.path.join(root, "blob-%03d" % i), "wb") as f:
+            f.write(os.urandom(n))
+        left -= n
+        i += 1
+    left = half
+    i = 0
+    line = b"2026-12-02T12:00:00Z INFO request served path=/api/v1/items status=200 bytes=%d\n"
+    while left > 0:
+        n = min(left, 2 << 20)
+        d = os.path.join(root, "logs", "d%02d" % (i % 10))
+        os.makedirs(d, exist_ok=True)
+        data = b"".join(line % k for k in range(n // 70 + 1))[:n]
+        with open(os.path.join(d, "app-%04d.log" % i), "wb") as f:
+            f.write(data)
+        left -= n
+        i += 1
+    small = os.path.join(root, "small")
+    os.makedirs(small, exist_ok=True)
+    for k in range(3000):
+        with open(os.path.join(small, "f%05d" % k), "wb") as f:
+            f.write(b"x" * (k % 700))
+    with open(os.path.join(root, "sparse.img"), "wb") as f:
+        f.truncate(64 << 20)
+        f.seek(32 << 20)
+        f.write(os.urandom(1 << 20))
+
+
+def logical(root):
+    total = 0
+    for d, _, files in os.walk(root):
+        for n in files:
+            total += os.lstat(os.path.join(d, n)).st_size
+    return total
+
+
+def timed(argv):
+    t0 = time.monotonic()
+    r = subprocess.run(argv, capture_output=True, text=True)
+    dt = time.monotonic() - t0
+    if r.returncode != 0:
+        sys.exit("%s failed: %s" % (argv[0], r.stderr))
+    return dt, r.stdout
+
+
+def main():
+    if not os.path.exists(MOVER):
+        print("volume_mover not built (make check builds it)")
+        return
+    src = os.path.join(TMP, "src")
+    make_tree(src)
+    subprocess.run(["sync"])
+    nbytes = logical(src)
+    store = os.path.join(TMP, "store")
+    out = os.path.join(TMP, "tar.tar.gz")
+    # Warm the page cache once so both runs read from memory.
+    subprocess.run(["tar", "cf", "/dev/null", "-C", src, "."])
+    dt_m, txt = timed([MOVER, "backup", store, "v/vol.tar.gz", src])
+    stored = os.path.getsize(os.path.join(store, "v", "vol.tar.gz"))
+    dt_t, _ = timed(["tar", "czf", out, "-C", src, "."])
+    tar_size = os.path.getsize(out)
+    mb = nbytes / 1e6
+    print("data: %.0f MB logical (%.0f MB of it a sparse file's holes)" % (mb, 63 * 1.048576))
+    print("hostpath mover backup: %6.2f s %7.1f MB/s stored %6.1f MB  (%s)" %
+          (dt_m, mb / dt_m, stored / 1e6, txt.strip()))
+    print("tar czf              : %6.2f s %7.1f MB/s stored %6.1f MB" % (dt_t, mb / dt_t, tar_size / 1e6))
+    print("ratio mover/tar (throughput): %.2f" % (dt_t / dt_m))
+    dst = os.path.join(TMP, "dst")
+    dt_r, _ = timed([MOVER, "restore", store, "v/vol.tar.gz", dst])
+    xdst = os.path.join(TMP, "xdst")
+    os.makedirs(xdst)
+    dt_x, _ = timed(["tar", "xzf", out, "-C", xdst])
+    print("hostpath mover restore: %6.2f s %7.1f MB/s" % (dt_r, mb / dt_r))
+    print("tar xzf               : %6.2f s %7.1f MB/s" % (dt_x, mb / dt_x))
+    print("ratio mover/tar (restore throughput): %.2f" % (dt_x / dt_r))
+
+
+main()
