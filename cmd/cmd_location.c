@@ -2,8 +2,8 @@
  * cmd_location.c: `cairn backup-location create|get`.
  *
  * create builds a BackupStorageLocation (cairn.io/v1, Velero's field
- * names) from the flags, checks it with storage/location.h exactly as the
- * server will open it (a bad provider, missing bucket or path, bad
+ * names) from the flags, checks it with location_check() as the server
+ * will open it (without creating anything on this machine) (a bad provider, missing bucket or path, bad
  * endpoint or credentials file fails here, before anything is written),
  * stores --credential-file in a Secret "cairn-location-<NAME>" (key
  * "cloud") that spec.credential names, and creates the object. --default
@@ -33,7 +33,6 @@
 #include "kube/kube.h"
 #include "storage/layout.h"
 #include "storage/location.h"
-#include "storage/store.h"
 
 #define LOC_CRED_KEY "cloud"
 #define LOC_CRED_MAX (64u << 10)	/* a credentials file, read whole */
@@ -203,8 +202,7 @@ cmd_location_create(const struct cli_command *cmd, struct flagset *fs)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE), *name, *cred_path;
-	char *creds = NULL, *secret = NULL, *prefix = NULL;
-	struct store *st = NULL;
+	char *creds = NULL, *secret = NULL;
 	struct kube *k = NULL;
 	cJSON *obj = NULL;
 	int rc, usage;
@@ -226,8 +224,8 @@ cmd_location_create(const struct cli_command *cmd, struct flagset *fs)
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
-	/* Open it as the server will: catches bad config and credentials. */
-	rc = location_open(obj, creds, &st, &prefix, &err);
+	/* Check it as the server will open it (no side effect here). */
+	rc = location_check(obj, creds, &err);
 	if (rc < 0) {
 		rc = cli_fail("%s", err.msg);
 		goto out;
@@ -254,8 +252,12 @@ cmd_location_create(const struct cli_command *cmd, struct flagset *fs)
 		rc = cli_fail("creating backup-location \"%s\": %s", name, err.msg);
 		goto out;
 	}
-	printf("Backup storage location \"%s\" created (%s).\n", name,
-	    store_describe(st));
+	printf("Backup storage location \"%s\" created (%s%s%s%s).\n", name,
+	    json_str_or(obj, "spec.provider", ""),
+	    json_str(obj, "spec.config.path") ? " " : " bucket ",
+	    json_str(obj, "spec.config.path") ? json_str(obj, "spec.config.path") :
+	    json_str_or(obj, "spec.objectStorage.bucket", ""),
+	    json_str(obj, "spec.objectStorage.prefix") ? ", with prefix" : "");
 	if (flag_bool(fs, F_DEFAULT)) {
 		struct clear_default c = { k, ns, name, 0, &err };
 
@@ -274,8 +276,6 @@ out:
 		free(creds);
 	}
 	free(secret);
-	free(prefix);
-	store_free(st);
 	cJSON_Delete(obj);
 	kube_free(k);
 	return rc;

@@ -81,9 +81,9 @@ b64_decode(const char *in)
 	return (char *)out;
 }
 
-int
-location_open(const cJSON *bsl, const char *credentials, struct store **out,
-    char **prefix_out, struct cairn_err *err)
+static int
+open_or_check(const cJSON *bsl, const char *credentials, int dry,
+    struct store **out, char **prefix_out, struct cairn_err *err)
 {
 	const char *name = json_str_or(bsl, "metadata.name", "(unnamed)");
 	const char *provider = json_str(bsl, "spec.provider");
@@ -111,7 +111,7 @@ location_open(const cJSON *bsl, const char *credentials, struct store **out,
 			return cairn_err_set(err, CAIRN_EINVAL,
 			    "BackupStorageLocation %s: provider fs needs spec.config.path",
 			    name);
-		rc = store_open_fs(path, 1, out, err);
+		rc = dry ? 0 : store_open_fs(path, 1, out, err);
 	} else if (strcmp(provider, "s3") == 0 || strcmp(provider, "aws") == 0 ||
 	    strcmp(provider, "velero.io/aws") == 0) {
 		memset(&c, 0, sizeof c);
@@ -140,6 +140,10 @@ location_open(const cJSON *bsl, const char *credentials, struct store **out,
 		c.credentials = credentials;
 		rc = store_open_s3(&c, out, err);
 		free(ca_pem);
+		if (rc == 0 && dry) {
+			store_free(*out);
+			*out = NULL;
+		}
 	} else {
 		return cairn_err_set(err, CAIRN_EINVAL,
 		    "BackupStorageLocation %s: unknown provider \"%.100s\" "
@@ -150,4 +154,20 @@ location_open(const cJSON *bsl, const char *credentials, struct store **out,
 	if (prefix_out != NULL)
 		*prefix_out = xstrdup(prefix);
 	return 0;
+}
+
+int
+location_open(const cJSON *bsl, const char *credentials, struct store **out,
+    char **prefix_out, struct cairn_err *err)
+{
+	return open_or_check(bsl, credentials, 0, out, prefix_out, err);
+}
+
+int
+location_check(const cJSON *bsl, const char *credentials,
+    struct cairn_err *err)
+{
+	struct store *s = NULL;
+
+	return open_or_check(bsl, credentials, 1, &s, NULL, err);
 }

@@ -38,4 +38,13 @@ int location_credential_ref(const cJSON *bsl, const char **name,
 int location_open(const cJSON *bsl, const char *credentials,
 	struct store **out, char **prefix_out, struct cairn_err *err);
 
+/*
+ * Check bsl as location_open would, without side effects: no directory is
+ * created, no file but a credentials file named in the spec is read, no
+ * request is made. For `cairn backup-location create` on a machine that is
+ * not the server's node. Same errors as location_open.
+ */
+int location_check(const cJSON *bsl, const char *credentials,
+	struct cairn_err *err);
+
 #endif

@@ -552,7 +552,8 @@ s3_call_run(struct store_s3 *s3, struct s3_call *c, struct cairn_err *err)
 			c->range_len = start_len < 0 ? -1 :
 			    start_len - (int64_t)c->delivered;
 		}
-		if (c->src != NULL && attempt > 1 && store_src_rewind(c->src) < 0)
+		if (c->src != NULL && attempt > 1 && c->sent > 0 &&
+		    store_src_rewind(c->src) < 0)
 			break;	/* rc and err from the last attempt stand */
 		h = handle_get(s3);
 		rc = s3_attempt(s3, h, c, time_now_us() / TIME_US_PER_SEC, &cc, err);
@@ -572,8 +573,11 @@ s3_call_run(struct store_s3 *s3, struct s3_call *c, struct cairn_err *err)
 			rc = cairn_err_set(err, CAIRN_ENET,
 			    "%s %s: cannot reach %s://%s: %s", c->op, tgt,
 			    s3->scheme, s3->hostport, curl_easy_strerror(cc));
-			if (cc == CURLE_OPERATION_TIMEDOUT)
-				rc = err ? (err->code = CAIRN_ETIMEOUT) : CAIRN_ETIMEOUT;
+			if (cc == CURLE_OPERATION_TIMEDOUT) {
+				rc = CAIRN_ETIMEOUT;
+				if (err != NULL)
+					err->code = rc;
+			}
 			if (connect_error(cc))
 				retry = ++connect_tries < S3_CONNECT_ATTEMPTS;
 			else

@@ -70,7 +70,7 @@ def create_s3_and_fs(t):
             "endpoint=%s,region=eu-central-1,forcePathStyle=true" % s3.endpoint,
             "--credential-file", s3.creds_file, "--default")
     t.eq(r.returncode, 0, "create s3 exit code (%s)" % r.stderr)
-    t.check('"minio" created' in r.stdout and "s3://cairn" in r.stdout, r.stdout)
+    t.check('"minio" created (s3 bucket cairn, with prefix)' in r.stdout, r.stdout)
     bsl = sim.ok("GET", "%s/minio" % BSL)
     spec = bsl["spec"]
     t.eq((spec["provider"], spec["objectStorage"], spec["default"]),
@@ -87,11 +87,12 @@ def create_s3_and_fs(t):
     listed = s3.aws("s3", "ls", "--recursive", "s3://cairn/").stdout
     t.check("backups/b1/velero-backup.json" in listed, "aws lists what went through: %s" % listed)
 
-    store = t.mkdir("dir-store")
+    store = t.path("dir-store")
     r = cli(sim, "backup-location", "create", "local", "--provider", "fs",
             "--config", "path=%s" % store, "--default")
     t.eq(r.returncode, 0, "create fs exit code (%s)" % r.stderr)
     t.check('"minio" is no longer the default' in r.stdout, r.stdout)
+    t.check(not os.path.exists(store), "create made the directory on the client machine")
     t.eq(sim.ok("GET", "%s/minio" % BSL)["spec"]["default"], False, "old default cleared")
     use_location(t, sim, "local")
     t.check(os.path.exists(os.path.join(store, "backups/b1/velero-backup.json")),

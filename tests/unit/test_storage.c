@@ -508,6 +508,16 @@ test_location(void)
 	free(prefix);
 	store_free(s);
 	free(json);
+	/* location_check has no side effect: the directory is not made */
+	json = xasprintf("{\"metadata\":{\"name\":\"c\"},\"spec\":{\"provider\":"
+	    "\"fs\",\"config\":{\"path\":\"%s/not-made\"}}}", root);
+	o = cJSON_Parse(json);
+	CHECK(location_check(o, NULL, &err) == 0);
+	cJSON_Delete(o);
+	free(json);
+	json = xasprintf("%s/not-made", root);
+	CHECK(access(json, F_OK) < 0);
+	free(json);
 
 	REQUIRE(open_bsl("{\"metadata\":{\"name\":\"aws\"},\"spec\":{\"provider\":\"s3\","
 	    "\"objectStorage\":{\"bucket\":\"velero-backups\",\"prefix\":\"p\"},"
