@@ -10,6 +10,8 @@
 #ifndef CAIRN_CLI_H
 #define CAIRN_CLI_H
 
+#include <stdio.h>
+
 #include "base/flags.h"
 
 #define CLI_EXIT_OK 0
@@ -52,6 +54,15 @@ int cmd_backup_download(const struct cli_command *cmd, struct flagset *fs);
 int cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs);
 int cmd_server(const struct cli_command *cmd, struct flagset *fs);
 int cmd_node_agent(const struct cli_command *cmd, struct flagset *fs);
+
+struct kube;
+/*
+ * Print the "Volumes:" section of a describe: the VolumePluginBackups of
+ * backup `name` (restore 0) or VolumePluginRestores of restore `name`
+ * (restore 1) in ns, with bar, bytes, rate, node and mover.
+ */
+void cli_describe_volumes(FILE *f, struct kube *k, const char *ns,
+	int restore, const char *name);
 int cmd_install(const struct cli_command *cmd, struct flagset *fs);
 int cmd_uninstall(const struct cli_command *cmd, struct flagset *fs);
 int cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs);

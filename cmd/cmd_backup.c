@@ -1218,6 +1218,7 @@ cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 	have_loc = bk_location_open(k, ns, b, &loc, &lerr) == 0;
 	describe_backup(stdout, b, ns, have_loc ? &loc : NULL,
 	    have_loc ? NULL : lerr.msg);
+	cli_describe_volumes(stdout, k, ns, 0, fs->args[0]);
 	if (have_loc)
 		location_free(&loc);
 	rc = CLI_EXIT_OK;

@@ -211,6 +211,14 @@ def backup_and_restore_hostpath_volumes(t):
          "velero volume snapshots")
     t.check(all(s["status"]["phase"] == "Completed" and s["status"]["providerSnapshotID"] for s in snaps),
             "snapshot ids")
+    # `cairn backup describe` lists each volume with a bar, bytes and rate.
+    d = subprocess.run([BIN, "backup", "describe", "b1", "--kubeconfig", sim.kubeconfig,
+                        "--namespace", NS], capture_output=True, text=True)
+    t.eq(d.returncode, 0, "describe exit code (%s)" % d.stderr)
+    vol_lines = [l for l in d.stdout.splitlines() if l.strip().startswith("pv-")]
+    t.eq(len(vol_lines), 3, "describe lists 3 volumes:\n%s" % d.stdout[-2000:])
+    t.check(all("Completed" in l and "100%" in l and "cairn.io/hostpath" in l and " MiB / " in l
+                for l in vol_lines), "describe volume lines: %s" % vol_lines)
     # GNU tar reads what was stored.
     x = t.mkdir("gnu-x")
     r = subprocess.run(["tar", "-C", x, "-xzf", stored_volume(store, "b1", "pv-tree")],
