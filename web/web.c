@@ -9,8 +9,11 @@
  * slow clients cannot starve /healthz; each is closed after
  * idle_timeout_s without progress, and the total is capped.
  *
- * Everything is read-only: the access handler answers on its first call
- * (no request body is ever read), so a POST gets its 405 at once. The
+ * Everything is read-only: no request body is ever read. A request that
+ * has one (POST, or a GET announcing a body) is answered on the handler's
+ * first call, so a POST gets its 405 at once and the connection is closed;
+ * a plain GET or HEAD is answered on the second call so the connection can
+ * be kept alive for the next poll. The
  * request line and headers must fit in the per-connection memory pool
  * (max_header bytes); bigger requests are refused by libmicrohttpd itself
  * before the handler runs. The URL length is checked from the URI logging
@@ -302,29 +305,11 @@ serve_redirect(struct MHD_Connection *c)
 	return ok;
 }
 
+/* Answer one request (first call of the access handler). */
 static enum MHD_Result
-handle(void *cls, struct MHD_Connection *c, const char *url,
-    const char *method, const char *version, const char *upload_data,
-    size_t *upload_data_size, void **req)
+route(struct web *w, struct MHD_Connection *c, const char *url,
+    const char *method, size_t target_len)
 {
-	static _Thread_local int niced;
-	struct web *w = cls;
-	size_t target_len = (size_t)(uintptr_t)*req;
-
-	(void)version;
-	if (!niced) {
-		/* Lower this web thread's priority once (see the essay). */
-		if (w->nice > 0 &&
-		    setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice) < 0)
-			log_debug("setpriority: %s", strerror(errno));
-		niced = 1;
-	}
-	(void)upload_data;
-	if (*upload_data_size != 0) {
-		/* Already answered; a body is never read. */
-		*upload_data_size = 0;
-		return MHD_YES;
-	}
 	log_debug("%s %s", method, url);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
 	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
@@ -358,16 +343,68 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 }
 
 /*
+ * The access handler. *req is the request's context word set by
+ * uri_logger(): the request target's length shifted left by two; bit 1 is
+ * set after the first call, bit 0 once answered.
+ *
+ * GET and HEAD are answered on the second call, when libmicrohttpd knows
+ * the request is complete (answering on the first call makes it close the
+ * connection: no keep-alive for pollers). Anything with a request body
+ * (other methods, or a GET announcing one) is answered on the first call,
+ * so the body is never read, and the connection is closed after it.
+ */
+static enum MHD_Result
+handle(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *upload_data,
+    size_t *upload_data_size, void **req)
+{
+	static _Thread_local int niced;
+	struct web *w = cls;
+	uintptr_t ctx = (uintptr_t)*req;
+	const char *cl, *te;
+
+	(void)version;
+	(void)upload_data;
+	if (!niced) {
+		/* Lower this web thread's priority once (see the essay). */
+		if (w->nice > 0 &&
+		    setpriority(PRIO_PROCESS, (id_t)gettid(), w->nice) < 0)
+			log_debug("setpriority: %s", strerror(errno));
+		niced = 1;
+	}
+	if (ctx & 1) {
+		*upload_data_size = 0;	/* answered: discard */
+		return MHD_YES;
+	}
+	if (!(ctx & 2)) {
+		*req = (void *)(ctx | 2);
+		cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_CONTENT_LENGTH);
+		te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+		    MHD_HTTP_HEADER_TRANSFER_ENCODING);
+		if ((strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+		    strcmp(method, MHD_HTTP_METHOD_HEAD) == 0) && te == NULL &&
+		    (cl == NULL || strcmp(cl, "0") == 0))
+			return MHD_YES;		/* answer on the next call */
+	}
+	*upload_data_size = 0;
+	*req = (void *)(ctx | 3);
+	return route(w, c, url, method, (size_t)(ctx >> 2));
+}
+
+/*
  * Called with the raw request target before headers are read. Its return
- * value becomes the request's context pointer: we store the target's
- * length in it (an integer, nothing to free on any path).
+ * value becomes the request's context word: the target's length shifted
+ * left by two (an integer, nothing to free on any path; see handle()).
  */
 static void *
 uri_logger(void *cls, const char *uri, struct MHD_Connection *c)
 {
+	size_t n = strnlen(uri, SIZE_MAX >> 2);
+
 	(void)cls;
 	(void)c;
-	return (void *)(uintptr_t)strlen(uri);
+	return (void *)((uintptr_t)n << 2);
 }
 
 static void

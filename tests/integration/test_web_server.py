@@ -35,6 +35,8 @@ def start(t, sid="web-s1"):
     """kubesim with cairn's CRDs and a default fs BSL, and a cairn server
     serving the web endpoint; (sim, server, port). Skips if --listen is not
     served yet."""
+    if not os.path.exists(BIN):
+        t.skip("%s not built" % BIN)
     sim = t.kubesim()
     sim.install_crds(NS)
     add_bsl(sim, "default", t.mkdir("store"), default=True)
