@@ -181,6 +181,29 @@ def methods_and_request_caps(t):
 
 
 @case
+def connections_kept_alive_between_polls(t):
+    import http.client
+    demo, port = start_demo(t)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    for path in ("/status.json", "/status.json", "/metrics", "/healthz"):
+        c.request("GET", path)
+        r = c.getresponse()
+        r.read()
+        t.eq(r.status, 200, "GET %s" % path)
+        t.check((r.getheader("Connection") or "").lower() != "close", "%s closed the connection" % path)
+    local = c.sock.getsockname()
+    c.request("GET", "/healthz")
+    c.getresponse().read()
+    t.eq(c.sock.getsockname(), local, "same connection")
+    # A request with a body is answered without reading it, and closed.
+    c.request("POST", "/status.json", body=b"x" * 1000)
+    r = c.getresponse()
+    r.read()
+    t.eq((r.status, (r.getheader("Connection") or "").lower()), (405, "close"), "POST")
+    c.close()
+
+
+@case
 def token_required_except_probes(t):
     token_file = t.path("token")
     with open(token_file, "w") as f:
