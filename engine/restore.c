@@ -93,6 +93,7 @@ struct rs {
 	struct bsl *loc;
 	char *prefix;			/* the location's key prefix */
 	int64_t total, done, restored_before;
+	int64_t bytes_read;		/* compressed tarball bytes read */
 	int64_t last_progress_us;
 	char *last_key;
 	size_t tier;
@@ -332,13 +333,16 @@ rs_set_progress(struct rs *rs)
 
 	cJSON_AddNumberToObject(p, "totalItems", (double)total);
 	cJSON_AddNumberToObject(p, "itemsRestored", (double)rs->done);
+	cJSON_AddNumberToObject(p, "bytesDone", (double)rs->bytes_read);
 	json_set_item(rs->status, "progress", p);
 	cJSON_AddNumberToObject(c, "itemsDone", (double)rs->done);
 	cJSON_AddStringToObject(c, "lastItem", rs->last_key ? rs->last_key : "");
 	cJSON_AddNumberToObject(c, "tier", (double)rs->tier);
 	json_set_item(rs->status, "checkpoint", c);
+	pthread_mutex_lock(&rs->mu);
 	json_set_int(rs->status, "warnings", rs->nwarnings);
 	json_set_int(rs->status, "errors", rs->nerrors);
+	pthread_mutex_unlock(&rs->mu);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1385,6 +1389,8 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 	if (rc == 0)
 		rc = restore_plan_build(tr, rs.filter, plan_problem, &rs,
 		    &rs.plan, &perr);
+	if (tr != NULL)
+		rs.bytes_read = (int64_t)tarread_bytes_in(tr);
 	tarread_free(tr);
 	if (rc == CAIRN_ECANCELED || (env->stop != NULL && *env->stop)) {
 		rc = cairn_err_set(err, CAIRN_ECANCELED, "stopped");
