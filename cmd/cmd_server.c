@@ -98,6 +98,7 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 			cli_fail("%s", err.msg);
 			goto done;
 		}
+		volumes_web_install_metrics();
 	}
 	period = flag_duration_us(fs, F_RETRY_PERIOD);
 	if (period > TIME_US_PER_SEC || period <= 0)

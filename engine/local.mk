@@ -59,7 +59,8 @@ tests_unit_test_cron_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
 engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h \
 	engine/hostpath.c engine/hostpath.h \
-	engine/volumes.c engine/volumes.h
+	engine/volumes.c engine/volumes.h \
+	engine/volumes_web.c
 
 check_PROGRAMS += tests/unit/test_plugin
 tests_unit_test_plugin_SOURCES = tests/unit/test_plugin.c

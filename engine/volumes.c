@@ -78,6 +78,14 @@ static struct {
 	int set;
 } vcfg;
 
+static volumes_observer_fn vol_observer;
+
+void
+volumes_set_observer(volumes_observer_fn fn)
+{
+	vol_observer = fn;
+}
+
 int
 volumes_configure(const struct volumes_config *c, struct cairn_err *err)
 {
@@ -453,6 +461,8 @@ vop_claim(struct vop *v, const struct volumes_ctx *c,
 		v->attempt = json_int(obj, "status.claim.attempt", 1);
 		log_info("%s %s: resuming (attempt %lld)", what, v->name,
 		    (long long)v->attempt);
+		if (vol_observer != NULL)
+			vol_observer(gvr == &vpr_gvr, "attempt", 0);
 		return 0;
 	}
 	v->attempt = json_int(obj, "status.claim.attempt", 0) + 1;
@@ -482,6 +492,8 @@ vop_claim(struct vop *v, const struct volumes_ctx *c,
 	}
 	log_info("%s %s: claimed (attempt %lld)", what, v->name,
 	    (long long)v->attempt);
+	if (vol_observer != NULL)
+		vol_observer(gvr == &vpr_gvr, "attempt", 0);
 	return 0;
 }
 
@@ -553,6 +565,8 @@ vop_finish(struct vop *v, const char *phase, const char *message,
 	if (message != NULL)
 		json_set_str(v->status, "message", message);
 	vop_set_progress(v);
+	if (vol_observer != NULL)
+		vol_observer(v->gvr == &vpr_gvr, phase, (int64_t)v->done);
 	log_info("%s %s: %s%s%s (%llu of %llu bytes)", v->what, v->name,
 	    phase, message ? ": " : "", message ? message : "",
 	    (unsigned long long)v->done, (unsigned long long)v->total);
