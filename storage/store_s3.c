@@ -453,18 +453,24 @@ s3_attempt(struct store_s3 *s3, CURL *h, struct s3_call *c, int64_t now,
 	    (long)(s3->timeout_ms / 1000 > 0 ? s3->timeout_ms / 1000 : 1));
 	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, S3_XFER_BUFFER);
 	curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, S3_XFER_BUFFER);
+#if LIBCURL_VERSION_NUM >= 0x075500	/* 7.85 */
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS, CURLPROTO_HTTP | CURLPROTO_HTTPS);
+#endif
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, cb_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cb_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
 	if (s3->ca_file != NULL)
 		curl_easy_setopt(h, CURLOPT_CAINFO, s3->ca_file);
+#if LIBCURL_VERSION_NUM >= 0x074d00	/* 7.77 */
 	if (s3->ca_pem != NULL) {
 		struct curl_blob blob = { s3->ca_pem, strlen(s3->ca_pem),
 		    CURL_BLOB_COPY };
 		curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
 	}
+#endif
 	if (s3->insecure) {
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -1336,6 +1342,13 @@ store_open_s3(const struct store_s3_config *cfg, struct store **out,
 	    strchr(s3->bucket, '.') != NULL;
 	s3->ca_file = xstrdup(cfg->ca_file);
 	s3->ca_pem = xstrdup(cfg->ca_pem);
+#if LIBCURL_VERSION_NUM < 0x074d00
+	if (s3->ca_pem != NULL) {
+		rc = cairn_err_set(err, CAIRN_EUNSUPPORTED, "objectStorage.caCert "
+		    "needs libcurl 7.77 or later; use config.caCertFile");
+		goto fail;
+	}
+#endif
 	s3->insecure = cfg->insecure_skip_verify;
 	s3->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 30000;
 	s3->max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : 6;

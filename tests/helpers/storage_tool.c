@@ -5,7 +5,8 @@
  *   storage_tool STORE-OPTIONS COMMAND ARGS...
  *   store options: --fs DIR | --s3 BUCKET --endpoint URL [--region R]
  *                  [--path-style] [--creds-file F] [--profile P]
- *                  [--attempts N] [--backoff-ms N] | --bsl FILE.json [--creds-file F]
+ *                  [--attempts N] [--backoff-ms N] [--ca-file F] [--insecure]
+ *                  | --bsl FILE.json [--creds-file F]
  *   commands:
  *     check
  *     put KEY FILE               fd source (known length, rewindable)
@@ -457,6 +458,10 @@ main(int argc, char **argv)
 			c.max_attempts = atoi(argv[++i]);
 		else if (strcmp(argv[i], "--backoff-ms") == 0 && i + 1 < argc)
 			c.backoff_base_ms = atoll(argv[++i]);
+		else if (strcmp(argv[i], "--ca-file") == 0 && i + 1 < argc)
+			c.ca_file = argv[++i];
+		else if (strcmp(argv[i], "--insecure") == 0)
+			c.insecure_skip_verify = 1;
 		else if (strcmp(argv[i], "--bsl") == 0 && i + 1 < argc)
 			bsl = argv[++i];
 		else

@@ -4,11 +4,13 @@ What cairn writes (small objects, a 50 MB multipart upload, odd keys) is
 read back byte-identical with `aws s3 cp`; what aws writes (including its
 own multipart uploads) is read by cairn; listings agree, across pages.
 """
+import base64
 import json
 import os
+import subprocess
 
 from cairntest import case, main
-from s3rver import S3rver
+from s3rver import S3rver, storage_tool_path
 
 MiB = 1 << 20
 
@@ -113,6 +115,36 @@ def listing_pages(t):
          "every key once")
     out = s3.storage_tool("list", "", "/").stdout.decode().splitlines()
     t.eq(out, ["P many/"], "one common prefix for the whole tree")
+
+
+@case
+def tls_custom_ca(t):
+    """https endpoint with a self-signed certificate: trusted through a CA
+    file, through a BSL's objectStorage.caCert, refused otherwise."""
+    s3 = S3rver(t, tls=True)
+    data = rand_file(t.path("data"), 3000)
+    s3.storage_tool("put", "tls/obj", data, extra=("--ca-file", s3.ca_file))
+    s3.aws("s3", "cp", "s3://cairn/tls/obj", t.path("aws"))
+    t.check(read(t.path("aws")) == read(data), "aws reads over TLS")
+    r = s3.storage_tool("get", "tls/obj", t.path("x"), check=False)
+    err = r.stderr.decode()
+    t.check(r.returncode == 1 and "cannot reach" in err and "certificate" in err.lower()
+            and len(err.strip().splitlines()) == 1, "untrusted certificate: %r" % err)
+    s3.storage_tool("get", "tls/obj", t.path("insecure"), extra=("--insecure",))
+    t.check(read(t.path("insecure")) == read(data), "insecureSkipTLSVerify")
+    with open(s3.ca_file, "rb") as f:
+        ca_b64 = base64.b64encode(f.read()).decode()
+    bsl = {"apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+           "metadata": {"name": "tls"},
+           "spec": {"provider": "s3", "objectStorage": {"bucket": "cairn", "caCert": ca_b64},
+                    "config": {"endpoint": s3.endpoint, "region": "us-east-1"}}}
+    with open(t.path("bsl.json"), "w") as f:
+        json.dump(bsl, f)
+    r = subprocess.run([storage_tool_path(), "--bsl", t.path("bsl.json"), "--creds-file",
+                        s3.creds_file, "get", "tls/obj", t.path("bsl.back")],
+                       capture_output=True, text=True, env=s3.full_env())
+    t.check(r.returncode == 0, "BSL caCert: %s" % r.stderr)
+    t.check(read(t.path("bsl.back")) == read(data), "bytes through a caCert location")
 
 
 main()

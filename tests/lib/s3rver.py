@@ -43,7 +43,7 @@ def storage_tool_path():
 
 
 class S3rver:
-    def __init__(self, t, buckets=("cairn",), name="s3rver"):
+    def __init__(self, t, buckets=("cairn",), name="s3rver", tls=False):
         self.t = t
         binary = os.path.join(SRCDIR, "node_modules", ".bin", "s3rver")
         if not os.path.exists(binary):
@@ -61,14 +61,27 @@ class S3rver:
         argv = [node] + (["--openssl-legacy-provider"] if legacy else []) + [
                 os.path.join(SRCDIR, "tests", "lib", "s3rver_ext.js"), SRCDIR,
                 os.path.join(self.dir, "data"), ready] + list(buckets)
-        self.proc = t.spawn(argv, name=name)
+        env = None
+        self.ca_file = None
+        if tls:
+            # a throw-away CA-less self-signed certificate for 127.0.0.1
+            key, cert = os.path.join(self.dir, "key.pem"), os.path.join(self.dir, "cert.pem")
+            r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                                "-keyout", key, "-out", cert, "-days", "2", "-subj",
+                                "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise CheckFailed("openssl could not make a certificate: %s" % r.stderr)
+            env = {"S3RVER_KEY": key, "S3RVER_CERT": cert}
+            self.ca_file = cert
+        self.proc = t.spawn(argv, name=name, env=env)
         wait_for(lambda: os.path.exists(ready) or not self.proc.alive(), 30,
                  "s3rver ready file")
         if not self.proc.alive():
             raise CheckFailed("s3rver exited: %s" % self.proc.output()[-2000:])
         with open(ready) as f:
             self.port = int(f.read().strip())
-        self.endpoint = "http://127.0.0.1:%d" % self.port
+        self.endpoint = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.port)
         self.bucket = buckets[0] if buckets else None
         self.creds_file = os.path.join(self.dir, "credentials")
         with open(self.creds_file, "w") as f:
@@ -99,6 +112,8 @@ class S3rver:
     def aws(self, *args, check=True, timeout=300, endpoint=None):
         """Run the aws CLI against this server; returns CompletedProcess."""
         argv = [aws_cli(), "--endpoint-url", endpoint or self.endpoint] + [str(a) for a in args]
+        if self.ca_file:
+            argv[1:1] = ["--ca-bundle", self.ca_file]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
                            env=self.full_env())
         if check and r.returncode != 0:

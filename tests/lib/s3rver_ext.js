@@ -16,7 +16,13 @@ const [root, dataDir, readyFile, ...buckets] = process.argv.slice(2);
 const S3rver = require(path.join(root, 'node_modules', 's3rver'));
 const S3Error = require(path.join(root, 'node_modules', 's3rver', 'lib', 'models', 'error'));
 
+// TLS when S3RVER_KEY and S3RVER_CERT name PEM files.
+const tls = process.env.S3RVER_KEY && process.env.S3RVER_CERT
+  ? { key: fs.readFileSync(process.env.S3RVER_KEY), cert: fs.readFileSync(process.env.S3RVER_CERT) }
+  : {};
+
 const server = new S3rver({
+  ...tls,
   directory: dataDir,
   address: '127.0.0.1',
   port: 0,
