@@ -305,7 +305,7 @@ serve_redirect(struct MHD_Connection *c)
 	return ok;
 }
 
-/* Answer one request (first call of the access handler). */
+/* Answer one request (once; see handle() for when). */
 static enum MHD_Result
 route(struct web *w, struct MHD_Connection *c, const char *url,
     const char *method, size_t target_len)
