@@ -10,6 +10,7 @@ import os
 import subprocess
 
 from cairntest import case, main
+from faultproxy import FaultProxy
 from s3rver import S3rver, storage_tool_path
 
 MiB = 1 << 20
@@ -145,6 +146,29 @@ def tls_custom_ca(t):
                        capture_output=True, text=True, env=s3.full_env())
     t.check(r.returncode == 0, "BSL caCert: %s" % r.stderr)
     t.check(read(t.path("bsl.back")) == read(data), "bytes through a caCert location")
+
+
+@case
+def virtual_hosted_addressing(t):
+    """Without forcePathStyle cairn addresses <bucket>.<host>/<key>."""
+    s3 = S3rver(t, vhost=True)
+    proxy = FaultProxy(t, s3.port, rate=0)  # only to see the requests
+    ep = "http://s3.localhost:%d" % proxy.port
+    big = rand_file(t.path("big"), 6 * MiB + 5)
+    s3.storage_tool("put", "vh/small key", t.path("big"), endpoint=ep)
+    s3.storage_tool("upload", "vh/mp", big, 5 * MiB, endpoint=ep)
+    out = s3.storage_tool("list", "vh/", endpoint=ep).stdout.decode()
+    t.eq(sorted(line[2:].rsplit(" ", 2)[0] for line in out.splitlines()),
+         ["vh/mp", "vh/small key"], "vhost listing")
+    s3.storage_tool("get", "vh/mp", t.path("back"), endpoint=ep)
+    t.check(read(t.path("back")) == read(big), "vhost multipart read back")
+    hosts = {h for _, h, _ in proxy.log}
+    t.eq(hosts, {"cairn.s3.localhost:%d" % proxy.port}, "Host headers sent")
+    t.check(all(not p.startswith("/cairn") for _, _, p in proxy.log),
+            "no path-style request: %s" % proxy.log[:3])
+    # and the path-style view of the same bucket agrees
+    s3.aws("s3", "cp", "s3://cairn/vh/mp", t.path("aws"))
+    t.check(read(t.path("aws")) == read(big), "aws reads the vhost upload")
 
 
 main()

@@ -4,6 +4,7 @@
     proxy.endpoint            # point the client here instead of the server
     proxy.counts              # {"forwarded": n, "slowdown": n, "500": n, "reset": n}
     proxy.canned = (403, "SignatureDoesNotMatch", "...")   # answer this to everything
+    proxy.log                 # [(method, host header, path), ...] as received
 
 A fraction `rate` of requests gets, in turn of a seeded random choice:
   slowdown  503 with an S3 <Error><Code>SlowDown</Code> body
@@ -39,6 +40,7 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.counts = {"forwarded": 0, "slowdown": 0, "500": 0, "reset": 0, "canned": 0}
         self.canned = None
+        self.log = []
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -69,6 +71,8 @@ class FaultProxy:
 
             def any(self):
                 length = int(self.headers.get("Content-Length") or 0)
+                with proxy.lock:
+                    proxy.log.append((self.command, self.headers.get("Host"), self.path))
                 fault = proxy.pick()
                 if fault == "reset" and length > 0:
                     self.rfile.read(length // 2)

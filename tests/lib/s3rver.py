@@ -4,6 +4,8 @@
     s3 = S3rver(t)                  # started on a random loopback port
     s3.endpoint                     # "http://127.0.0.1:PORT"
     s3.create_bucket("other")       # more buckets ("cairn" exists already)
+    S3rver(t, tls=True)             # https with a self-signed cert (s3.ca_file)
+    S3rver(t, vhost=True)           # also serves <bucket>.s3.localhost
     s3.env                          # AWS_* variables (S3RVER / S3RVER)
     s3.creds_file                   # the same as an AWS credentials file
     s3.aws("s3", "cp", src, "s3://cairn/key")   # the real aws CLI against it
@@ -43,7 +45,7 @@ def storage_tool_path():
 
 
 class S3rver:
-    def __init__(self, t, buckets=("cairn",), name="s3rver", tls=False):
+    def __init__(self, t, buckets=("cairn",), name="s3rver", tls=False, vhost=False):
         self.t = t
         binary = os.path.join(SRCDIR, "node_modules", ".bin", "s3rver")
         if not os.path.exists(binary):
@@ -74,6 +76,8 @@ class S3rver:
                 raise CheckFailed("openssl could not make a certificate: %s" % r.stderr)
             env = {"S3RVER_KEY": key, "S3RVER_CERT": cert}
             self.ca_file = cert
+        if vhost:
+            env = dict(env or {}, S3RVER_SERVICE_ENDPOINT="localhost")
         self.proc = t.spawn(argv, name=name, env=env)
         wait_for(lambda: os.path.exists(ready) or not self.proc.alive(), 30,
                  "s3rver ready file")

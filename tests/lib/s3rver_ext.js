@@ -24,6 +24,9 @@ const tls = process.env.S3RVER_KEY && process.env.S3RVER_CERT
 const server = new S3rver({
   ...tls,
   directory: dataDir,
+  // S3RVER_SERVICE_ENDPOINT=localhost serves virtual-hosted buckets at
+  // <bucket>.s3.localhost (libcurl resolves *.localhost to loopback).
+  serviceEndpoint: process.env.S3RVER_SERVICE_ENDPOINT || 'amazonaws.com',
   address: '127.0.0.1',
   port: 0,
   silent: process.env.S3RVER_VERBOSE ? false : true,
