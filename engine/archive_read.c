@@ -74,6 +74,7 @@ mem_read(void *arg, const void **p, struct cairn_err *err)
 	struct mem_src *m = arg;
 	size_t n = m->len - m->pos;
 
+	(void)err;
 	if (n > READ_BLOCK)
 		n = READ_BLOCK;
 	*p = m->p + m->pos;

@@ -533,12 +533,11 @@ prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
 
 /*
  * The live object as comparable to a prepared one: metadata reset,
- * status dropped, assigned fields stripped, and the restore labels
- * copied from want (Velero's comparison). Owned.
+ * status dropped, assigned fields stripped, and this restore's labels
+ * added (Velero's comparison). Owned.
  */
 static cJSON *
-comparable(struct rs *rs, const char *resgroup, const cJSON *live,
-    const cJSON *want)
+comparable(struct rs *rs, const char *resgroup, const cJSON *live)
 {
 	cJSON *c = cJSON_Duplicate(live, 1);
 
@@ -644,7 +643,7 @@ apply_item(struct rs *rs, struct restore_row *row)
 		    "cannot be read: %s", what, err.msg);
 		goto done;
 	}
-	cmp = comparable(rs, row->resgroup, live, obj);
+	cmp = comparable(rs, row->resgroup, live);
 	if (cJSON_Compare(cmp, obj, 1)) {
 		/* equal: done; created by an earlier attempt when labelled so */
 		st = JOURNAL_R_SKIPPED;
