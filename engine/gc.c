@@ -232,7 +232,7 @@ gc_one(struct gc_pass *g, const cJSON *b)
 			goto fail;
 		if (rc == 0) {
 			g->st.finalized++;
-			log_info("backup %s/%s: storage cleaned, object released",
+			log_info("backup %s/%s: finalizer removed, object released",
 			    g->ns, name);
 		}
 		return;

@@ -133,7 +133,8 @@ server_scan(struct server *s)
 	    s, NULL, &err);
 	if (rc < 0 && rc != CAIRN_ECANCELED)
 		log_warn("listing backups in %s: %s", s->o->namespace, err.msg);
-	qsort(s->cand, s->ncand, sizeof *s->cand, qitem_cmp);
+	if (s->ncand > 1)	/* qsort(NULL, 0) is undefined (UBSan) */
+		qsort(s->cand, s->ncand, sizeof *s->cand, qitem_cmp);
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < s->ncand; i++) {
 		if (busy_locked(s, s->cand[i].name) || s->nq >= SERVER_QUEUE_MAX) {

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "engine/sync.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -312,8 +313,11 @@ sync_location(struct sync_pass *p, cJSON *obj)
 	ok = rc == 0;
 	st = json_ensure(obj, "status");
 	if (do_validate) {
-		const char *old = json_str_or(obj, "status.phase", "");
+		/* A copy: setting status.phase below frees the old string. */
+		char old[32];
 
+		snprintf(old, sizeof old, "%s", json_str_or(obj, "status.phase",
+		    ""));
 		p->st.validated++;
 		time_format_rfc3339(p->now, ts);
 		json_set_str(st, "lastValidationTime", ts);
@@ -339,8 +343,9 @@ sync_location(struct sync_pass *p, cJSON *obj)
 			    collect_backup, &p->cluster, NULL, &err);
 			if (rc < 0)
 				goto fail;
-			qsort(p->cluster.v, p->cluster.n, sizeof *p->cluster.v,
-			    names_cmp);
+			if (p->cluster.n > 1)
+				qsort(p->cluster.v, p->cluster.n,
+				    sizeof *p->cluster.v, names_cmp);
 			p->have_cluster = 1;
 		}
 		prefix = gc_location_prefix(l);
