@@ -135,11 +135,11 @@ def backed_up_items(src):
 class World:
     """A fresh target kubesim with cairn's CRDs, an fs store and a runner."""
 
-    def __init__(self, t, name="target", runner=True):
+    def __init__(self, t, name="target", runner=True, store=None):
         self.t = t
         self.sim = t.kubesim(name=name)
         self.sim.install_crds(NS)
-        self.store = t.mkdir(name + "-store")
+        self.store = store or t.mkdir(name + "-store")
         self.journal = t.path(name + "-journal.db")
         self.proc = None
         if runner:
@@ -600,6 +600,56 @@ def takeover_with_empty_journal(t):
     t.eq(len([e for e in posts if e["status"] == 201]), 600, "each object created once")
     t.check(len([e for e in posts if e["status"] == 409]) >= 150,
             "the new owner met the old owner's objects as AlreadyExists")
+
+@case
+def round_trip_real_backup_engine(t):
+    """The same application set backed up by the real backup engine
+    (`cairn server`), restored by the restore controller into a fresh
+    cluster that shares the storage location."""
+    store = t.mkdir("shared-store")
+    src = t.kubesim(name="source")
+    src.install_crds(NS)
+    src.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+        "metadata": {"name": "default", "namespace": NS},
+        "spec": {"provider": "fs", "objectStorage": {"bucket": "local"},
+                 "config": {"path": store}, "default": True}})
+    make_app(src)
+    items = [x for x in backed_up_items(src)
+             if not x[3]["metadata"]["name"].endswith(".cairn.io")]
+    srv = t.spawn([os.environ.get("CAIRN_BIN") or os.path.join(BUILDDIR, "cairn"), "server",
+                   "--kubeconfig", src.kubeconfig, "--namespace", NS, "--server-id", "bk",
+                   "--journal", t.path("bk-journal.db"), "--retry-period", "200ms"], name="server")
+    src.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": "real", "namespace": NS},
+        "spec": {"includedNamespaces": ["app1", "app2"], "includeClusterResources": True,
+                 "snapshotVolumes": False}})
+
+    def backed_up():
+        b = src.ok("GET", "/apis/cairn.io/v1/namespaces/%s/backups/real" % NS)
+        return b if b.get("status", {}).get("phase") in rt.FINAL else None
+    try:
+        b = wait_for(backed_up, 60, "backup by cairn server", interval=0.2)
+    except CheckFailed:
+        raise CheckFailed("backup did not end: %s" % srv.output()[-2000:])
+    t.eq(b["status"]["phase"], "Completed", "backup phase %s" % b["status"])
+    t.check(os.path.exists(os.path.join(store, "backups/real/real.tar.gz")), "tarball in storage")
+    w = World(t, store=store)
+    # the target learns about the backup (what the sync controller does)
+    w.sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+        "metadata": {"name": "default", "namespace": NS},
+        "spec": {"provider": "fs", "objectStorage": {"bucket": "local"},
+                 "config": {"path": store}, "default": True}})
+    nb = w.sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": "real", "namespace": NS},
+        "spec": b["spec"]})
+    nb["status"] = {"phase": "Completed"}
+    w.sim.ok("PUT", "/apis/cairn.io/v1/namespaces/%s/backups/real/status" % NS, nb)
+    r = w.restore("from-real", {"backupName": "real"})
+    t.check(r["status"]["phase"] == "Completed", "restore phase %s results %s" % (
+        r["status"], json.dumps(w.results("from-real"))[:800]))
+    compare_all(t, w, items)
 
 
 main()
