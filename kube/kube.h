@@ -384,7 +384,13 @@ typedef int (*kube_event_fn)(void *arg, enum kube_event_type type,
 struct kube_watch_opts {
 	const char *label_selector;
 	const char *field_selector;
-	const char *resource_version;	/* start after this RV; NULL/"": current state as ADDED first */
+	/*
+	 * Start after this RV. NULL/"": the current state arrives as ADDED
+	 * events first; a reconnect then resumes from the last object's RV,
+	 * which may replay a few events. For an exact resume start from a
+	 * list's resourceVersion (as the informer does).
+	 */
+	const char *resource_version;
 	int bookmarks;			/* ask for BOOKMARK events */
 	int timeout_s;			/* server-side timeoutSeconds per connection; 0: 300 */
 	/*
