@@ -586,3 +586,64 @@ s3xml_list_parts(const char *doc, size_t len, s3xml_part_fn fn, void *arg,
 	*next_marker = c.marker;
 	return rc;
 }
+
+struct del_ctx {
+	s3xml_delete_error_fn fn;
+	void *arg;
+	char *key, *code, *msg;
+	size_t deleted;
+};
+
+static int
+del_cb(void *arg, enum s3xml_event ev, const char *path, const char *text,
+    size_t len)
+{
+	struct del_ctx *c = arg;
+	int is_err = strcmp(path, "DeleteResult/Error") == 0;
+
+	if (ev == S3XML_OPEN && is_err) {
+		FREE_NULL(c->key);
+		FREE_NULL(c->code);
+		FREE_NULL(c->msg);
+		return 0;
+	}
+	if (ev == S3XML_CLOSE && is_err)
+		return c->fn(c->arg, c->key ? c->key : "", c->code ? c->code : "",
+		    c->msg ? c->msg : "");
+	if (ev == S3XML_CLOSE && strcmp(path, "DeleteResult/Deleted") == 0) {
+		c->deleted++;
+		return 0;
+	}
+	if (ev != S3XML_LEAF)
+		return 0;
+	if (strcmp(path, "DeleteResult/Error/Key") == 0) {
+		free(c->key);
+		c->key = xstrndup(text, len);
+	} else if (strcmp(path, "DeleteResult/Error/Code") == 0) {
+		free(c->code);
+		c->code = xstrndup(text, len);
+	} else if (strcmp(path, "DeleteResult/Error/Message") == 0) {
+		free(c->msg);
+		c->msg = xstrndup(text, len);
+	}
+	return 0;
+}
+
+int
+s3xml_delete_result(const char *doc, size_t len, s3xml_delete_error_fn fn,
+    void *arg, size_t *deleted, struct cairn_err *err)
+{
+	struct del_ctx c;
+	int rc;
+
+	memset(&c, 0, sizeof c);
+	c.fn = fn;
+	c.arg = arg;
+	rc = s3xml_parse(doc, len, del_cb, &c, err);
+	free(c.key);
+	free(c.code);
+	free(c.msg);
+	if (deleted != NULL)
+		*deleted = c.deleted;
+	return rc;
+}

@@ -81,4 +81,13 @@ typedef int (*s3xml_part_fn)(void *arg, const struct s3xml_part *p);
 int s3xml_list_parts(const char *doc, size_t len, s3xml_part_fn fn, void *arg,
 	int *truncated, int *next_marker, struct cairn_err *err);
 
+/*
+ * DeleteResult (DeleteObjects, quiet mode): fn per <Error> entry with its
+ * Key, Code and Message; *deleted counts <Deleted> entries.
+ */
+typedef int (*s3xml_delete_error_fn)(void *arg, const char *key,
+	const char *code, const char *message);
+int s3xml_delete_result(const char *doc, size_t len, s3xml_delete_error_fn fn,
+	void *arg, size_t *deleted, struct cairn_err *err);
+
 #endif

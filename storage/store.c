@@ -19,7 +19,8 @@
  * callback may be rewindable too. Sinks are plain write callbacks.
  *
  * Generic operations built from the primitives live here too:
- * store_delete_prefix (list + delete), store_put_mem, store_get_mem.
+ * store_delete_prefix (list, then delete: one by one, or in batches where
+ * the backend has them, S3's DeleteObjects), store_put_mem, store_get_mem.
  */
 #include "config.h"
 #include "storage/store_int.h"
@@ -400,10 +401,14 @@ store_delete_prefix(struct store *s, const char *prefix, size_t *n,
 		    store_describe(s));
 	/* Collect first: deleting while a listing pages is not stable. */
 	rc = store_list(s, prefix, NULL, collect_key, &c, err);
-	for (i = 0; rc == 0 && i < c.n; i++) {
-		rc = s->ops->del(s, c.keys[i], err);
-		if (rc == 0 && n != NULL)
-			(*n)++;
+	if (rc == 0 && s->ops->del_many != NULL && c.n > 0) {
+		rc = s->ops->del_many(s, c.keys, c.n, n, err);
+	} else {
+		for (i = 0; rc == 0 && i < c.n; i++) {
+			rc = s->ops->del(s, c.keys[i], err);
+			if (rc == 0 && n != NULL)
+				(*n)++;
+		}
 	}
 	for (i = 0; i < c.n; i++)
 		free(c.keys[i]);

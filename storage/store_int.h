@@ -22,6 +22,9 @@ struct store_ops {
 	int (*list)(struct store *s, const char *prefix, const char *delim,
 	    store_list_fn fn, void *arg, struct cairn_err *err);
 	int (*del)(struct store *s, const char *key, struct cairn_err *err);
+	/* optional: delete n keys in batches; NULL: del() one by one */
+	int (*del_many)(struct store *s, char *const *keys, size_t n,
+	    size_t *deleted, struct cairn_err *err);
 	int (*mpu_create)(struct store *s, const char *key, char **id,
 	    struct cairn_err *err);
 	int (*mpu_put_part)(struct store *s, const char *key, const char *id,

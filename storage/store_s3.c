@@ -39,6 +39,9 @@
  * connection cache itself is not shared: libcurl 7.88 documents sharing
  * connections between concurrently used handles as unsafe. Nothing else in
  * the struct changes after open.
+ *
+ * Deleting a prefix uses DeleteObjects (1000 keys per request, quiet mode,
+ * Content-MD5 signed) instead of one DeleteObject per key.
  */
 #include "config.h"
 #include "storage/store_int.h"
@@ -53,6 +56,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <openssl/evp.h>
 
 #include "base/buf.h"
 #include "base/log.h"
@@ -108,6 +112,7 @@ struct s3_call {
 	void *sink_arg;
 	const struct store_progress *prog;
 	int64_t prog_total;
+	char content_md5[32];		/* base64 MD5 of the body, or "" */
 
 	/* per attempt */
 	long status;
@@ -414,6 +419,8 @@ s3_attempt(struct store_s3 *s3, CURL *h, struct s3_call *c, int64_t now,
 	if (s3->creds.session_token != NULL)
 		hdr[nh++] = (struct sigv4_header){ "x-amz-security-token",
 		    s3->creds.session_token };
+	if (c->content_md5[0] != '\0')
+		hdr[nh++] = (struct sigv4_header){ "content-md5", c->content_md5 };
 	rq.method = c->method;
 	rq.uri = buf_cstr(&uri);
 	rq.params = c->params;
@@ -953,6 +960,110 @@ s3_del(struct store *s, const char *key, struct cairn_err *err)
 	return rc;
 }
 
+#define S3_DELETE_BATCH 1000	/* DeleteObjects takes at most 1000 keys */
+
+struct del_errors {
+	struct store_s3 *s3;
+	int rc;
+	struct cairn_err *err;
+	size_t n;
+};
+
+static int
+del_error(void *arg, const char *key, const char *code, const char *message)
+{
+	struct del_errors *d = arg;
+
+	d->n++;
+	if (d->rc == 0) {
+		d->rc = strcmp(code, "AccessDenied") == 0 ? CAIRN_EAUTH :
+		    strncmp(code, "Internal", 8) == 0 ? CAIRN_ESERVER : CAIRN_EFAIL;
+		cairn_err_set(d->err, d->rc, "DeleteObjects s3://%s/%.300s: %s: %s",
+		    d->s3->bucket, key, code, message);
+	}
+	return 0;
+}
+
+static int
+has_control(const char *k)
+{
+	for (; *k != '\0'; k++)
+		if ((unsigned char)*k < 0x20)
+			return 1;
+	return 0;
+}
+
+/*
+ * Delete keys with DeleteObjects, up to 1000 per request (quiet mode:
+ * only failures are reported). Keys XML cannot carry (control bytes) go
+ * one by one. *deleted (may be NULL) counts what is gone.
+ */
+static int
+s3_del_many(struct store *s, char *const *keys, size_t n, size_t *deleted,
+    struct cairn_err *err)
+{
+	struct store_s3 *s3 = (struct store_s3 *)s;
+	struct del_errors de = { s3, 0, err, 0 };
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen;
+	struct store_src src;
+	struct s3_call c;
+	struct buf body;
+	size_t i, start, batch, nxml;
+	int rc = 0;
+
+	if (deleted != NULL)
+		*deleted = 0;
+	buf_init(&body, (size_t)S3_DELETE_BATCH * (STORE_KEY_MAX * 6 + 64) + 256);
+	for (start = 0; rc == 0 && start < n; start += batch) {
+		batch = n - start < S3_DELETE_BATCH ? n - start : S3_DELETE_BATCH;
+		buf_reset(&body);
+		nxml = 0;
+		buf_puts(&body, "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+		    "<Quiet>true</Quiet>");
+		for (i = start; i < start + batch; i++) {
+			if (has_control(keys[i])) {
+				rc = s3_del(s, keys[i], err);
+				if (rc < 0)
+					break;
+				if (deleted != NULL)
+					(*deleted)++;
+				continue;
+			}
+			buf_puts(&body, "<Object><Key>");
+			str_escape_html(&body, keys[i]);
+			buf_puts(&body, "</Key></Object>");
+			nxml++;
+		}
+		if (rc < 0 || nxml == 0)
+			continue;
+		if (buf_puts(&body, "</Delete>") < 0) {
+			rc = cairn_err_set(err, CAIRN_ETOOBIG,
+			    "DeleteObjects: request body too large");
+			break;
+		}
+		EVP_Digest(body.data, body.len, md, &mdlen, EVP_md5(), NULL);
+		call_init(&c, "DeleteObjects", "POST", NULL);
+		EVP_EncodeBlock((unsigned char *)c.content_md5, md, (int)mdlen);
+		call_param(&c, "delete", "");
+		store_src_mem(&src, body.data, body.len);
+		c.src = &src;
+		rc = s3_call_run(s3, &c, err);
+		if (rc == 0) {
+			de.n = 0;
+			rc = s3xml_delete_result(c.reply.data ? c.reply.data : "",
+			    c.reply.len, del_error, &de, NULL, err);
+			if (rc == 0)
+				rc = de.rc;
+			if (deleted != NULL)
+				*deleted += nxml - de.n;
+		}
+		call_done(&c);
+	}
+	buf_free(&body);
+	return rc;
+}
+
 static int
 s3_mpu_create(struct store *s, const char *key, char **id,
     struct cairn_err *err)
@@ -1375,6 +1486,6 @@ fail:
 
 static const struct store_ops s3_ops = {
 	"s3", s3_free, s3_check, s3_put, s3_get, s3_head, s3_list, s3_del,
-	s3_mpu_create, s3_mpu_put_part, s3_mpu_list_parts, s3_mpu_complete,
+	s3_del_many, s3_mpu_create, s3_mpu_put_part, s3_mpu_list_parts, s3_mpu_complete,
 	s3_mpu_abort,
 };

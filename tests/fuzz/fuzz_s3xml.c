@@ -25,6 +25,15 @@ any_part(void *arg, const struct s3xml_part *p)
 	return p->number == 9999;
 }
 
+static int
+any_delete_error(void *arg, const char *key, const char *code, const char *msg)
+{
+	(void)arg;
+	(void)code;
+	(void)msg;
+	return key[0] == '\x01';
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
@@ -43,5 +52,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (s3xml_list_objects(d, size, any_object, NULL, &t, &s, NULL) == 0)
 		free(s);
 	(void)s3xml_list_parts(d, size, any_part, NULL, &t, &m, NULL);
+	(void)s3xml_delete_result(d, size, any_delete_error, NULL, NULL, NULL);
 	return 0;
 }

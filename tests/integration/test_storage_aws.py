@@ -116,6 +116,11 @@ def listing_pages(t):
          "every key once")
     out = s3.storage_tool("list", "", "/").stdout.decode().splitlines()
     t.eq(out, ["P many/"], "one common prefix for the whole tree")
+    # DeleteObjects in batches of 1000
+    t.eq(s3.storage_tool("delete-prefix", "many/").stdout.decode().strip(), "1050",
+         "deleted by prefix")
+    t.eq(s3.aws("s3", "ls", "--recursive", "s3://cairn/many/", check=False).stdout, "",
+         "aws sees nothing left")
 
 
 @case

@@ -140,6 +140,34 @@ test_xml_parts_upload_complete_error(void)
 }
 
 static int
+del_err_cb(void *arg, const char *key, const char *code, const char *message)
+{
+	struct rows *r = arg;
+	size_t n = strlen(r->text);
+
+	snprintf(r->text + n, sizeof r->text - n, "%s|%s|%s\n", key, code, message);
+	return 0;
+}
+
+static void
+test_xml_delete_result(void)
+{
+	static const char doc[] =
+	    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DeleteResult "
+	    "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Deleted><Key>a</Key>"
+	    "</Deleted><Error><Key>b&amp;c</Key><Code>AccessDenied</Code><Message>"
+	    "Access Denied</Message></Error><Deleted><Key>d</Key></Deleted>"
+	    "</DeleteResult>";
+	struct rows r = { "" };
+	size_t deleted = 0;
+
+	REQUIRE(s3xml_delete_result(doc, strlen(doc), del_err_cb, &r, &deleted,
+	    NULL) == 0);
+	CHECK_STR(r.text, "b&c|AccessDenied|Access Denied\n");
+	CHECK_INT(deleted, 2);
+}
+
+static int
 count_cb(void *arg, enum s3xml_event ev, const char *path, const char *text,
     size_t len)
 {
@@ -565,6 +593,7 @@ main(void)
 	RUN(test_xml_list_objects);
 	RUN(test_xml_parts_upload_complete_error);
 	RUN(test_xml_hostile);
+	RUN(test_xml_delete_result);
 	RUN(test_key_rules);
 	RUN(test_layout_keys);
 	RUN(test_layout_list_backups);
