@@ -727,6 +727,8 @@ cmd_restore_describe(const struct cli_command *cmd, struct flagset *fs)
 		free(a);
 		free(b);
 	}
+	cli_describe_volumes(stdout, k, flag_str(fs, F_NAMESPACE), 1,
+	    json_str_or(r, "metadata.name", ""));
 	if (loc == NULL) {
 		rc = CLI_EXIT_OK;
 		goto out;

@@ -256,6 +256,11 @@ def backup_and_restore_hostpath_volumes(t):
         t.eq(vpr["status"]["progress"]["bytesDone"], vpr["status"]["progress"]["totalBytes"],
              "VolumePluginRestore progress")
         t.eq(vpr["metadata"]["labels"]["cairn.io/restore-name"], "r1", "restore label")
+    d = subprocess.run([BIN, "restore", "describe", "r1", "--kubeconfig", sim.kubeconfig,
+                        "--namespace", NS], capture_output=True, text=True)
+    vol_lines = [l for l in d.stdout.splitlines() if l.strip().startswith("pv-")]
+    t.eq(len(vol_lines), 3, "restore describe lists 3 volumes:\n%s%s" % (d.stdout[-2000:], d.stderr))
+    t.check(all("Completed" in l and "100%" in l for l in vol_lines), "restore volume lines: %s" % vol_lines)
     pvc = sim.ok("GET", "/api/v1/namespaces/%s/persistentvolumeclaims/claim-pv-big" % APP)
     t.eq(pvc["spec"]["volumeName"], "pv-big", "claim restored after its volume")
     runner.stop()
@@ -319,7 +324,7 @@ def kill9_during_copy_resumes(t):
     sim, store = setup(t)
     vols = t.mkdir("volumes")
     big = os.path.join(vols, "pv-resume")
-    random_dir(big, max(TOTAL_MB / 2, 8), 11)
+    random_dir(big, max(TOTAL_MB / 4, 8), 11)
     add_volume(sim, "pv-resume", big)
     journal = t.path("journal-s1.db")
     srv = server(t, sim, journal=journal)
