@@ -946,8 +946,8 @@ feed_row(void *arg, struct restore_row *row)
 		return 1;
 	}
 	/* done by an earlier run of this server: skip */
-	if (journal_restore_lookup(rs->env->journal, rs->jid, row->key, &st,
-	    NULL) == 0) {
+	if (rs->restored_before > 0 && journal_restore_lookup(rs->env->journal,
+	    rs->jid, row->key, &st, NULL) == 0) {
 		f->skipped++;
 		restore_row_free(row);
 		return 0;
@@ -1026,7 +1026,6 @@ run_tiers(struct rs *rs, struct cairn_err *err)
 			if (rc == 0)
 				rc = drc;
 		}
-		rs->done += f.skipped;
 		rs->ti = NULL;
 		kube_resource_free(ti.r);
 		if (rc == 0 && rs->fenced)
@@ -1412,6 +1411,7 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 		    NULL) == 0)
 			rs.restored_before = counts[0] + counts[1] + counts[2] +
 			    counts[3];
+		rs.done = rs.restored_before;	/* skipped below, counted now */
 	}
 	rs_event(&rs, "info", "plan: %lld items in %zu tiers (%lld done "
 	    "before)", (long long)rs.total, restore_plan_ntiers(rs.plan),
@@ -1442,5 +1442,42 @@ out:
 		rc = cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
 	free(tarkey);
 	rs_free(&rs);
+	return rc;
+}
+
+int
+restore_take(const struct engine_env *env, const char *name,
+	const char *worker, int workers, struct cairn_err *err)
+{
+	cJSON *obj = NULL, *claimed = NULL;
+	const char *phase;
+	int rc;
+
+	rc = kube_get(env->kube, &restores_gvr, env->namespace, name, &obj, err);
+	if (rc == CAIRN_ENOTFOUND)
+		return 0;
+	if (rc < 0)
+		return rc;
+	phase = json_str_or(obj, "status.phase", "");
+	if (phase[0] == '\0' || strcmp(phase, "New") == 0) {
+		rc = restore_claim(env, obj, worker, 1, &claimed, err);
+		cJSON_Delete(obj);
+		if (rc < 0)
+			return rc;
+		log_info("restore %s/%s: claimed by %s", env->namespace, name,
+		    worker);
+		obj = claimed;
+	} else if (strcmp(phase, "InProgress") != 0 ||
+	    strcmp(json_str_or(obj, "status.claim.holder", ""),
+	    env->server_id) != 0) {
+		cJSON_Delete(obj);
+		return 0;
+	} else {
+		log_info("restore %s/%s: resuming (attempt %lld)",
+		    env->namespace, name,
+		    (long long)json_int(obj, "status.claim.attempt", 1));
+	}
+	rc = restore_run(env, obj, worker, workers, err);
+	cJSON_Delete(obj);
 	return rc;
 }

@@ -16,7 +16,7 @@
  *
  * Wiring into engine/server.c: scan `restores` like `backups` (New ones
  * matching the shard selector; InProgress ones held by this server), and
- * in the worker call restore_claim() for New items, then restore_run().
+ * in the worker call restore_take() (claim if New, then restore_run()).
  */
 #ifndef CAIRN_RESTORE_H
 #define CAIRN_RESTORE_H
@@ -57,6 +57,16 @@ int restore_claim(const struct engine_env *env, const cJSON *obj,
  * InProgress (retry later).
  */
 int restore_run(const struct engine_env *env, const cJSON *obj,
+	const char *worker, int workers, struct cairn_err *err);
+
+/*
+ * What a server worker does with a queued Restore name: re-read it; if New
+ * (or no phase), claim it (attempt 1) and run it; if InProgress and held
+ * by env->server_id, resume it; anything else is left alone (returns 0).
+ * CAIRN_ECONFLICT: another worker claimed it first (leave it). Other
+ * codes as restore_run().
+ */
+int restore_take(const struct engine_env *env, const char *name,
 	const char *worker, int workers, struct cairn_err *err);
 
 /*

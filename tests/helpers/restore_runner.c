@@ -2,9 +2,9 @@
  * restore_runner.c: a minimal restore controller for the integration
  * tests of issue 9, until engine/server.c scans Restores too. It does what
  * the server's loop does for backups: every period, list the Restores of
- * the namespace; claim New ones with restore_claim() (conditional status
- * write) and run them with restore_run(); resume InProgress ones this
- * server id holds (its journal says what was done).
+ * the namespace and hand each New one, and each InProgress one this server
+ * id holds, to restore_take() (claim with a conditional status write, then
+ * run or resume; the journal says what was done).
  *
  *   restore_runner --kubeconfig F --namespace NS --journal DB
  *                  --server-id ID [--restore-workers N] [--period-ms N]
@@ -64,29 +64,15 @@ static void
 take(const struct engine_env *env, const char *name, int workers)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
-	cJSON *obj = NULL, *claimed = NULL;
-	const char *phase;
 	char worker[400];
 	int rc;
 
 	snprintf(worker, sizeof worker, "%s/0", env->server_id);
-	if (kube_get(env->kube, &restores_gvr, env->namespace, name, &obj,
-	    &err) < 0)
-		return;
-	phase = json_str_or(obj, "status.phase", "");
-	if (phase[0] == '\0' || strcmp(phase, "New") == 0) {
-		rc = restore_claim(env, obj, worker, 1, &claimed, &err);
-		cJSON_Delete(obj);
-		if (rc < 0) {
-			log_info("restore %s: not claimed: %s", name, err.msg);
-			return;
-		}
-		obj = claimed;
-	}
-	rc = restore_run(env, obj, worker, workers, &err);
-	if (rc < 0)
+	rc = restore_take(env, name, worker, workers, &err);
+	if (rc == CAIRN_ECONFLICT)
+		log_info("restore %s: claimed by someone else first", name);
+	else if (rc < 0)
 		log_warn("restore %s: %s", name, err.msg);
-	cJSON_Delete(obj);
 }
 
 int
