@@ -11,7 +11,7 @@
 import os
 import time
 
-from cairntest import BIN, case, main, wait_for, CheckFailed
+from cairntest import BIN, case, main, wait_for, cairn, CheckFailed
 
 NS = "cairn-system"
 BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
@@ -99,6 +99,15 @@ def deleting_a_backup_removes_its_files(t):
     wait_for(lambda: gone(sim, "doomed"), 20, "deleted backup released")
     t.eq(keys(store, "doomed"), [], "files of the deleted backup")
     t.eq(sim.get(RS + "/from-doomed")[0], 200, "restore of the deleted backup left alone")
+    # The CLI's way ends the same: files gone, then the object.
+    backup(sim, srv, "via-cli", "1h")
+    wait_for(lambda: FIN in sim.get(BK + "/via-cli")[1]["metadata"].get("finalizers", []),
+             10, "cleanup finalizer")
+    r = cairn("backup", "delete", "via-cli", "--confirm", "--kubeconfig", sim.kubeconfig,
+              "--namespace", NS)
+    t.eq(r.returncode, 0, "cairn backup delete: %s" % r.stderr)
+    wait_for(lambda: gone(sim, "via-cli"), 20, "backup deleted by the CLI released")
+    t.eq(keys(store, "via-cli"), [], "files of the backup deleted by the CLI")
 
 
 @case
