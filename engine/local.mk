@@ -75,3 +75,8 @@ check_PROGRAMS += tests/helpers/volume_mover
 tests_helpers_volume_mover_SOURCES = tests/helpers/volume_mover.c
 tests_helpers_volume_mover_LDADD = engine/libengine.a storage/libstorage.a \
 	base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/helpers/volume_tool
+tests_helpers_volume_tool_SOURCES = tests/helpers/volume_tool.c
+tests_helpers_volume_tool_LDADD = engine/libengine.a storage/libstorage.a \
+	journal/libjournal.a kube/libkube.a base/libbase.a $(DEPS_LIBS)

@@ -1286,15 +1286,15 @@ out:
 	return rc;
 }
 
-/* The VPB of volume pv in the backup's stored file; owned or NULL. */
+/* The backup's stored VolumePluginBackups (an array, owned) or NULL. */
 static cJSON *
-stored_vpb(const struct volumes_ctx *c, const cJSON *backup, const char *pv,
+stored_vpbs(const struct volumes_ctx *c, const cJSON *backup,
     struct cairn_err *err)
 {
 	struct bsl *loc = NULL;
 	char *key = NULL, *gz = NULL;
 	size_t len = 0;
-	cJSON *arr = NULL, *found = NULL, *v;
+	cJSON *arr = NULL;
 	z_stream z;
 	struct buf b;
 	unsigned char chunk[65536];
@@ -1326,6 +1326,25 @@ stored_vpb(const struct volumes_ctx *c, const cJSON *backup, const char *pv,
 	else
 		cairn_err_set(err, CAIRN_EPROTO, "%s: not gzip", key);
 	buf_free(&b);
+	if (arr != NULL && !cJSON_IsArray(arr)) {
+		cairn_err_set(err, CAIRN_EPROTO, "%s: not a JSON array", key);
+		cJSON_Delete(arr);
+		arr = NULL;
+	}
+out:
+	free(gz);
+	free(key);
+	bsl_free(loc);
+	return arr;
+}
+
+/* The Completed VPB of volume pv in the backup's stored file; owned or NULL. */
+static cJSON *
+stored_vpb(const struct volumes_ctx *c, const cJSON *backup, const char *pv,
+    struct cairn_err *err)
+{
+	cJSON *arr = stored_vpbs(c, backup, err), *v, *found = NULL;
+
 	cJSON_ArrayForEach(v, arr) {
 		if (strcmp(json_str_or(v, "spec.volume", ""), pv) == 0 &&
 		    strcmp(json_str_or(v, "status.phase", ""), "Completed") ==
@@ -1334,12 +1353,72 @@ stored_vpb(const struct volumes_ctx *c, const cJSON *backup, const char *pv,
 			break;
 		}
 	}
-out:
 	cJSON_Delete(arr);
-	free(gz);
-	free(key);
-	bsl_free(loc);
 	return found;
+}
+
+int
+volumes_delete_backup(const struct volumes_ctx *c, const cJSON *backup,
+    int *failed, struct cairn_err *err)
+{
+	struct cairn_err e = CAIRN_ERR_INIT;
+	const char *bname = json_str_or(backup, "metadata.name", "");
+	cJSON *arr, *v, *req, *items = NULL;
+	const char *provider, *id;
+	int pi, rc;
+
+	*failed = 0;
+	arr = stored_vpbs(c, backup, &e);
+	cJSON_ArrayForEach(v, arr) {
+		provider = json_str_or(v, "spec.provider", "");
+		id = json_str(v, "status.snapshotID");
+		if (strcmp(provider, HOSTPATH_PROVIDER) == 0 || id == NULL ||
+		    strcmp(json_str_or(v, "status.phase", ""), "Completed") != 0)
+			continue;	/* hostpath data goes with the folder */
+		pi = plugin_index(provider);
+		if (pi < 0) {
+			log_warn("backup %s: snapshot %s of plugin %s not "
+			    "deleted: plugin not installed", bname, id,
+			    provider);
+			(*failed)++;
+			continue;
+		}
+		req = cJSON_CreateObject();
+		cJSON_AddStringToObject(req, "type", "delete_snapshot");
+		cJSON_AddStringToObject(req, "snapshotID", id);
+		cJSON_AddStringToObject(req, "volumeName",
+		    json_str_or(v, "spec.volume", ""));
+		if (plugin_dir_config(vcfg.pd, (size_t)pi) != NULL)
+			cJSON_AddItemToObject(req, "config", cJSON_Duplicate(
+			    plugin_dir_config(vcfg.pd, (size_t)pi), 1));
+		rc = plugin_run(plugin_dir_path(vcfg.pd, (size_t)pi), req,
+		    &vcfg.lim, NULL, NULL, c->stop, NULL, NULL, &e);
+		cJSON_Delete(req);
+		if (rc < 0) {
+			log_warn("backup %s: deleting snapshot %s: %s", bname,
+			    id, e.msg);
+			(*failed)++;
+		} else {
+			log_info("backup %s: snapshot %s deleted by %s", bname,
+			    id, provider);
+		}
+	}
+	cJSON_Delete(arr);
+	/* The objects themselves. */
+	rc = list_ops(c, &vpb_gvr, VOLUMES_LABEL_BACKUP, bname, &items, err);
+	if (rc < 0)
+		return rc;
+	cJSON_ArrayForEach(v, items) {
+		if (strcmp(json_str_or(v, "spec.backup", ""), bname) != 0)
+			continue;
+		rc = kube_delete(c->kube, &vpb_gvr, c->namespace,
+		    json_str_or(v, "metadata.name", ""), NULL, NULL, &e);
+		if (rc < 0 && rc != CAIRN_ENOTFOUND)
+			log_warn("deleting %s: %s", json_str_or(v,
+			    "metadata.name", ""), e.msg);
+	}
+	cJSON_Delete(items);
+	return 0;
 }
 
 int

@@ -106,6 +106,17 @@ int volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
 	const char *backup_name, cJSON *pv, struct cairn_err *err);
 
 /*
+ * A backup is being deleted (GC, before its folder goes): ask each
+ * external plugin to delete the snapshots it made for it
+ * (delete_snapshot; hostpath copies live in the folder), then delete the
+ * backup's VolumePluginBackup objects. *failed counts snapshots that could
+ * not be deleted (logged; the caller may go on). Errors: listing the
+ * objects failed.
+ */
+int volumes_delete_backup(const struct volumes_ctx *c, const cJSON *backup,
+	int *failed, struct cairn_err *err);
+
+/*
  * One pass of the node-agent (and of the server for node-less work left
  * behind): claim and run every New VPB/VPR this process may run, and
  * resume those it holds. *ran (may be NULL) counts the operations run.

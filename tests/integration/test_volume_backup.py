@@ -317,6 +317,12 @@ def misbehaving_plugins_fail_only_their_volume(t):
     b = sim.ok("GET", "%s/bp" % BK)
     t.check(b["status"].get("errors", 0) >= 3, "backup counts the failed volumes: %s" % b["status"])
     srv.stop()
+    # Deleting the backup: the plugin deletes its snapshot, the objects go.
+    r = subprocess.run([os.path.join(BUILDDIR, "tests", "helpers", "volume_tool"), "delete-backup",
+                        sim.kubeconfig, NS, pdir, "bp"], capture_output=True, text=True)
+    t.eq((r.returncode, r.stdout.strip()), (0, "failed 0"), "delete-backup (%s)" % r.stderr[-1000:])
+    t.check(not os.path.exists(ex["backupProperties"]["file"]), "example snapshot deleted")
+    t.eq(vpbs(sim, "bp"), {}, "VolumePluginBackups deleted")
 
 
 @case
