@@ -6,10 +6,11 @@
  * files, an object whose files are partly gone (cleaned again on the next
  * pass, deleting keys is idempotent), or nothing; never files without an
  * object that could delete them. The finalizer is added on the first pass
- * that sees a finished Backup without it (and at creation by the schedule
- * and sync controllers); it is written with the resourceVersion read, so
- * it cannot race the owner's status writes: those go through the status
- * subresource and a 409 here only means "next pass".
+ * that sees a Backup without it, whatever its phase (and at creation by
+ * the schedule and sync controllers); it is written with the
+ * resourceVersion read, so a 409 here only means "next pass", and the
+ * owner's next conditional status write re-reads and finds its claim
+ * intact.
  */
 #include "config.h"
 #include "engine/gc.h"
@@ -237,7 +238,22 @@ gc_one(struct gc_pass *g, const cJSON *b)
 		}
 		return;
 	}
-	if (deleting || !gc_phase_final(phase))
+	if (deleting)
+		return;
+	if (!fin) {
+		/*
+		 * Any phase: a Backup deleted while it runs must still have
+		 * its files cleaned. The owner's next status write gets a 409,
+		 * re-reads, sees its own claim and goes on.
+		 */
+		rc = set_finalizer(g->k, g->ns, b, 1, &err);
+		if (rc == 0)
+			g->st.finalizers_added++;
+		else if (rc != CAIRN_ECONFLICT && rc != CAIRN_ENOTFOUND)
+			goto fail;
+		return;
+	}
+	if (!gc_phase_final(phase))
 		return;
 	if (g->expire && exp != NULL && time_parse(exp, &exp_us) == 0 &&
 	    exp_us <= g->now) {
@@ -275,14 +291,6 @@ gc_one(struct gc_pass *g, const cJSON *b)
 		    has_finalizer(reply))
 			(void)set_finalizer(g->k, g->ns, reply, 0, NULL);
 		cJSON_Delete(reply);
-		return;
-	}
-	if (!fin) {
-		rc = set_finalizer(g->k, g->ns, b, 1, &err);
-		if (rc == 0)
-			g->st.finalizers_added++;
-		else if (rc != CAIRN_ECONFLICT && rc != CAIRN_ENOTFOUND)
-			goto fail;
 	}
 	return;
 fail:

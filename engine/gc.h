@@ -1,7 +1,8 @@
 /*
  * gc.h: retention and deletion of Backups.
  *
- *  - Finalizer: every finished Backup carries GC_FINALIZER. Deleting the
+ *  - Finalizer: every Backup gets GC_FINALIZER (on the first pass that
+ *    sees it without one, or at creation by schedules and sync). Deleting the
  *    object (kubectl delete, `cairn backup delete`, a namespace going, the
  *    GC below) only sets its deletionTimestamp; gc_tick() then removes
  *    every key under backups/<name>/ in its storage location and only then
