@@ -997,14 +997,14 @@ static void
 expire_unclaimed(const struct volumes_ctx *c, const struct kube_gvr *gvr,
     cJSON *op)
 {
-	int64_t created = 0;
+	int64_t created = 0, limit = vcfg.c.claim_timeout_us > 0 ?
+	    vcfg.c.claim_timeout_us : VOL_CLAIM_TIMEOUT_US;
 	char ts[TIME_STR_MAX];
 	char *msg;
 	cJSON *body;
 
 	if (time_parse(json_str_or(op, "metadata.creationTimestamp", ""),
-	    &created) < 0 ||
-	    time_now_us() - created < vcfg.c.claim_timeout_us)
+	    &created) < 0 || time_now_us() - created < limit)
 		return;
 	msg = xasprintf("no cairn node-agent on node %s claimed it",
 	    json_str_or(op, "spec.node", "(none)"));
