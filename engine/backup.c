@@ -63,6 +63,7 @@
 #define BK_MAX_RESULTS 1000		/* error/warning lines kept for results */
 #define BK_PROGRESS_US TIME_US_PER_SEC	/* status.progress at most this often */
 #define BK_STATUS_RETRIES 5
+#define BK_SPOOL_BUF (64u << 10)	/* stdio buffer of the spool files */
 
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
 
@@ -349,6 +350,8 @@ sink_begin(void *arg, int part, struct cairn_err *err)
 		if (b->spool == NULL)
 			return cairn_err_errno(err, CAIRN_EIO, errno,
 			    "part spool file");
+		/* deflate hands over 64 KiB chunks: no extra copy, fewer writes */
+		setvbuf(b->spool, NULL, _IOFBF, BK_SPOOL_BUF);
 	}
 	rewind(b->spool);
 	if (ftruncate(fileno(b->spool), 0) < 0)
@@ -1517,6 +1520,8 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	    (int)b.parts[b.nparts - 1].part_number + 1 : 1;
 	b.resumed = b.nparts > 0;
 	b.rlspool = tmpfile();	/* NULL: read the tarball back at the end */
+	if (b.rlspool != NULL)
+		setvbuf(b.rlspool, NULL, _IOFBF, BK_SPOOL_BUF);
 	rc = tarparts_open(&sink, first_part, env->part_size,
 	    b.start_us / TIME_US_PER_SEC, &b.tp, err);
 	if (rc < 0)
