@@ -187,6 +187,11 @@ bk_status_write(struct bk *b, struct cairn_err *err)
 			b->obj = out;
 			return 0;
 		}
+		if (rc == CAIRN_ENOTFOUND) {
+			b->fenced = 1;
+			return cairn_err_set(err, CAIRN_EFENCED,
+			    "backup %s/%s was deleted", b->ns, b->name);
+		}
 		if (rc != CAIRN_ECONFLICT)
 			return rc;
 		rc = kube_get(b->env->kube, &backups_gvr, b->ns, b->name, &fresh,

@@ -382,6 +382,43 @@ def backup_sigterm_then_resume(t):
 
 
 @case
+def backup_fenced_when_claim_is_taken(t):
+    root = t.mkdir("store")
+    sim = setup(t, root)
+    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": "bulk"}})
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "z" * 64}}, 2000,
+             name="cm-{i:06d}", namespace="bulk")
+    sim.faults({"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.3, "count": 100000})
+    srv = server(t, sim, part_size=8192)
+    create_backup(sim, "stolen", {"includedNamespaces": ["bulk"]})
+    wait_for(lambda: get_backup(sim, "stolen").get("status", {}).get("checkpoint", {}).get("parts"),
+             60, "a checkpoint", interval=0.02)
+    # another server takes the item over (what issue 8's takeover writes)
+    for _ in range(20):
+        b = get_backup(sim, "stolen")
+        b["status"]["claim"] = {"holder": "other", "worker": "other/0", "attempt": 2,
+                                "claimedAt": "2026-01-01T00:00:00Z"}
+        st, _, _ = sim.request("PUT", "%s/stolen/status" % BK, b)
+        if st == 200:
+            break
+    t.eq(st, 200, "takeover write")
+    steal_rv = int(get_backup(sim, "stolen")["metadata"]["resourceVersion"])
+    wait_for(lambda: "claim lost to other" in srv.output(), 20, "the server to notice")
+    time.sleep(1.0)
+    b = get_backup(sim, "stolen")
+    t.eq(int(b["metadata"]["resourceVersion"]), steal_rv, "nothing written after the takeover")
+    t.eq(b["status"]["claim"]["holder"], "other", "holder")
+    t.check(srv.alive(), "server keeps running")
+    for f in ("stolen.tar.gz", "velero-backup.json", "stolen-logs.gz"):
+        try:
+            find_file(root, f)
+            t.check(False, "the fenced server wrote %s" % f)
+        except CheckFailed as e:
+            t.check("not found" in str(e), str(e))
+
+
+@case
 def backup_s3(t):
     try:
         from s3rver import S3rver
