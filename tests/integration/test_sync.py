@@ -116,9 +116,11 @@ def sync_into_a_second_cluster_and_restore(t):
     # Deleting the synced Backup from a ReadOnly location keeps the files,
     # so the next sync brings it back.
     dst.delete(BK + "/b1")
-    wait_for(lambda: dst.get(BK + "/b1")[0] == 200 and
-             dst.get(BK + "/b1")[1]["metadata"].get("uid") != synced["metadata"]["uid"],
-             20, "backup synced again after delete")
+    def resynced():
+        st, b, _ = dst.get(BK + "/b1")
+        return (st == 200 and b["metadata"]["uid"] != synced["metadata"]["uid"] and
+                b.get("status", {}).get("phase") == "Completed")
+    wait_for(resynced, 20, "backup synced again after delete")
     t.eq(tree(store), before, "files after deleting from a ReadOnly location")
 
     # A restore from the synced backup in the second cluster.
