@@ -17,9 +17,11 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/server.h"
+#include "engine/status.h"
 #include "engine/volumes.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
+#include "web/web.h"
 
 static volatile int server_stop;
 
@@ -38,6 +40,8 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	struct kube *k = NULL;
 	struct journal *j = NULL;
 	struct kube_selector *shard = NULL;
+	struct status *st = NULL;
+	struct web *web = NULL;
 	struct sigaction sa;
 	char host[256];
 	const char *id, *sel;
@@ -81,9 +85,34 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 		cli_fail("%s", err.msg);
 		goto done;
 	}
-	if (flag_str(fs, F_LISTEN) != NULL)
-		log_warn("--listen %s: the web endpoint is not built into this "
-		    "server yet", flag_str(fs, F_LISTEN));
+	if (flag_str(fs, F_LISTEN) != NULL) {
+		struct status_opts so;
+		struct web_opts wo;
+		struct web_source src;
+
+		memset(&so, 0, sizeof so);
+		so.kubeconfig = flag_str(fs, F_KUBECONFIG);
+		so.context = flag_str(fs, F_CONTEXT);
+		so.journal = j;
+		so.server_id = id;
+		so.namespace = flag_str(fs, F_NAMESPACE);
+		so.workers = (int)flag_int(fs, F_WORKERS);
+		so.lease_duration_us = flag_duration_us(fs, F_LEASE_DURATION);
+		if (status_start(&so, &st, &err) < 0) {
+			cli_fail("%s", err.msg);
+			goto done;
+		}
+		status_web_source(st, &src);
+		memset(&wo, 0, sizeof wo);
+		wo.listen = flag_str(fs, F_LISTEN);
+		wo.token_file = flag_str(fs, F_WEB_TOKEN_FILE);
+		if (web_start(&wo, &src, &web, &err) < 0) {
+			cli_fail("%s", err.msg);
+			goto done;
+		}
+		log_info("web endpoint on http://%s (/status, /status.json, "
+		    "/healthz, /readyz, /metrics)", wo.listen);
+	}
 	{
 		struct volumes_config vc;	/* volume movers (issue 11) */
 
@@ -121,6 +150,8 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	else
 		rc = CLI_EXIT_OK;
 done:
+	web_stop(web);		/* before the state its callbacks read */
+	status_stop(st);
 	volumes_shutdown();
 	journal_close(j);
 	kube_free(k);

@@ -3,6 +3,7 @@
 noinst_LIBRARIES += engine/libengine.a
 CAIRN_MODULE_LIBS += engine/libengine.a
 engine_libengine_a_SOURCES = \
+	engine/lease.c engine/lease.h \
 	engine/tarparts.c engine/tarparts.h \
 	engine/bspec.c engine/bspec.h \
 	engine/bsl.c engine/bsl.h \
@@ -80,3 +81,7 @@ check_PROGRAMS += tests/helpers/volume_tool
 tests_helpers_volume_tool_SOURCES = tests/helpers/volume_tool.c
 tests_helpers_volume_tool_LDADD = engine/libengine.a storage/libstorage.a \
 	journal/libjournal.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
+# The web endpoint's view of the server (issue 10): status document,
+# readiness probes, outcome metrics from the journal. Links web/.
+engine_libengine_a_SOURCES += engine/status.c engine/status.h

@@ -1,0 +1,600 @@
+/*
+ * status.c: the server's view for its web endpoint: /status.json from the
+ * journal and a probe snapshot, /readyz and /healthz from the probe
+ * thread, and outcome metrics derived from the journal. See status.h.
+ */
+#include "config.h"
+#include "engine/status.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/jsonutil.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
+#include "engine/bsl.h"
+#include "engine/lease.h"
+#include "engine/volumes.h"
+#include "journal/journal.h"
+#include "kube/kube.h"
+#include "storage/store.h"
+#include "web/metrics.h"
+#include "web/status_doc.h"
+#include "web/web.h"
+
+#define STATUS_RECENT_MAX	20		/* finished items on the page */
+#define STATUS_WAITING_MAX	100		/* waiting items on the page */
+#define STATUS_SLOW_PROBE_US	(10 * TIME_US_PER_SEC)	/* journal, storage */
+#define STATUS_STALE_US		(60 * TIME_US_PER_SEC)	/* /healthz limit */
+#define STATUS_PROBE_TIMEOUT_US	(3 * TIME_US_PER_SEC)	/* one probe request */
+#define SCHEDULE_LABEL		"cairn.io/schedule-name"
+
+/* What the metrics pass remembers of one journal row. */
+struct seen {
+	int64_t id;
+	int64_t attempt;
+	int attempt_counted;	/* attempt metric counted for this attempt */
+	int finished;		/* outcome counted for this attempt */
+};
+
+struct status {
+	struct kube *kube;		/* owned: the probes' own client */
+	struct journal *journal;
+	char *id;
+	char *ns;
+	char *lease_name;
+	int workers;
+	int64_t period_us;
+	int64_t started_us;
+	struct lease_watch *leases;
+
+	pthread_t thread;
+	int running;
+	volatile int stop;
+
+	pthread_mutex_t mu;		/* guards the snapshot below */
+	int ready;
+	char why[512];
+	int64_t last_pass_mono;		/* /healthz: the probe loop is alive */
+	cJSON *peers;			/* lease_watch_servers() */
+	cJSON *waiting;			/* [{kind,name,namespace,created}] */
+	cJSON *labels;			/* {"Backup/name": {labels}} */
+
+	/* Probe thread only. */
+	int journal_ok, storage_ok;
+	char journal_why[256], storage_why[384];
+	int64_t slow_probe_mono;
+	struct seen *seen;
+	size_t nseen;
+	int primed;
+};
+
+/* ---- probes ---------------------------------------------------------- */
+
+static void
+probe_slow(struct status *s)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct bsl *l = NULL;
+
+	/* The journal takes a write (a zero-delta counter update). */
+	s->journal_ok = journal_counter_add(s->journal, "Probe", "Write", 0,
+	    &err) == 0;
+	snprintf(s->journal_why, sizeof s->journal_why, "journal: %.200s", err.msg);
+	cairn_err_clear(&err);
+	/* The default storage location answers. */
+	s->storage_ok = bsl_open(s->kube, s->ns, NULL, &l, &err) == 0 &&
+	    store_check(bsl_store(l), &err) == 0;
+	snprintf(s->storage_why, sizeof s->storage_why,
+	    "default storage location: %.300s", err.msg);
+	bsl_free(l);
+}
+
+struct scan {
+	struct status *s;
+	const char *kind;	/* "Backup" | "Restore" */
+	cJSON *waiting;
+	cJSON *labels;
+	int64_t count, nwaiting;
+};
+
+static int
+scan_item(void *arg, cJSON *o)
+{
+	struct scan *sc = arg;
+	const char *name = json_str_or(o, "metadata.name", "");
+	const char *phase = json_str_or(o, "status.phase", "");
+	const cJSON *labels = json_get(o, "metadata.labels");
+	char key[300];
+
+	sc->count++;
+	if (cJSON_IsObject(labels)) {
+		snprintf(key, sizeof key, "%s/%s", sc->kind, name);
+		cJSON_AddItemToObject(sc->labels, key,
+		    cJSON_Duplicate(labels, 1));
+	}
+	if (phase[0] == '\0' || strcmp(phase, "New") == 0) {
+		sc->nwaiting++;
+		if (cJSON_GetArraySize(sc->waiting) < STATUS_WAITING_MAX) {
+			cJSON *w = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(w, "kind", sc->kind);
+			cJSON_AddStringToObject(w, "name", name);
+			cJSON_AddStringToObject(w, "created",
+			    json_str_or(o, "metadata.creationTimestamp", ""));
+			cJSON_AddItemToArray(sc->waiting, w);
+		}
+	}
+	return 0;
+}
+
+/* List Backups and Restores: waiting items, labels, totals. */
+static int
+probe_items(struct status *s, cJSON **waiting, cJSON **labels,
+    struct cairn_err *err)
+{
+	static const struct {
+		const char *kind, *resource;
+		enum metric_id total, wait;
+		const char *label;
+	} kinds[] = {
+		{ "Backup", "backups", METRIC_BACKUP_TOTAL, METRIC_WAITING_ITEMS,
+		  "backup" },
+		{ "Restore", "restores", METRIC_RESTORE_TOTAL,
+		  METRIC_WAITING_ITEMS, "restore" },
+	};
+	struct scan sc = { .s = s };
+
+	sc.waiting = cJSON_CreateArray();
+	sc.labels = cJSON_CreateObject();
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		struct kube_gvr gvr = KUBE_GVR("cairn.io", "v1",
+		    kinds[i].resource);
+
+		sc.kind = kinds[i].kind;
+		sc.count = sc.nwaiting = 0;
+		if (kube_list(s->kube, &gvr, s->ns, NULL, scan_item, &sc, NULL,
+		    err) < 0) {
+			cJSON_Delete(sc.waiting);
+			cJSON_Delete(sc.labels);
+			return err ? err->code : CAIRN_EFAIL;
+		}
+		metrics_set(kinds[i].total, (double)sc.count, NULL);
+		metrics_set(kinds[i].wait, (double)sc.nwaiting,
+		    METRIC_LABELS(kinds[i].label));
+	}
+	*waiting = sc.waiting;
+	*labels = sc.labels;
+	return 0;
+}
+
+/* ---- outcome metrics from the journal -------------------------------- */
+
+static struct seen *
+seen_get(struct status *s, int64_t id)
+{
+	for (size_t i = 0; i < s->nseen; i++)
+		if (s->seen[i].id == id)
+			return &s->seen[i];
+	s->seen = xreallocarray(s->seen, s->nseen + 1, sizeof *s->seen);
+	memset(&s->seen[s->nseen], 0, sizeof *s->seen);
+	s->seen[s->nseen].id = id;
+	return &s->seen[s->nseen++];
+}
+
+static const char *
+schedule_of(const cJSON *labels, const struct journal_item *it)
+{
+	char key[300];
+
+	snprintf(key, sizeof key, "%s/%s", it->kind, it->name);
+	return json_str_or(cJSON_GetObjectItemCaseSensitive(labels, key),
+	    SCHEDULE_LABEL, "");
+}
+
+static void
+count_outcome(const struct journal_item *it, const char *sched)
+{
+	int backup = strcmp(it->kind, JOURNAL_KIND_BACKUP) == 0;
+	const char *const *l = METRIC_LABELS(sched);
+	double secs = (double)(it->finished_at - it->claimed_at) /
+	    TIME_US_PER_SEC;
+
+	if (strcmp(it->phase, "FailedValidation") == 0) {
+		metrics_inc(backup ? METRIC_BACKUP_VALIDATION_FAILURE_TOTAL :
+		    METRIC_RESTORE_VALIDATION_FAILED_TOTAL, l);
+		return;
+	}
+	metrics_observe(backup ? METRIC_BACKUP_DURATION_SECONDS :
+	    METRIC_RESTORE_DURATION_SECONDS, secs < 0 ? 0 : secs, l);
+	if (!backup) {
+		metrics_set(METRIC_RESTORE_ITEMS_TOTAL, (double)it->items_done, l);
+		metrics_inc(strcmp(it->phase, "Completed") == 0 ?
+		    METRIC_RESTORE_SUCCESS_TOTAL :
+		    strcmp(it->phase, "PartiallyFailed") == 0 ?
+		    METRIC_RESTORE_PARTIAL_FAILURE_TOTAL :
+		    METRIC_RESTORE_FAILED_TOTAL, l);
+		return;
+	}
+	metrics_set(METRIC_BACKUP_ITEMS_TOTAL, (double)it->items_done, l);
+	metrics_set(METRIC_BACKUP_TARBALL_SIZE_BYTES, (double)it->bytes_done, l);
+	metrics_add(METRIC_BACKUP_BYTES_TOTAL, (double)it->bytes_done, NULL);
+	if (strcmp(it->phase, "Completed") == 0) {
+		metrics_inc(METRIC_BACKUP_SUCCESS_TOTAL, l);
+		metrics_set(METRIC_BACKUP_LAST_SUCCESSFUL_TIMESTAMP,
+		    (double)(it->finished_at / TIME_US_PER_SEC), l);
+		metrics_set(METRIC_BACKUP_LAST_STATUS, 1, l);
+		return;
+	}
+	metrics_inc(strcmp(it->phase, "PartiallyFailed") == 0 ?
+	    METRIC_BACKUP_PARTIAL_FAILURE_TOTAL : METRIC_BACKUP_FAILURE_TOTAL, l);
+	metrics_set(METRIC_BACKUP_LAST_STATUS, 0, l);
+}
+
+/*
+ * Count what the journal recorded since the last pass. The first pass
+ * only remembers (a restart does not count old outcomes again). An
+ * attempt counts once work started (progress or a non-validation end),
+ * so a spec rejected at once is a validation failure only, as in Velero.
+ */
+static void
+probe_metrics(struct status *s, const cJSON *labels)
+{
+	static const char *const phases[] = { "InProgress",
+	    "WaitingForPluginOperations", "Finalizing" };
+	struct journal_item *it = NULL;
+	struct journal_filter f = { 0 };
+	double running[2][3] = { { 0 } };
+	size_t n = 0;
+
+	if (journal_items(s->journal, &f, &it, &n, NULL) < 0)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		struct seen *sn = seen_get(s, it[i].id);
+		int backup = strcmp(it[i].kind, JOURNAL_KIND_BACKUP) == 0;
+		int done = it[i].finished_at != 0;
+		int started = it[i].total_items > 0 || it[i].items_done > 0 ||
+		    (done && strcmp(it[i].phase, "FailedValidation") != 0);
+		const char *sched = schedule_of(labels, &it[i]);
+
+		if (sn->attempt != it[i].attempt) {
+			sn->attempt = it[i].attempt;
+			sn->attempt_counted = !s->primed;
+			sn->finished = !s->primed && done;
+		}
+		if (!sn->attempt_counted && started) {
+			metrics_inc(backup ? METRIC_BACKUP_ATTEMPT_TOTAL :
+			    METRIC_RESTORE_ATTEMPT_TOTAL, METRIC_LABELS(sched));
+			sn->attempt_counted = 1;
+		}
+		if (done && !sn->finished) {
+			count_outcome(&it[i], sched);
+			sn->finished = 1;
+		}
+		if (!done && strcmp(it[i].holder, s->id) == 0)
+			for (size_t p = 0; p < 3; p++)
+				if (strcmp(it[i].phase, phases[p]) == 0)
+					running[!backup][p]++;
+	}
+	for (size_t p = 0; p < 3; p++) {
+		metrics_set(METRIC_BACKUP_IN_PROGRESS, running[0][p],
+		    METRIC_LABELS(phases[p]));
+		metrics_set(METRIC_RESTORE_IN_PROGRESS, running[1][p],
+		    METRIC_LABELS(phases[p]));
+	}
+	s->primed = 1;
+	free(it);
+}
+
+static void *
+probe_loop(void *arg)
+{
+	struct status *s = arg;
+
+	while (!s->stop) {
+		struct cairn_err err = CAIRN_ERR_INIT;
+		cJSON *waiting = NULL, *labels = NULL, *peers = NULL;
+		int api_ok, ready, valid = 0;
+		char why[sizeof s->why];
+
+		api_ok = kube_request(s->kube, "GET", "/version", NULL, NULL, 0,
+		    1, NULL, &err) == 0;
+		snprintf(why, sizeof why, "API server %.100s: %.300s",
+		    kube_server(s->kube), err.msg);
+		if (time_mono_us() - s->slow_probe_mono >= STATUS_SLOW_PROBE_US ||
+		    !s->journal_ok || !s->storage_ok) {
+			probe_slow(s);
+			s->slow_probe_mono = time_mono_us();
+		}
+		ready = api_ok && s->journal_ok && s->storage_ok;
+		if (api_ok && !s->journal_ok)
+			snprintf(why, sizeof why, "%s", s->journal_why);
+		else if (api_ok && !s->storage_ok)
+			snprintf(why, sizeof why, "%s", s->storage_why);
+		if (api_ok) {
+			if (lease_watch_refresh(s->leases, NULL) == 0) {
+				peers = lease_watch_servers(s->leases);
+				for (int i = 0; i < cJSON_GetArraySize(peers); i++)
+					valid += !json_bool(cJSON_GetArrayItem(
+					    peers, i), "expired", 1);
+				metrics_set(METRIC_SERVERS_SEEN, valid, NULL);
+			}
+			(void)probe_items(s, &waiting, &labels, NULL);
+		}
+		probe_metrics(s, labels);
+		pthread_mutex_lock(&s->mu);
+		if (s->ready != ready)
+			log_info("readiness: %s%s%s", ready ? "ready" : "not ready",
+			    ready ? "" : ": ", ready ? "" : why);
+		s->ready = ready;
+		memcpy(s->why, why, sizeof s->why);
+		s->last_pass_mono = time_mono_us();
+		if (peers != NULL) {
+			cJSON_Delete(s->peers);
+			s->peers = peers;
+		}
+		if (waiting != NULL) {
+			cJSON_Delete(s->waiting);
+			s->waiting = waiting;
+			cJSON_Delete(s->labels);
+			s->labels = labels;
+		}
+		pthread_mutex_unlock(&s->mu);
+		time_sleep_us(s->period_us, &s->stop);
+	}
+	return NULL;
+}
+
+/* ---- the web source -------------------------------------------------- */
+
+static int64_t
+parse_time(const char *t)
+{
+	int64_t us;
+
+	return t != NULL && time_parse(t, &us) == 0 ? us : WEB_UNKNOWN;
+}
+
+static const cJSON *
+labels_of(const struct status *s, const struct journal_item *it)
+{
+	char key[300];
+
+	snprintf(key, sizeof key, "%s/%s", it->kind, it->name);
+	return cJSON_GetObjectItemCaseSensitive(s->labels, key);
+}
+
+static void
+add_self_and_peers(struct status *s, cJSON *doc, int running)
+{
+	for (int i = 0; i < cJSON_GetArraySize(s->peers); i++) {
+		const cJSON *p = cJSON_GetArrayItem(s->peers, i);
+		const char *id = json_str_or(p, "id", "");
+		char lname[300];
+		struct web_peer peer = { 0 };
+
+		snprintf(lname, sizeof lname, "%s%s", LEASE_NAME_PREFIX, id);
+		peer.id = id;
+		peer.lease_name = lname;
+		peer.renewed_us = parse_time(json_str(p, "renewTime"));
+		peer.duration_us = json_int(p, "leaseDurationSeconds", -1) < 0 ?
+		    WEB_UNKNOWN : json_int(p, "leaseDurationSeconds", 0) *
+		    TIME_US_PER_SEC;
+		peer.expired = json_bool(p, "expired", 1);
+		peer.self = strcmp(id, s->id) == 0;
+		peer.running = peer.self ? running : WEB_UNKNOWN;
+		web_doc_add_server(doc, &peer);
+	}
+}
+
+static cJSON *
+src_status(void *arg)
+{
+	struct status *s = arg;
+	struct web_server_info si = { 0 };
+	struct journal_item *it = NULL;
+	struct journal_filter f = { 0 };
+	const cJSON *self = NULL;
+	int64_t now = time_now_us();
+	size_t n = 0, recent = 0;
+	int running = 0;
+	cJSON *doc;
+
+	(void)journal_items(s->journal, &f, &it, &n, NULL);
+	for (size_t i = 0; i < n; i++)
+		running += it[i].finished_at == 0 &&
+		    strcmp(it[i].holder, s->id) == 0;
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < cJSON_GetArraySize(s->peers); i++)
+		if (strcmp(json_str_or(cJSON_GetArrayItem(s->peers, i), "id", ""),
+		    s->id) == 0)
+			self = cJSON_GetArrayItem(s->peers, i);
+	si.id = s->id;
+	si.namespace = s->ns;
+	si.started_us = s->started_us;
+	si.workers = s->workers;
+	si.lease_name = s->lease_name;
+	si.lease_state = self == NULL ? "acquiring" :
+	    json_bool(self, "expired", 1) ? "lost" : "held";
+	si.lease_renewed_us = self ? parse_time(json_str(self, "renewTime")) :
+	    WEB_UNKNOWN;
+	si.lease_duration_us = self ? json_int(self, "leaseDurationSeconds", 0) *
+	    TIME_US_PER_SEC : WEB_UNKNOWN;
+	doc = web_doc_new(&si, now);
+	add_self_and_peers(s, doc, running);
+
+	/* Running items, then finished ones newest first. */
+	for (size_t i = 0; i < n; i++) {
+		struct web_op op = { 0 };
+
+		if (it[i].finished_at != 0)
+			continue;
+		op.name = it[i].name;
+		op.namespace = it[i].namespace;
+		op.phase = it[i].phase;
+		op.holder = it[i].holder;
+		op.worker = it[i].worker[0] ? it[i].worker : NULL;
+		op.attempt = (int)(it[i].attempt > 0 ? it[i].attempt : 1);
+		op.claimed_us = it[i].claimed_at;
+		op.started_us = it[i].claimed_at;
+		op.labels = labels_of(s, &it[i]);
+		op.schedule = json_str(op.labels, SCHEDULE_LABEL);
+		op.progress.total_items = it[i].total_items > 0 ?
+		    it[i].total_items : WEB_UNKNOWN;
+		op.progress.items_done = it[i].items_done;
+		op.progress.bytes_done = it[i].bytes_done;
+		op.progress.total_bytes = WEB_UNKNOWN;
+		op.progress.since_us = it[i].claimed_at;
+		web_doc_add_op(doc, strcmp(it[i].kind, JOURNAL_KIND_RESTORE) == 0 ?
+		    WEB_OP_RESTORE : WEB_OP_BACKUP, &op, now);
+	}
+	for (size_t i = n; i-- > 0 && recent < STATUS_RECENT_MAX;) {
+		const char *msgs[] = { it[i].message, NULL };
+		struct web_result r = { 0 };
+
+		if (it[i].finished_at == 0)
+			continue;
+		r.kind = strcmp(it[i].kind, JOURNAL_KIND_RESTORE) == 0 ?
+		    WEB_OP_RESTORE : WEB_OP_BACKUP;
+		r.name = it[i].name;
+		r.namespace = it[i].namespace;
+		r.phase = it[i].phase;
+		r.started_us = it[i].claimed_at;
+		r.completed_us = it[i].finished_at;
+		r.holder = it[i].holder;
+		r.attempt = (int)it[i].attempt;
+		r.items_done = it[i].items_done;
+		r.total_items = it[i].total_items > 0 ? it[i].total_items :
+		    WEB_UNKNOWN;
+		r.bytes_done = it[i].bytes_done;
+		r.labels = labels_of(s, &it[i]);
+		r.messages = it[i].message[0] ? msgs : NULL;
+		web_doc_add_recent(doc, &r);
+		recent++;
+	}
+	for (int i = 0; i < cJSON_GetArraySize(s->waiting); i++) {
+		const cJSON *w = cJSON_GetArrayItem(s->waiting, i);
+		struct web_waiting wt = { 0 };
+
+		wt.kind = strcmp(json_str_or(w, "kind", ""), "Restore") == 0 ?
+		    WEB_OP_RESTORE : WEB_OP_BACKUP;
+		wt.name = json_str(w, "name");
+		wt.namespace = s->ns;
+		wt.created_us = parse_time(json_str(w, "created"));
+		wt.reason = "not claimed yet";
+		web_doc_add_waiting(doc, &wt);
+	}
+	pthread_mutex_unlock(&s->mu);
+	free(it);
+	volumes_web_status(doc, s->kube, s->ns, now);
+	return doc;
+}
+
+static int
+src_healthy(void *arg)
+{
+	struct status *s = arg;
+	int ok;
+
+	pthread_mutex_lock(&s->mu);
+	ok = s->last_pass_mono == 0 ||
+	    time_mono_us() - s->last_pass_mono < STATUS_STALE_US;
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+static int
+src_ready(void *arg, struct buf *why)
+{
+	struct status *s = arg;
+	int ok;
+
+	pthread_mutex_lock(&s->mu);
+	ok = s->ready;
+	if (!ok)
+		buf_puts(why, s->last_pass_mono ? s->why : "starting");
+	pthread_mutex_unlock(&s->mu);
+	return ok;
+}
+
+void
+status_web_source(struct status *s, struct web_source *src)
+{
+	memset(src, 0, sizeof *src);
+	src->status = src_status;
+	src->healthy = src_healthy;
+	src->ready = src_ready;
+	src->arg = s;
+}
+
+/* ---- life cycle ------------------------------------------------------ */
+
+int
+status_start(const struct status_opts *o, struct status **out,
+    struct cairn_err *err)
+{
+	struct status *s;
+	struct kube_config_opts co = { o->kubeconfig, o->context };
+	struct kube_client_opts ko = { 0 };
+	struct kube_config *cfg;
+	struct kube *k;
+
+	*out = NULL;
+	ko.max_retries = KUBE_RETRIES_NONE;
+	ko.timeout_us = STATUS_PROBE_TIMEOUT_US;
+	if (kube_config_load(&co, &cfg, err) < 0 ||
+	    kube_new(cfg, &ko, &k, err) < 0)
+		return cairn_err_prefix(err, "status probes");
+	s = xcalloc(1, sizeof *s);
+	s->kube = k;
+	s->journal = o->journal;
+	s->id = xstrdup(o->server_id);
+	s->ns = xstrdup(o->namespace);
+	s->lease_name = xasprintf("%s%s", LEASE_NAME_PREFIX, o->server_id);
+	s->workers = o->workers;
+	s->period_us = o->period_us > 0 ? o->period_us : 2 * TIME_US_PER_SEC;
+	s->started_us = time_now_us();
+	s->leases = lease_watch_new(k, o->namespace,
+	    o->lease_duration_us > 0 ? o->lease_duration_us :
+	    15 * TIME_US_PER_SEC);
+	s->journal_ok = s->storage_ok = 1;	/* until the first probe */
+	s->peers = cJSON_CreateArray();
+	s->waiting = cJSON_CreateArray();
+	s->labels = cJSON_CreateObject();
+	pthread_mutex_init(&s->mu, NULL);
+	metrics_set(METRIC_START_TIME_SECONDS,
+	    (double)(s->started_us / TIME_US_PER_SEC), NULL);
+	if (pthread_create(&s->thread, NULL, probe_loop, s) != 0) {
+		status_stop(s);
+		return cairn_err_set(err, CAIRN_EFAIL,
+		    "cannot start the status thread");
+	}
+	s->running = 1;
+	*out = s;
+	return 0;
+}
+
+void
+status_stop(struct status *s)
+{
+	if (s == NULL)
+		return;
+	s->stop = 1;
+	if (s->running)
+		pthread_join(s->thread, NULL);
+	lease_watch_free(s->leases);
+	kube_free(s->kube);
+	cJSON_Delete(s->peers);
+	cJSON_Delete(s->waiting);
+	cJSON_Delete(s->labels);
+	pthread_mutex_destroy(&s->mu);
+	free(s->seen);
+	free(s->id);
+	free(s->ns);
+	free(s->lease_name);
+	free(s);
+}

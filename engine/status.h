@@ -1,0 +1,54 @@
+/*
+ * status.h: what `cairn server` shows on its web endpoint.
+ *
+ * A status keeps one probe thread that, every period, (1) checks what
+ * /readyz reports (the API server answers, the journal takes a write, the
+ * default storage location answers), (2) lists cairn's Leases to see the
+ * other servers and this one's own Lease as others see it, (3) lists the
+ * Backups and Restores of the namespace for the items nobody has claimed
+ * yet (waiting) and their labels, and (4) turns what the journal recorded
+ * since the last pass into the outcome metrics (attempts, successes,
+ * failures, durations, sizes). Deriving outcome metrics from the journal
+ * keeps them in one place and exactly as durable as the record they
+ * count: a worker never has to remember to count.
+ *
+ * The web threads call the source callbacks (status_web_source()); they
+ * read the journal (its read connection never waits for writers) and the
+ * probe thread's snapshot under a mutex, so they never slow a backup.
+ */
+#ifndef CAIRN_STATUS_H
+#define CAIRN_STATUS_H
+
+#include <stdint.h>
+#include "base/err.h"
+
+struct kube;
+struct journal;
+struct status;
+struct web_source;
+
+struct status_opts {
+	/*
+	 * The probes use a client of their own, made from this configuration
+	 * with no retries and a short timeout: readiness must say "not
+	 * ready" within seconds, not after the main client's patient retries.
+	 */
+	const char *kubeconfig;		/* --kubeconfig, NULL: default lookup */
+	const char *context;		/* --context, NULL: current */
+	struct journal *journal;	/* borrowed, thread-safe */
+	const char *server_id;		/* copied */
+	const char *namespace;		/* copied */
+	int workers;
+	int64_t lease_duration_us;	/* judges Leases not seen yet */
+	int64_t period_us;		/* probe period; 0: 2 s */
+};
+
+/* Start the probe thread. On failure *out is NULL. */
+int status_start(const struct status_opts *o, struct status **out,
+	struct cairn_err *err);
+/* Fill src with callbacks reading s (which must outlive the web endpoint). */
+void status_web_source(struct status *s, struct web_source *src);
+/* Stop the thread and free. NULL is fine. */
+void status_stop(struct status *s);
+
+#endif
