@@ -123,6 +123,7 @@ struct s3_call {
 	uint64_t sent;			/* body bytes read from src */
 	uint64_t delivered;		/* bytes given to sink, all attempts */
 	int canceled;			/* src or sink refused */
+	int range_ignored;		/* 200 instead of 206 to a Range */
 	int too_big;
 };
 
@@ -215,6 +216,12 @@ cb_write(char *p, size_t size, size_t nmemb, void *u)
 	size_t n = size * nmemb;
 
 	if (is_2xx(c->status) && c->sink != NULL) {
+		if (c->has_range && c->status != 206) {
+			/* a whole object where a range was asked: never hand
+			 * bytes twice to the sink */
+			c->range_ignored = 1;
+			return 0;
+		}
 		if (c->sink(c->sink_arg, p, n) < 0) {
 			c->canceled = 1;
 			return 0;
@@ -578,6 +585,9 @@ s3_call_run(struct store_s3 *s3, struct s3_call *c, struct cairn_err *err)
 			return cairn_err_set(err, CAIRN_ECANCELED,
 			    "%s %s: stopped by the caller's %s", c->op, tgt,
 			    c->src && !c->sink ? "data source" : "reader");
+		} else if (c->range_ignored) {
+			return cairn_err_set(err, CAIRN_EPROTO,
+			    "%s %s: the server ignored the Range header", c->op, tgt);
 		} else if (c->too_big) {
 			return cairn_err_set(err, CAIRN_ETOOBIG,
 			    "%s %s: reply larger than %u bytes", c->op, tgt,

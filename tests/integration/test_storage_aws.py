@@ -167,9 +167,9 @@ def virtual_hosted_addressing(t):
          ["vh/mp", "vh/small key"], "vhost listing")
     s3.storage_tool("get", "vh/mp", t.path("back"), endpoint=ep)
     t.check(read(t.path("back")) == read(big), "vhost multipart read back")
-    hosts = {h for _, h, _ in proxy.log}
+    hosts = {entry[1] for entry in proxy.log}
     t.eq(hosts, {"cairn.s3.localhost:%d" % proxy.port}, "Host headers sent")
-    t.check(all(not p.startswith("/cairn") for _, _, p in proxy.log),
+    t.check(all(not entry[2].startswith("/cairn") for entry in proxy.log),
             "no path-style request: %s" % proxy.log[:3])
     # and the path-style view of the same bucket agrees
     s3.aws("s3", "cp", "s3://cairn/vh/mp", t.path("aws"))

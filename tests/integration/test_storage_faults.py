@@ -64,6 +64,27 @@ def faults_lose_nothing(t):
 
 
 @case
+def downloads_resume_after_resets(t):
+    """Half the GETs are cut mid-reply: cairn resumes each with a Range
+    request from the first byte it has not delivered, so every byte
+    arrives exactly once."""
+    s3 = S3rver(t)
+    big = rand_file(t.path("big"), 20 * MiB + 7)
+    s3.storage_tool("put", "dl/big", big)
+    proxy = FaultProxy(t, s3.port, rate=0.5, seed=5, kinds=("reset",), methods=("GET",))
+    for i in range(4):
+        s3.storage_tool("get", "dl/big", t.path("back"), endpoint=proxy.endpoint, extra=RETRY)
+        t.check(read(t.path("back")) == read(big), "download %d differs" % i)
+        r = s3.storage_tool("get", "dl/big", "-", 5 * MiB + 3, 3 * MiB, endpoint=proxy.endpoint,
+                            extra=RETRY)
+        t.check(r.stdout == read(big)[5 * MiB + 3: 8 * MiB + 3], "ranged download %d differs" % i)
+    resumed = [e[3] for e in proxy.log if e[0] == "GET" and e[3] and
+               not e[3].startswith("bytes=%d-" % (5 * MiB + 3))]
+    t.check(proxy.counts["reset"] > 0 and resumed,
+            "no download was cut and resumed: %s %s" % (proxy.counts, proxy.log[:6]))
+
+
+@case
 def persistent_errors_are_clear(t):
     s3 = S3rver(t)
     proxy = FaultProxy(t, s3.port, rate=0)

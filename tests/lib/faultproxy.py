@@ -4,7 +4,8 @@
     proxy.endpoint            # point the client here instead of the server
     proxy.counts              # {"forwarded": n, "slowdown": n, "500": n, "reset": n}
     proxy.canned = (403, "SignatureDoesNotMatch", "...")   # answer this to everything
-    proxy.log                 # [(method, host header, path), ...] as received
+    proxy.log                 # [(method, host, path, range header), ...] as received
+    FaultProxy(t, port, methods=("GET",))  # only GETs get faults
 
 A fraction `rate` of requests gets, in turn of a seeded random choice:
   slowdown  503 with an S3 <Error><Code>SlowDown</Code> body
@@ -32,10 +33,11 @@ class _Reset(Exception):
 
 class FaultProxy:
     def __init__(self, t, upstream_port, rate=0.1, seed=1,
-                 kinds=("slowdown", "500", "reset")):
+                 kinds=("slowdown", "500", "reset"), methods=None):
         self.upstream_port = upstream_port
         self.rate = rate
         self.kinds = kinds
+        self.methods = methods
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.counts = {"forwarded": 0, "slowdown": 0, "500": 0, "reset": 0, "canned": 0}
@@ -72,8 +74,9 @@ class FaultProxy:
             def any(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 with proxy.lock:
-                    proxy.log.append((self.command, self.headers.get("Host"), self.path))
-                fault = proxy.pick()
+                    proxy.log.append((self.command, self.headers.get("Host"), self.path,
+                                      self.headers.get("Range")))
+                fault = proxy.pick(self.command)
                 if fault == "reset" and length > 0:
                     self.rfile.read(length // 2)
                     self.reset()
@@ -145,11 +148,13 @@ class FaultProxy:
         self.thread.start()
         t.on_cleanup(self.close)
 
-    def pick(self):
+    def pick(self, method):
         with self.lock:
             if self.canned is not None:
                 self.counts["canned"] += 1
                 return "canned"
+            if self.methods is not None and method not in self.methods:
+                return None
             if self.rng.random() >= self.rate:
                 return None
             kind = self.rng.choice(self.kinds)
