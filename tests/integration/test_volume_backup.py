@@ -22,7 +22,9 @@ import subprocess
 import sys
 import time
 
-from cairntest import BIN, BUILDDIR, SRCDIR, case, main, wait_for, CheckFailed
+import urllib.request
+
+from cairntest import BIN, BUILDDIR, SRCDIR, case, main, wait_for, free_port, CheckFailed
 
 NS = "cairn-system"
 APP = "shop"
@@ -292,7 +294,9 @@ def misbehaving_plugins_fail_only_their_volume(t):
         d = os.path.join(vols, pv)
         random_dir(d, 1, 7)
         add_volume(sim, pv, d, annotations={"cairn.io/volume-plugin": ann})
-    srv = server(t, sim, extra=["--plugin-dir", pdir, "--plugin-timeout", "1s"])
+    port = free_port()
+    srv = server(t, sim, extra=["--plugin-dir", pdir, "--plugin-timeout", "1s",
+                                "--listen", "127.0.0.1:%d" % port])
     create_backup(sim, "bp")
     phase = sample_until_final(sim, "bp", srv, timeout=120)
     t.eq(phase, "PartiallyFailed", "backup with failed volumes")
@@ -312,6 +316,20 @@ def misbehaving_plugins_fail_only_their_volume(t):
             "the example plugin's tarball exists: %r" % ex.get("backupProperties"))
     t.eq(ex["progress"]["bytesDone"], ex["progress"]["totalBytes"], "example plugin progress")
     t.check(srv.alive(), "server still running")
+    # /metrics counts the volume operations (when this build serves it).
+    if "not built into this server" not in srv.output():
+        m = wait_for(lambda: urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                                    timeout=5).read().decode(), 10, "/metrics")
+        vals = {}
+        for line in m.splitlines():
+            if line.startswith("cairn_volume_snapshot_"):
+                k, v = line.rsplit(" ", 1)
+                vals[k] = float(v)
+        t.eq((vals.get("cairn_volume_snapshot_attempt_total"),
+              vals.get("cairn_volume_snapshot_success_total"),
+              vals.get("cairn_volume_snapshot_failure_total")), (5.0, 2.0, 3.0),
+             "volume metrics: %s" % vals)
+
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
     t.check("sleep 1000" not in out, "the hung plugin's group was killed")
     b = sim.ok("GET", "%s/bp" % BK)
