@@ -10,8 +10,9 @@
  *   own process group (so grandchildren such as tar or sleep are killed
  *   with it), gets fresh pipes on 0/1/2 and closes every other descriptor
  *   (close_range), so it inherits no journal, API or storage connection.
- *   Its environment is built from an allow-list (PATH, HOME, LANG, LC_*,
- *   TZ, TMPDIR) plus CAIRN_PLUGIN_PROTOCOL: no KUBECONFIG, no
+ *   Its environment is built from an allow-list (PATH, LANG, LC_*, TZ,
+ *   TMPDIR) plus CAIRN_PLUGIN_PROTOCOL and HOME=/nonexistent (a
+ *   kubeconfig or cloud credentials often live in $HOME): no KUBECONFIG, no
  *   KUBERNETES_SERVICE_*, no AWS_* and no CAIRN_SERVICEACCOUNT_DIR ever
  *   reach a plugin. cairn writes the VolumePluginBackup/Restore objects
  *   itself from what the plugin reports, so a plugin never needs them.
@@ -64,7 +65,7 @@
 
 /* Environment variables a plugin may see (exact names, or prefix with '*'). */
 static const char *const plugin_env_keep[] = {
-	"PATH", "HOME", "LANG", "LC_*", "TZ", "TMPDIR", NULL
+	"PATH", "LANG", "LC_*", "TZ", "TMPDIR", NULL
 };
 
 void
@@ -115,7 +116,7 @@ static char **
 build_env(char *const *extra)
 {
 	extern char **environ;
-	size_t n = 0, cap = 8, i;
+	size_t n = 0, cap = 9, i;
 	char **env;
 
 	for (i = 0; environ[i] != NULL; i++)
@@ -128,6 +129,7 @@ build_env(char *const *extra)
 			env[n++] = xstrdup(environ[i]);
 	env[n++] = xasprintf("CAIRN_PLUGIN_PROTOCOL=%d",
 	    PLUGIN_PROTOCOL_VERSION);
+	env[n++] = xstrdup("HOME=/nonexistent");
 	for (i = 0; extra != NULL && extra[i] != NULL; i++)
 		env[n++] = xstrdup(extra[i]);
 	env[n] = NULL;

@@ -335,6 +335,7 @@ test_env_scrubbed(void)
 	setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
 	setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t", 1);
 	setenv("CAIRN_SERVICEACCOUNT_DIR", "/var/run/secrets", 1);
+	setenv("HOME", "/root", 1);
 	envf = xasprintf("%s/env.out", tmp);
 	body = xasprintf(HELLO "read x\nenv > %s\nls -l /proc/$$/fd > %s.fds\n"
 	    "echo '{\"type\":\"result\"}'\n", envf, envf);
@@ -345,8 +346,8 @@ test_env_scrubbed(void)
 	    &err), 0);
 	close(sock);
 	cmd = xasprintf("! grep -E 'KUBE|AWS_|SERVICEACCOUNT' %s && "
-	    "grep -q CAIRN_PLUGIN_PROTOCOL=1 %s && grep -q CAIRN_EXTRA=1 %s",
-	    envf, envf, envf);
+	    "grep -q CAIRN_PLUGIN_PROTOCOL=1 %s && grep -q CAIRN_EXTRA=1 %s && "
+	    "grep -qx HOME=/nonexistent %s", envf, envf, envf, envf);
 	CHECK(system(cmd) == 0);
 	free(cmd);
 	/* The socket we hold (no close-on-exec) did not leak into it. */
