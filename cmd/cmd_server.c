@@ -143,6 +143,13 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	o.gc_period_us = flag_duration_us(fs, F_GC_PERIOD);
 	o.shard = shard;
 	o.stop = &server_stop;
+	o.restore_workers = (int)flag_int(fs, F_RESTORE_WORKERS);
+	o.lease_duration_us = flag_duration_us(fs, F_LEASE_DURATION);
+	o.renew_deadline_us = flag_duration_us(fs, F_RENEW_DEADLINE);
+	o.retry_period_us = flag_duration_us(fs, F_RETRY_PERIOD);
+	o.shutdown_grace_us = flag_duration_us(fs, F_SHUTDOWN_GRACE);
+	o.kubeconfig = flag_str(fs, F_KUBECONFIG);
+	o.context = flag_str(fs, F_CONTEXT);
 	log_info("cairn server %s starting: api %s, namespace %s, journal %s",
 	    id, kube_server(k), o.namespace, journal_path(j));
 	if (server_run(&o, &err) < 0)

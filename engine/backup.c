@@ -119,6 +119,7 @@ struct bk {
 	/* resource list spool: "<gvk>\t<ns/name>\n" per item written */
 	FILE *rlspool;
 	int resumed;			/* parts were kept from an earlier run */
+	int from_status;		/* ... vouched for by status, not our journal */
 	char *cur_gvk;			/* "apps/v1/Deployment" of cur */
 	/* current resource while listing */
 	const struct bk_res *cur;
@@ -132,19 +133,60 @@ struct bk {
 /* Status writes, conditional on resourceVersion, with fencing.        */
 /* ------------------------------------------------------------------ */
 
+static int claim_is_ours(const struct bk *b, const cJSON *obj);
+
+/*
+ * Self-fencing (docs/protocol.md rule 5): wait while the server's Lease
+ * is not renewed. After such a pause another server may have taken the
+ * item over, so re-read it and stand down (CAIRN_EFENCED) unless the
+ * claim is still ours; nothing is written in between.
+ */
 static int
 bk_wait_write_ok(struct bk *b)
 {
 	const struct engine_env *e = b->env;
+	cJSON *fresh = NULL;
+	int waited = 0, rc;
 
+	if (b->fenced)
+		return CAIRN_EFENCED;
 	if (e->may_write == NULL)
 		return 0;
-	while (!e->may_write(e->may_write_arg)) {
+	for (;;) {
+		while (!e->may_write(e->may_write_arg)) {
+			if (e->stop != NULL && *e->stop)
+				return CAIRN_ECANCELED;
+			if (!waited)
+				log_warn("backup %s/%s: Lease not renewed in "
+				    "time: writes paused", b->ns, b->name);
+			waited = 1;
+			time_sleep_us(100000, e->stop);
+		}
+		if (!waited)
+			return 0;
+		rc = kube_get(e->kube, &backups_gvr, b->ns, b->name, &fresh,
+		    NULL);
+		if (rc == 0 && claim_is_ours(b, fresh)) {
+			cJSON_Delete(fresh);
+			log_info("backup %s/%s: Lease renewed, claim still ours: "
+			    "writes resume", b->ns, b->name);
+			return 0;
+		}
+		if (rc == 0 || rc == CAIRN_ENOTFOUND) {
+			log_warn("backup %s/%s: claim lost to %s attempt %lld "
+			    "while writes were paused: stopping", b->ns, b->name,
+			    json_str_or(fresh, "status.claim.holder", "(none)"),
+			    (long long)json_int(fresh, "status.claim.attempt",
+			    0));
+			cJSON_Delete(fresh);
+			b->fenced = 1;
+			return CAIRN_EFENCED;
+		}
+		/* Not verified yet (API error): keep waiting. */
+		time_sleep_us(200000, e->stop);
 		if (e->stop != NULL && *e->stop)
 			return CAIRN_ECANCELED;
-		time_sleep_us(100000, e->stop);
 	}
-	return 0;
 }
 
 static int
@@ -174,7 +216,8 @@ bk_status_write(struct bk *b, struct cairn_err *err)
 	for (int i = 0; i < BK_STATUS_RETRIES; i++) {
 		rc = bk_wait_write_ok(b);
 		if (rc < 0)
-			return cairn_err_set(err, rc, "stopped");
+			return cairn_err_set(err, rc, rc == CAIRN_EFENCED ?
+			    "ownership lost" : "stopped");
 		body = cJSON_Duplicate(b->obj, 1);
 		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
 		cJSON_AddItemToObject(body, "status",
@@ -442,6 +485,12 @@ sink_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 	log_info("backup %s/%s: part %d stored (%llu bytes, %lld items, "
 	    "last %s)", b->ns, b->name, part, (unsigned long long)bytes,
 	    (long long)jp.items, jp.last_key);
+	if (b->env->drain != NULL && *b->env->drain) {
+		bk_event(b, "info", "stopped at the checkpoint of part %d for "
+		    "shutdown", part);
+		return cairn_err_set(err, CAIRN_ECANCELED, "stopped at a "
+		    "checkpoint");
+	}
 	return 0;
 }
 
@@ -844,8 +893,34 @@ bk_load_checkpoint(struct bk *b)
 		(void)journal_part_add(b->env->journal, b->jid, &x, NULL);
 		bk_add_part(b, &x);
 	}
-	if (b->nparts > 0)
+	if (b->nparts > 0) {
 		b->upload_id = xstrdup(json_str_or(cp, "uploadID", ""));
+		b->from_status = 1;
+	}
+}
+
+/*
+ * The first part number of a resumed run (docs/protocol.md rule 7): last+1
+ * when our own journal vouches for the parts (a restart of this server:
+ * nothing of ours is in flight), last+2 when they came from another
+ * owner's status.checkpoint, whose one un-checkpointed part may still be
+ * landing under number last+1. A journal of a later attempt whose last
+ * part is still the status's last may hold only parts imported at a
+ * takeover: skip one number there too (gaps are allowed, collisions not).
+ */
+static int
+bk_next_part(const struct bk *b)
+{
+	int64_t last = b->parts[b->nparts - 1].part_number;
+	const cJSON *sp = json_get(b->obj, "status.checkpoint.parts");
+	int n = cJSON_GetArraySize(sp);
+
+	if (b->from_status)
+		return (int)last + 2;
+	if (b->attempt > 1 && n > 0 &&
+	    json_int(cJSON_GetArrayItem(sp, n - 1), "number", 0) == last)
+		return (int)last + 2;
+	return (int)last + 1;
 }
 
 static void
@@ -952,6 +1027,10 @@ put_gz(struct bk *b, enum layout_backup_file f, const char *text,
 	char *key;
 	int rc;
 
+	rc = bk_wait_write_ok(b);	/* self-fencing: every storage write */
+	if (rc < 0)
+		return cairn_err_set(err, rc, "not writing: %s", rc ==
+		    CAIRN_EFENCED ? "ownership lost" : "stopped");
 	if (gzip_mem(text, strlen(text), &gz, &gzlen) < 0)
 		return cairn_err_set(err, CAIRN_EFAIL, "gzip failed");
 	key = bsl_backup_key(b->loc, b->name, f);
@@ -1282,7 +1361,12 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	free(text);
 	text = cJSON_PrintUnformatted(final);
 	key = bsl_backup_key(b->loc, b->name, LAYOUT_BACKUP_METADATA);
-	rc = store_put_mem(b->store, key, text, strlen(text), err);
+	rc = bk_wait_write_ok(b);
+	if (rc < 0)
+		cairn_err_set(err, rc, "not writing: %s", rc == CAIRN_EFENCED ?
+		    "ownership lost" : "stopped");
+	else
+		rc = store_put_mem(b->store, key, text, strlen(text), err);
 done:
 	buf_free(&lb);
 	buf_free(&rl);
@@ -1504,6 +1588,8 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	if (rc < 0)
 		goto out;
 	rc = bk_prepare_upload(&b, err);
+	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED)
+		goto out;
 	if (rc < 0) {
 		snprintf(reason, sizeof reason, "cannot start the tarball "
 		    "upload to %s: %s", store_describe(b.store), err->msg);
@@ -1521,8 +1607,7 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	sink.write = sink_write;
 	sink.end = sink_end;
 	sink.arg = &b;
-	first_part = b.nparts > 0 ?
-	    (int)b.parts[b.nparts - 1].part_number + 1 : 1;
+	first_part = b.nparts > 0 ? bk_next_part(&b) : 1;
 	b.resumed = b.nparts > 0;
 	b.rlspool = tmpfile();	/* NULL: read the tarball back at the end */
 	if (b.rlspool != NULL)

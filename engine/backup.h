@@ -35,10 +35,16 @@ struct engine_env {
 	size_t part_size;		/* --part-size */
 	const volatile int *stop;	/* non-zero: stop at the next item */
 	/*
+	 * Non-zero: stop after the next checkpoint (a clean shutdown's
+	 * grace); NULL: never. The run returns CAIRN_ECANCELED then.
+	 */
+	const volatile int *drain;
+	/*
 	 * Self-fencing hook for issue 8's Leases: called before each part
 	 * upload and status write; 0 means "do not write now" (the run
-	 * waits, re-checking, until it returns 1 or stop is set). NULL:
-	 * always allowed.
+	 * waits, re-checking, until it returns 1 or stop is set; after
+	 * such a pause it re-reads the item and stops with CAIRN_EFENCED
+	 * if the claim is no longer its own). NULL: always allowed.
 	 */
 	int (*may_write)(void *arg);
 	void *may_write_arg;

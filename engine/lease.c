@@ -11,6 +11,7 @@
 #include "base/jsonutil.h"
 #include "base/timeutil.h"
 #include "base/util.h"
+#include "web/metrics.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -110,14 +111,19 @@ make_record(struct lease *l, const cJSON *prev, int takeover, int64_t now)
 	return obj;
 }
 
+/*
+ * sent_mono is when the successful request was sent, not when its answer
+ * came: observers may have seen the new record as early as that, so the
+ * renew deadline counts from there (a slow answer must not stretch it).
+ */
 static void
-record_success(struct lease *l, cJSON *obj)
+record_success(struct lease *l, cJSON *obj, int64_t sent_mono)
 {
 	pthread_mutex_lock(&l->mu);
 	cJSON_Delete(l->record);
 	l->record = obj;
 	l->leader = 1;
-	l->last_renew_mono = time_mono_us();
+	l->last_renew_mono = sent_mono;
 	l->last_renew_wall = time_now_us();
 	l->renewals++;
 	if (!l->was_held)
@@ -130,7 +136,7 @@ int
 lease_try(struct lease *l, struct cairn_err *err)
 {
 	const struct kube_gvr gvr = LEASE_GVR;
-	int64_t now = time_now_us();
+	int64_t now = time_now_us(), sent;
 	cJSON *cached = NULL, *cur = NULL, *next = NULL, *out = NULL;
 	const char *holder;
 	int rc;
@@ -143,10 +149,11 @@ lease_try(struct lease *l, struct cairn_err *err)
 	if (cached != NULL) {
 		next = make_record(l, cached, 0, now);
 		cJSON_Delete(cached);
+		sent = time_mono_us();
 		rc = kube_update(l->kube, &gvr, l->ns, next, &out, NULL);
 		cJSON_Delete(next);
 		if (rc == 0) {
-			record_success(l, out);
+			record_success(l, out, sent);
 			return 0;
 		}
 		/* Fall through to a fresh read, as client-go does. */
@@ -156,11 +163,12 @@ lease_try(struct lease *l, struct cairn_err *err)
 	rc = kube_get(l->kube, &gvr, l->ns, l->name, &cur, err);
 	if (rc == CAIRN_ENOTFOUND) {
 		next = make_record(l, NULL, 1, now);
+		sent = time_mono_us();
 		rc = kube_create(l->kube, &gvr, l->ns, next, &out, err);
 		cJSON_Delete(next);
 		if (rc < 0)
 			goto fail;
-		record_success(l, out);
+		record_success(l, out, sent);
 		return 0;
 	}
 	if (rc < 0)
@@ -183,13 +191,15 @@ lease_try(struct lease *l, struct cairn_err *err)
 	next = make_record(l, cur, holder[0] == '\0' ||
 	    strcmp(holder, l->identity) != 0, now);
 	cJSON_Delete(cur);
+	sent = time_mono_us();
 	rc = kube_update(l->kube, &gvr, l->ns, next, &out, err);
 	cJSON_Delete(next);
 	if (rc < 0)
 		goto fail;
-	record_success(l, out);
+	record_success(l, out, sent);
 	return 0;
 fail:
+	metrics_inc(METRIC_LEASE_RENEW_FAILURES_TOTAL, NULL);
 	pthread_mutex_lock(&l->mu);
 	l->failures++;
 	if (rc == CAIRN_ECONFLICT || rc == CAIRN_EBUSY)
@@ -209,6 +219,7 @@ lease_held(struct lease *l)
 	if (!held && l->was_held) {
 		l->was_held = 0;
 		l->lost++;
+		metrics_inc(METRIC_FENCED_TOTAL, METRIC_LABELS("lease"));
 		log_warn("lease %s/%s not renewed within %llds: stop writing until it is",
 		    l->ns, l->name, (long long)(l->deadline_us / TIME_US_PER_SEC));
 	}
@@ -231,7 +242,8 @@ lease_loop(void *arg)
 
 		if (lease_try(l, &err) < 0)
 			log_debug("lease %s renewal failed: %s", l->name, err.msg);
-		(void)lease_held(l);	/* logs a loss once */
+		/* logs a loss once */
+		metrics_set(METRIC_LEASE_HELD, lease_held(l) ? 1 : 0, NULL);
 		deadline = time_now_us() + wait;
 		ts.tv_sec = deadline / TIME_US_PER_SEC;
 		ts.tv_nsec = (long)(deadline % TIME_US_PER_SEC) * 1000;

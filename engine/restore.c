@@ -219,19 +219,53 @@ plan_problem(void *arg, int error, const char *ns, const char *msg)
 /* Status writes, conditional on resourceVersion, with fencing.        */
 /* ------------------------------------------------------------------ */
 
+static int claim_is_ours(const struct rs *rs, const cJSON *obj);
+
+/*
+ * Self-fencing (docs/protocol.md rule 5): wait while the Lease is not
+ * renewed; after such a pause re-read the Restore and stand down
+ * (CAIRN_EFENCED) unless the claim is still ours.
+ */
 static int
 rs_wait_write_ok(struct rs *rs)
 {
 	const struct engine_env *e = rs->env;
+	cJSON *fresh = NULL;
+	int waited = 0, rc;
 
+	if (rs->fenced)
+		return CAIRN_EFENCED;
 	if (e->may_write == NULL)
 		return 0;
-	while (!e->may_write(e->may_write_arg)) {
+	for (;;) {
+		while (!e->may_write(e->may_write_arg)) {
+			if (e->stop != NULL && *e->stop)
+				return CAIRN_ECANCELED;
+			if (!waited)
+				log_warn("restore %s/%s: Lease not renewed in "
+				    "time: writes paused", rs->ns, rs->name);
+			waited = 1;
+			time_sleep_us(100000, e->stop);
+		}
+		if (!waited)
+			return 0;
+		rc = kube_get(e->kube, &restores_gvr, rs->ns, rs->name, &fresh,
+		    NULL);
+		if (rc == 0 && claim_is_ours(rs, fresh)) {
+			cJSON_Delete(fresh);
+			return 0;
+		}
+		if (rc == 0 || rc == CAIRN_ENOTFOUND) {
+			log_warn("restore %s/%s: claim lost while writes were "
+			    "paused: stopping", rs->ns, rs->name);
+			cJSON_Delete(fresh);
+			rs->fenced = 1;
+			return CAIRN_EFENCED;
+		}
+		time_sleep_us(200000, e->stop);
 		if (e->stop != NULL && *e->stop)
 			return CAIRN_ECANCELED;
-		time_sleep_us(100000, e->stop);
 	}
-	return 0;
 }
 
 static int
@@ -256,7 +290,8 @@ rs_status_write(struct rs *rs, struct cairn_err *err)
 	for (int i = 0; i < RS_STATUS_RETRIES; i++) {
 		rc = rs_wait_write_ok(rs);
 		if (rc < 0)
-			return cairn_err_set(err, rc, "stopped");
+			return cairn_err_set(err, rc, rc == CAIRN_EFENCED ?
+			    "ownership lost" : "stopped");
 		body = cJSON_Duplicate(rs->obj, 1);
 		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
 		cJSON_AddItemToObject(body, "status",
@@ -939,6 +974,9 @@ feed_row(void *arg, struct restore_row *row)
 	enum journal_rstate st;
 	int rc;
 
+	/* self-fencing: no item is created while the Lease is not renewed */
+	if (!rs->fenced && rs_wait_write_ok(rs) == CAIRN_EFENCED)
+		rs->fenced = 1;
 	if (rs->fenced || (rs->env->stop != NULL && *rs->env->stop)) {
 		restore_row_free(row);
 		f->rc = cairn_err_set(f->err, rs->fenced ? CAIRN_EFENCED :

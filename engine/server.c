@@ -1,28 +1,47 @@
 /*
- * server.c: the controller loop of `cairn server`.
+ * server.c: the controller loop of `cairn server`: many servers, one
+ * owner per item. The protocol and why it is safe: docs/protocol.md.
  *
- * One scan thread (the caller of server_run) lists the Backups of the
- * namespace every scan period and queues, oldest first, those this server
- * may work on: New ones (matching --shard-selector) and InProgress ones
- * whose claim.holder is this server (a restart resumes its own items at
- * once, its journal holds their checkpoints). N worker threads take items
- * from the queue, re-read each, claim New ones with backup_claim() (a
- * conditional status write: a 409 means another worker won, the item is
- * dropped) and run them with backup_run().
+ * Start. The server's Lease `cairn-<server-id>` (engine/lease.h) is
+ * acquired before any worker starts: a server that cannot get it claims
+ * nothing. The Lease is then renewed in its own thread, and every worker
+ * write (part upload, status write, restored item) first asks
+ * lease_held() through engine_env.may_write: a server that has not
+ * renewed within the renew deadline pauses its writes (self-fencing) and,
+ * once renewed, re-reads the item before writing again (engine/backup.c).
  *
- * Where issue 8 plugs in:
- *  - Leases: create the server's Lease before the workers start and set
- *    env.may_write to lease_held() (self-fencing before every part upload
- *    and status write); release it after the workers joined.
- *  - Takeover: in scan_cb(), an InProgress item whose holder is another
- *    server and whose Lease lease_watch_expired() says is gone becomes a
- *    candidate; worker_take() then claims it with attempt+1 (the same
- *    conditional write) and backup_run() resumes from status.checkpoint.
- *  - SIGTERM grace and claim release: at stop, workers get
- *    --shutdown-grace to reach a checkpoint before stop is raised for them.
+ * Scan. One thread (the caller of server_run) refreshes the observation
+ * clock of every cairn Lease (lease_watch) and lists the Backups and
+ * Restores of the namespace every scan period. It queues, oldest first
+ * (creation time, then kind and name), what this server may work on:
+ *   - New items matching --shard-selector (claim, attempt 1);
+ *   - InProgress items it holds itself: a restart with the same id
+ *     resumes them from its journal at once (the Lease is its own);
+ *   - InProgress items matching the shard whose holder is "" (released at
+ *     a clean shutdown) or whose holder's Lease lease_watch_expired():
+ *     takeover, claimed with attempt+1.
+ * Every server queues in the same order; contention is settled by the
+ * conditional claim, and a worker re-reads first, so an item claimed
+ * meanwhile costs one GET, not a failed write.
+ *
+ * Work. N worker threads (`<server-id>/<n>`) pop the oldest item, re-read
+ * it, decide again on the fresh object (the scan may be a period old),
+ * claim it with a status write conditional on the resourceVersion read
+ * (a 409 means another worker won: drop it) and run backup_run() or
+ * restore_run(). A run that returns CAIRN_EFENCED lost its claim and
+ * wrote nothing more; an error leaves the item InProgress and held, so
+ * the next scan queues it again (resume).
+ *
+ * Stop (SIGTERM). Claiming ends at once; backups are asked to stop after
+ * their next checkpoint (engine_env.drain) and restores at their next
+ * item; after --shutdown-grace whatever still runs is stopped hard. Each
+ * worker whose run stopped releases its claim (claim.holder "", attempt
+ * and checkpoint kept, conditional write), then the Lease is released
+ * (empty holder): other servers take over at once.
  *
  * Threads: the queue and the running set are guarded by one mutex; the
- * kube client and the journal are thread-safe handles.
+ * kube clients, the journal, the Lease and the lease_watch are
+ * thread-safe handles.
  */
 #include "config.h"
 #include "engine/server.h"
@@ -37,63 +56,105 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/backup.h"
+#include "engine/lease.h"
+#include "engine/restore.h"
 #include "engine/upkeep.h"
 #include "kube/kube.h"
+#include "web/metrics.h"
 
-#define SERVER_QUEUE_MAX 10000
+#define SERVER_QUEUE_MAX	10000
+#define SERVER_GRACE_DEFAULT_US	(30 * TIME_US_PER_SEC)
+#define SERVER_RELEASE_TRIES	3
 
-static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
+enum server_kind { SK_BACKUP, SK_RESTORE, SK__COUNT };
+
+static const struct kube_gvr server_gvrs[SK__COUNT] = {
+	{ "cairn.io", "v1", "backups" },
+	{ "cairn.io", "v1", "restores" },
+};
+static const char *const server_kind_names[SK__COUNT] = { "backup", "restore" };
 
 struct qitem {
 	char *name;
+	int kind;			/* enum server_kind */
 	int64_t created_us;
 };
 
 struct server {
 	const struct server_opts *o;
-	struct engine_env env;
+	struct engine_env env;		/* backups: stop = hard, drain = drain */
+	struct engine_env renv;		/* restores: stop = drain */
+	struct lease *lease;
+	struct lease_watch *watch;
+	struct kube *lease_kube;	/* owned when not o->kube */
+	volatile int drain;		/* SIGTERM: stop at the next checkpoint */
+	volatile int hard;		/* grace over: stop now */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	struct qitem *q;		/* queued names */
+	struct qitem *q;		/* queued, oldest first */
 	size_t nq, aq;
-	char **running;			/* names being worked on, per worker */
+	struct qitem *running;		/* per worker; name NULL: idle */
 	int nworkers;
 	/* scan scratch */
 	struct qitem *cand;
 	size_t ncand, acand;
+	int scan_kind;
 	struct upkeep *upkeep;		/* schedules, sync, GC thread */
 };
 
 static int
-busy_locked(struct server *s, const char *name)
+server_may_write(void *arg)
+{
+	struct server *s = arg;
+
+	return lease_held(s->lease);
+}
+
+static int
+busy_locked(struct server *s, int kind, const char *name)
 {
 	for (size_t i = 0; i < s->nq; i++)
-		if (strcmp(s->q[i].name, name) == 0)
+		if (s->q[i].kind == kind && strcmp(s->q[i].name, name) == 0)
 			return 1;
 	for (int i = 0; i < s->nworkers; i++)
-		if (s->running[i] != NULL && strcmp(s->running[i], name) == 0)
+		if (s->running[i].name != NULL && s->running[i].kind == kind &&
+		    strcmp(s->running[i].name, name) == 0)
 			return 1;
 	return 0;
+}
+
+/* What may this server do with the item as read? */
+enum take_mode { TAKE_NONE, TAKE_CLAIM, TAKE_RESUME, TAKE_OVER };
+
+static enum take_mode
+take_mode(struct server *s, const cJSON *item)
+{
+	const char *phase = json_str_or(item, "status.phase", "");
+	const char *holder = json_str_or(item, "status.claim.holder", "");
+	int in_shard = s->o->shard == NULL ||
+	    kube_selector_match_object(s->o->shard, item);
+
+	if (phase[0] == '\0' || strcmp(phase, "New") == 0)
+		return in_shard ? TAKE_CLAIM : TAKE_NONE;
+	if (strcmp(phase, "InProgress") != 0)
+		return TAKE_NONE;
+	if (strcmp(holder, s->o->server_id) == 0)
+		return TAKE_RESUME;	/* ours, whatever the shard says now */
+	if (!in_shard)
+		return TAKE_NONE;
+	if (holder[0] == '\0' || lease_watch_expired(s->watch, holder))
+		return TAKE_OVER;
+	return TAKE_NONE;
 }
 
 static int
 scan_cb(void *arg, cJSON *item)
 {
 	struct server *s = arg;
-	const char *phase = json_str_or(item, "status.phase", "");
-	const char *holder = json_str_or(item, "status.claim.holder", "");
 	const char *ts = json_str(item, "metadata.creationTimestamp");
 	int64_t created = 0;
-	int want = 0;
 
-	if (phase[0] == '\0' || strcmp(phase, "New") == 0)
-		want = s->o->shard == NULL ||
-		    kube_selector_match_object(s->o->shard, item);
-	else if (strcmp(phase, "InProgress") == 0 &&
-	    strcmp(holder, s->o->server_id) == 0)
-		want = 1;
-	/* issue 8: takeover candidates (holder's Lease expired) go here. */
-	if (!want)
+	if (take_mode(s, item) == TAKE_NONE)
 		return 0;
 	if (ts != NULL)
 		(void)time_parse(ts, &created);
@@ -102,6 +163,7 @@ scan_cb(void *arg, cJSON *item)
 		s->cand = xreallocarray(s->cand, s->acand, sizeof *s->cand);
 	}
 	s->cand[s->ncand].name = xstrdup(json_str_or(item, "metadata.name", ""));
+	s->cand[s->ncand].kind = s->scan_kind;
 	s->cand[s->ncand].created_us = created;
 	s->ncand++;
 	return 0;
@@ -114,6 +176,8 @@ qitem_cmp(const void *a, const void *b)
 
 	if (x->created_us != y->created_us)
 		return x->created_us < y->created_us ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind < y->kind ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
@@ -125,19 +189,29 @@ server_scan(struct server *s)
 	size_t added = 0;
 	int rc;
 
-	memset(&lo, 0, sizeof lo);
-	lo.limit = 500;
-	lo.stop = s->o->stop;
+	/* Observation clock first: takeover decisions below use it. */
+	if (lease_watch_refresh(s->watch, &err) < 0) {
+		log_warn("listing server leases in %s: %s", s->o->namespace,
+		    err.msg);
+		cairn_err_clear(&err);
+	}
 	s->ncand = 0;
-	rc = kube_list(s->o->kube, &backups_gvr, s->o->namespace, &lo, scan_cb,
-	    s, NULL, &err);
-	if (rc < 0 && rc != CAIRN_ECANCELED)
-		log_warn("listing backups in %s: %s", s->o->namespace, err.msg);
-	if (s->ncand > 1)	/* qsort(NULL, 0) is undefined (UBSan) */
-		qsort(s->cand, s->ncand, sizeof *s->cand, qitem_cmp);
+	for (int k = 0; k < SK__COUNT; k++) {
+		memset(&lo, 0, sizeof lo);
+		lo.limit = 500;
+		lo.stop = s->o->stop;
+		s->scan_kind = k;
+		rc = kube_list(s->o->kube, &server_gvrs[k], s->o->namespace, &lo,
+		    scan_cb, s, NULL, &err);
+		if (rc < 0 && rc != CAIRN_ECANCELED)
+			log_warn("listing %ss in %s: %s", server_kind_names[k],
+			    s->o->namespace, err.msg);
+		cairn_err_clear(&err);
+	}
 	pthread_mutex_lock(&s->mu);
 	for (size_t i = 0; i < s->ncand; i++) {
-		if (busy_locked(s, s->cand[i].name) || s->nq >= SERVER_QUEUE_MAX) {
+		if (busy_locked(s, s->cand[i].kind, s->cand[i].name) ||
+		    s->nq >= SERVER_QUEUE_MAX) {
 			free(s->cand[i].name);
 			continue;
 		}
@@ -149,8 +223,9 @@ server_scan(struct server *s)
 		added++;
 	}
 	if (added > 0) {
-		/* Keep the queue oldest first. */
-		qsort(s->q, s->nq, sizeof *s->q, qitem_cmp);
+		/* Oldest first (qsort(NULL, 0) is undefined: UBSan). */
+		if (s->nq > 1)
+			qsort(s->q, s->nq, sizeof *s->q, qitem_cmp);
 		pthread_cond_broadcast(&s->cv);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -164,60 +239,140 @@ struct worker {
 	pthread_t th;
 };
 
-/* Re-read, claim if New, run. */
+/*
+ * After a run stopped for shutdown: give the item back (claim.holder "",
+ * phase, attempt and checkpoint kept) with a write conditional on the
+ * resourceVersion read, and only while we still hold our claim and Lease.
+ */
 static void
-worker_take(struct worker *w, const char *name)
+server_release(struct server *s, int kind, const char *name, int64_t attempt)
 {
-	struct server *s = w->s;
+	const struct kube_gvr *g = &server_gvrs[kind];
 	struct cairn_err err = CAIRN_ERR_INIT;
-	cJSON *obj = NULL, *claimed = NULL;
-	const char *phase;
+	cJSON *obj = NULL;
 	int rc;
 
-	rc = kube_get(s->o->kube, &backups_gvr, s->o->namespace, name, &obj,
-	    &err);
+	for (int i = 0; i < SERVER_RELEASE_TRIES; i++) {
+		if (!lease_held(s->lease))
+			return;		/* fenced: the Lease expiry frees it */
+		rc = kube_get(s->o->kube, g, s->o->namespace, name, &obj, &err);
+		if (rc < 0)
+			break;
+		if (strcmp(json_str_or(obj, "status.phase", ""), "InProgress") ||
+		    strcmp(json_str_or(obj, "status.claim.holder", ""),
+		    s->o->server_id) != 0 ||
+		    json_int(obj, "status.claim.attempt", 0) != attempt) {
+			cJSON_Delete(obj);
+			return;		/* finished, or no longer ours */
+		}
+		json_set_str(obj, "status.claim.holder", "");
+		json_set_str(obj, "status.claim.worker", "");
+		rc = kube_update_status(s->o->kube, g, s->o->namespace, obj,
+		    NULL, &err);
+		cJSON_Delete(obj);
+		obj = NULL;
+		if (rc == 0) {
+			log_info("%s %s/%s: claim released (attempt %lld) for "
+			    "another server to resume", server_kind_names[kind],
+			    s->o->namespace, name, (long long)attempt);
+			return;
+		}
+		if (rc != CAIRN_ECONFLICT)
+			break;
+		cairn_err_clear(&err);
+	}
+	log_warn("%s %s/%s: could not release the claim (%s); it is taken "
+	    "over when this server's Lease expires", server_kind_names[kind],
+	    s->o->namespace, name, err.msg[0] ? err.msg : "conflicts");
+}
+
+/* Re-read, decide, claim or take over, run. */
+static void
+worker_take(struct worker *w, int kind, const char *name)
+{
+	struct server *s = w->s;
+	const struct kube_gvr *g = &server_gvrs[kind];
+	const char *kn = server_kind_names[kind];
+	const char *kl[] = { kn, NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *obj = NULL, *claimed = NULL;
+	enum take_mode mode;
+	int64_t attempt;
+	int rc;
+
+	rc = kube_get(s->o->kube, g, s->o->namespace, name, &obj, &err);
 	if (rc < 0) {
 		if (rc != CAIRN_ENOTFOUND)
-			log_warn("reading backup %s/%s: %s", s->o->namespace,
+			log_warn("reading %s %s/%s: %s", kn, s->o->namespace,
 			    name, err.msg);
 		return;
 	}
-	phase = json_str_or(obj, "status.phase", "");
-	if (phase[0] == '\0' || strcmp(phase, "New") == 0) {
-		rc = backup_claim(&s->env, obj, w->id, 1, &claimed, &err);
+	mode = take_mode(s, obj);
+	attempt = json_int(obj, "status.claim.attempt", 0);
+	if (mode == TAKE_NONE || (mode != TAKE_RESUME &&
+	    (s->drain || !lease_held(s->lease)))) {
 		cJSON_Delete(obj);
+		return;
+	}
+	if (mode == TAKE_CLAIM || mode == TAKE_OVER) {
+		const char *prev = json_str_or(obj, "status.claim.holder", "");
+		char *was = xstrdup(prev[0] ? prev : "(released)");
+
+		attempt = mode == TAKE_CLAIM ? 1 : (attempt > 0 ? attempt : 1) + 1;
+		if (kind == SK_BACKUP)
+			rc = backup_claim(&s->env, obj, w->id, attempt, &claimed,
+			    &err);
+		else
+			rc = restore_claim(&s->renv, obj, w->id, attempt,
+			    &claimed, &err);
+		cJSON_Delete(obj);
+		obj = NULL;
 		if (rc == CAIRN_ECONFLICT) {
-			log_info("backup %s/%s: claimed by someone else first",
+			metrics_inc(METRIC_CLAIM_CONFLICTS_TOTAL, kl);
+			log_info("%s %s/%s: claimed by someone else first", kn,
 			    s->o->namespace, name);
+			free(was);
 			return;
 		}
 		if (rc < 0) {
-			log_warn("claiming backup %s/%s: %s", s->o->namespace,
+			log_warn("claiming %s %s/%s: %s", kn, s->o->namespace,
 			    name, err.msg);
+			free(was);
 			return;
 		}
-		log_info("backup %s/%s: claimed by %s", s->o->namespace, name,
-		    w->id);
+		metrics_inc(METRIC_CLAIMS_TOTAL, kl);
+		if (mode == TAKE_OVER) {
+			metrics_inc(METRIC_TAKEOVERS_TOTAL, kl);
+			log_info("%s %s/%s: taken over from %s by %s (attempt "
+			    "%lld)", kn, s->o->namespace, name, was, w->id,
+			    (long long)attempt);
+		} else
+			log_info("%s %s/%s: claimed by %s", kn, s->o->namespace,
+			    name, w->id);
+		free(was);
 		obj = claimed;
-	} else if (strcmp(phase, "InProgress") != 0 ||
-	    strcmp(json_str_or(obj, "status.claim.holder", ""),
-	    s->o->server_id) != 0) {
-		cJSON_Delete(obj);
-		return;
-	} else
-		log_info("backup %s/%s: resuming (attempt %lld)",
-		    s->o->namespace, name,
-		    (long long)json_int(obj, "status.claim.attempt", 1));
-	rc = backup_run(&s->env, obj, w->id, &err);
+	} else {
+		metrics_inc(METRIC_RESUMES_TOTAL, kl);
+		log_info("%s %s/%s: resuming (attempt %lld)", kn,
+		    s->o->namespace, name, (long long)attempt);
+	}
+	if (kind == SK_BACKUP)
+		rc = backup_run(&s->env, obj, w->id, &err);
+	else
+		rc = restore_run(&s->renv, obj, w->id, s->o->restore_workers,
+		    &err);
 	cJSON_Delete(obj);
-	if (rc == CAIRN_EFENCED)
-		log_warn("backup %s/%s: ownership lost, stopped", s->o->namespace,
-		    name);
-	else if (rc == CAIRN_ECANCELED)
-		log_info("backup %s/%s: stopped; it resumes on restart",
-		    s->o->namespace, name);
-	else if (rc < 0)
-		log_error("backup %s/%s: %s (will retry)", s->o->namespace,
+	if (rc == CAIRN_EFENCED) {
+		metrics_inc(METRIC_FENCED_TOTAL, METRIC_LABELS("conflict"));
+		log_warn("%s %s/%s: ownership lost, stopped without writing "
+		    "more", kn, s->o->namespace, name);
+	} else if (rc == CAIRN_ECANCELED) {
+		if (s->drain)
+			server_release(s, kind, name, attempt);
+		else
+			log_info("%s %s/%s: stopped", kn, s->o->namespace, name);
+	} else if (rc < 0)
+		log_error("%s %s/%s: %s (will retry)", kn, s->o->namespace,
 		    name, err.msg);
 }
 
@@ -226,78 +381,171 @@ worker_main(void *arg)
 {
 	struct worker *w = arg;
 	struct server *s = w->s;
-	char *name;
+	struct qitem it;
 
 	for (;;) {
 		pthread_mutex_lock(&s->mu);
-		while (s->nq == 0 && !*s->o->stop) {
+		while (s->nq == 0 && !s->drain) {
 			struct timespec ts;
 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += 1;
 			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 		}
-		if (*s->o->stop) {
+		if (s->drain) {
 			pthread_mutex_unlock(&s->mu);
 			break;
 		}
-		name = s->q[0].name;
+		it = s->q[0];
 		memmove(s->q, s->q + 1, (s->nq - 1) * sizeof *s->q);
 		s->nq--;
-		s->running[w->n] = name;
+		s->running[w->n] = it;
 		pthread_mutex_unlock(&s->mu);
 
-		worker_take(w, name);
+		worker_take(w, it.kind, it.name);
 
 		pthread_mutex_lock(&s->mu);
-		s->running[w->n] = NULL;
+		s->running[w->n].name = NULL;
+		pthread_cond_broadcast(&s->cv);
 		pthread_mutex_unlock(&s->mu);
-		free(name);
+		free(it.name);
 	}
 	return NULL;
+}
+
+/* The Lease's own client: short timeout, no retries (see server.h). */
+static struct kube *
+lease_client(const struct server_opts *o, int64_t deadline_us,
+	int64_t retry_us)
+{
+	struct kube_config_opts co = { o->kubeconfig, o->context };
+	struct kube_client_opts ko;
+	struct kube_config *cfg = NULL;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct kube *k = NULL;
+
+	memset(&ko, 0, sizeof ko);
+	ko.timeout_us = deadline_us - retry_us;
+	if (ko.timeout_us < 500000)
+		ko.timeout_us = 500000;
+	ko.max_retries = KUBE_RETRIES_NONE;
+	if (kube_config_load(&co, &cfg, &err) < 0 ||
+	    kube_new(cfg, &ko, &k, &err) < 0) {
+		log_warn("lease client: %s; renewing through the main client",
+		    err.msg);
+		return NULL;
+	}
+	return k;
+}
+
+/* Block until the Lease is held (0) or stop (CAIRN_ECANCELED). */
+static int
+server_acquire(struct server *s, int64_t retry_us)
+{
+	int warned = 0;
+
+	for (;;) {
+		struct cairn_err err = CAIRN_ERR_INIT;
+
+		if (lease_try(s->lease, &err) == 0)
+			return 0;
+		if (!warned)
+			log_warn("server %s: cannot hold Lease %s%s yet: %s "
+			    "(claiming nothing until it can)", s->o->server_id,
+			    LEASE_NAME_PREFIX, s->o->server_id, err.msg);
+		warned = 1;
+		time_sleep_us(retry_us, s->o->stop);
+		if (*s->o->stop)
+			return CAIRN_ECANCELED;
+	}
+}
+
+static int
+running_count(struct server *s)
+{
+	int n = 0;
+
+	for (int i = 0; i < s->nworkers; i++)
+		n += s->running[i].name != NULL;
+	return n;
 }
 
 int
 server_run(const struct server_opts *o, struct cairn_err *err)
 {
 	struct server s;
-	struct worker *w;
-	int started = 0;
+	struct lease_opts lopts;
+	struct worker *w = NULL;
+	int64_t grace, t0;
+	int started = 0, rc;
 
 	memset(&s, 0, sizeof s);
 	s.o = o;
 	s.nworkers = o->workers > 0 ? o->workers : 1;
+	memset(&lopts, 0, sizeof lopts);
+	lopts.namespace = o->namespace;
+	lopts.identity = o->server_id;
+	lopts.lease_duration_us = o->lease_duration_us > 0 ?
+	    o->lease_duration_us : 15 * TIME_US_PER_SEC;
+	lopts.renew_deadline_us = o->renew_deadline_us > 0 ?
+	    o->renew_deadline_us : 10 * TIME_US_PER_SEC;
+	lopts.retry_period_us = o->retry_period_us > 0 ?
+	    o->retry_period_us : 2 * TIME_US_PER_SEC;
+	s.lease_kube = lease_client(o, lopts.renew_deadline_us,
+	    lopts.retry_period_us);
+	rc = lease_new(s.lease_kube ? s.lease_kube : o->kube, &lopts, &s.lease,
+	    err);
+	if (rc < 0) {
+		kube_free(s.lease_kube);
+		return rc;
+	}
+	s.watch = lease_watch_new(o->kube, o->namespace,
+	    lopts.lease_duration_us);
+
 	s.env.kube = o->kube;
 	s.env.journal = o->journal;
 	s.env.server_id = o->server_id;
 	s.env.namespace = o->namespace;
 	s.env.part_size = o->part_size;
-	s.env.stop = o->stop;
+	s.env.stop = &s.hard;
+	s.env.drain = &s.drain;
+	s.env.may_write = server_may_write;
+	s.env.may_write_arg = &s;
+	s.renv = s.env;
+	s.renv.stop = &s.drain;		/* a restore's items are its checkpoints */
+	s.renv.drain = NULL;
 	s.running = xcalloc((size_t)s.nworkers, sizeof *s.running);
 	pthread_mutex_init(&s.mu, NULL);
 	pthread_cond_init(&s.cv, NULL);
+
+	/* No Lease, no claims. */
+	if (server_acquire(&s, lopts.retry_period_us) < 0)
+		goto stopped;
+	rc = lease_start(s.lease, err);
+	if (rc < 0)
+		goto stopped;
+
 	w = xcalloc((size_t)s.nworkers, sizeof *w);
 	for (int i = 0; i < s.nworkers; i++) {
 		w[i].s = &s;
 		w[i].n = i;
 		snprintf(w[i].id, sizeof w[i].id, "%s/%d", o->server_id, i);
 		if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0) {
-			cairn_err_set(err, CAIRN_EFAIL, "cannot start worker %d",
-			    i);
+			rc = cairn_err_set(err, CAIRN_EFAIL,
+			    "cannot start worker %d", i);
 			break;
 		}
 		started++;
 	}
-	log_info("server %s: watching backups in %s with %d workers",
-	    o->server_id, o->namespace, started);
+	log_info("server %s: watching backups and restores in %s with %d "
+	    "workers", o->server_id, o->namespace, started);
 	/* Schedules, location health and sync, GC (engine/upkeep.h). */
-	{
+	if (started == s.nworkers && !o->no_upkeep) {
 		struct upkeep_opts uo = { o->kube, o->namespace, 0,
 		    o->gc_period_us };
 		struct cairn_err uerr = CAIRN_ERR_INIT;
 
-		if (started == s.nworkers &&
-		    upkeep_start(&uo, &s.upkeep, &uerr) < 0)
+		if (upkeep_start(&uo, &s.upkeep, &uerr) < 0)
 			log_error("%s; schedules, sync and GC will not run",
 			    uerr.msg);
 	}
@@ -305,12 +553,48 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 		server_scan(&s);
 		time_sleep_us(o->scan_period_us, o->stop);
 	}
-	upkeep_stop(s.upkeep);
+
+	/* Shutdown: no more claims; running items to their next checkpoint. */
+	grace = o->shutdown_grace_us > 0 ? o->shutdown_grace_us :
+	    SERVER_GRACE_DEFAULT_US;
+	t0 = time_mono_us();
+	s.drain = 1;
 	pthread_mutex_lock(&s.mu);
 	pthread_cond_broadcast(&s.cv);
+	if (running_count(&s) > 0)
+		log_info("server %s: stopping: %d running item(s) get %.1f s to "
+		    "reach a checkpoint", o->server_id, running_count(&s),
+		    (double)grace / TIME_US_PER_SEC);
+	while (running_count(&s) > 0 && time_mono_us() - t0 < grace) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000 * 1000 * 1000;
+		}
+		pthread_cond_timedwait(&s.cv, &s.mu, &ts);
+	}
+	if (running_count(&s) > 0)
+		log_warn("server %s: shutdown grace over: stopping %d item(s) "
+		    "now", o->server_id, running_count(&s));
+	s.hard = 1;
 	pthread_mutex_unlock(&s.mu);
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].th, NULL);
+	upkeep_stop(s.upkeep);
+	if (started == s.nworkers)
+		rc = 0;
+stopped:
+	{
+		struct cairn_err lerr = CAIRN_ERR_INIT;
+
+		if (lease_release(s.lease, &lerr) < 0)
+			log_warn("releasing the Lease: %s (it expires by itself)",
+			    lerr.msg);
+	}
+	metrics_set(METRIC_LEASE_HELD, 0, NULL);
 	for (size_t i = 0; i < s.nq; i++)
 		free(s.q[i].name);
 	free(s.q);
@@ -319,6 +603,9 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	free(w);
 	pthread_mutex_destroy(&s.mu);
 	pthread_cond_destroy(&s.cv);
+	lease_free(s.lease);
+	lease_watch_free(s.watch);
+	kube_free(s.lease_kube);
 	log_info("server %s: stopped", o->server_id);
-	return started == s.nworkers ? 0 : CAIRN_EFAIL;
+	return rc < 0 ? rc : 0;
 }
