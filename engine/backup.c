@@ -120,6 +120,7 @@ struct bk {
 	FILE *rlspool;
 	int resumed;			/* parts were kept from an earlier run */
 	int from_status;		/* ... vouched for by status, not our journal */
+	int write_epoch;		/* may_write() value of the last check */
 	char *cur_gvk;			/* "apps/v1/Deployment" of cur */
 	/* current resource while listing */
 	const struct bk_res *cur;
@@ -146,14 +147,14 @@ bk_wait_write_ok(struct bk *b)
 {
 	const struct engine_env *e = b->env;
 	cJSON *fresh = NULL;
-	int waited = 0, rc;
+	int waited = 0, ep, rc;
 
 	if (b->fenced)
 		return CAIRN_EFENCED;
 	if (e->may_write == NULL)
 		return 0;
 	for (;;) {
-		while (!e->may_write(e->may_write_arg)) {
+		while ((ep = e->may_write(e->may_write_arg)) == 0) {
 			if (e->stop != NULL && *e->stop)
 				return CAIRN_ECANCELED;
 			if (!waited)
@@ -162,12 +163,16 @@ bk_wait_write_ok(struct bk *b)
 			waited = 1;
 			time_sleep_us(100000, e->stop);
 		}
-		if (!waited)
+		/* Held all along since the last check: write. */
+		if (!waited && (b->write_epoch == 0 || ep == b->write_epoch)) {
+			b->write_epoch = ep;
 			return 0;
+		}
 		rc = kube_get(e->kube, &backups_gvr, b->ns, b->name, &fresh,
 		    NULL);
 		if (rc == 0 && claim_is_ours(b, fresh)) {
 			cJSON_Delete(fresh);
+			b->write_epoch = ep;
 			log_info("backup %s/%s: Lease renewed, claim still ours: "
 			    "writes resume", b->ns, b->name);
 			return 0;
@@ -1275,6 +1280,41 @@ done:
 /* Final phases.                                                       */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Set condition `type` in status.conditions (Kubernetes style);
+ * lastTransitionTime moves only when the status value changes.
+ */
+static void
+bk_condition(struct bk *b, const char *type, const char *status,
+	const char *reason, const char *message)
+{
+	cJSON *conds = json_get(b->status, "conditions");
+	cJSON *c = NULL, *it;
+	char ts[TIME_STR_MAX];
+
+	if (!cJSON_IsArray(conds)) {
+		conds = cJSON_CreateArray();
+		json_set_item(b->status, "conditions", conds);
+	}
+	cJSON_ArrayForEach(it, conds)
+		if (strcmp(json_str_or(it, "type", ""), type) == 0)
+			c = it;
+	if (c == NULL) {
+		c = cJSON_CreateObject();
+		cJSON_AddItemToArray(conds, c);
+		json_set_str(c, "type", type);
+	}
+	if (strcmp(json_str_or(c, "status", ""), status) != 0) {
+		time_format_rfc3339(time_now_us(), ts);
+		json_set_str(c, "lastTransitionTime", ts);
+	}
+	json_set_str(c, "status", status);
+	json_set_str(c, "reason", reason);
+	json_set_str(c, "message", message != NULL ? message : "");
+	json_set_int(c, "observedGeneration",
+	    json_int(b->obj, "metadata.generation", 0));
+}
+
 static int
 bk_finish_status(struct bk *b, const char *phase, const char *reason,
 	struct cairn_err *err)
@@ -1286,6 +1326,12 @@ bk_finish_status(struct bk *b, const char *phase, const char *reason,
 	if (rc < 0)
 		return rc;
 	json_set_str(b->status, "phase", phase);
+	bk_condition(b, "Ready", strcmp(phase, "Completed") == 0 ? "True" :
+	    "False", phase, reason != NULL ? reason :
+	    strcmp(phase, "PartiallyFailed") == 0 ? "some resources could not "
+	    "be backed up: see the results file" :
+	    strcmp(phase, "FailedValidation") == 0 ? "see validationErrors" :
+	    "the backup is complete");
 	time_format_rfc3339(time_now_us(), ts);
 	json_set_str(b->status, "completionTimestamp", ts);
 	if (reason != NULL)
@@ -1535,6 +1581,8 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	}
 	json_set_int(b.status, "version", 1);
 	json_set_str(b.status, "formatVersion", BSPEC_TAR_VERSION);
+	bk_condition(&b, "Ready", "False", "InProgress", "claimed by the worker "
+	    "named in status.claim");
 
 	/* Validation. */
 	verrs = cJSON_CreateArray();

@@ -210,6 +210,9 @@ def backup_fs_all_and_filtered(t):
     t.check(st.get("startTimestamp") and st.get("completionTimestamp") and st.get("expiration"), "timestamps")
     t.eq(st["progress"]["itemsBackedUp"], st["progress"]["totalItems"], "progress done == total")
     t.eq(st["formatVersion"], "1.1.0", "formatVersion")
+    ready = [c for c in st.get("conditions", []) if c["type"] == "Ready"]
+    t.check(ready and ready[0]["status"] == "True" and ready[0]["reason"] == "Completed",
+            "Ready condition: %s" % st.get("conditions"))
     tb = find_file(root, "full.tar.gz")
     # everything kubesim holds (the Backup objects change while it runs: skip them)
     want = {p for p in expected_items(sim) if "backups.cairn.io" not in p}
@@ -394,7 +397,14 @@ def backup_fenced_when_claim_is_taken(t):
     create_backup(sim, "stolen", {"includedNamespaces": ["bulk"]})
     wait_for(lambda: get_backup(sim, "stolen").get("status", {}).get("checkpoint", {}).get("parts"),
              60, "a checkpoint", interval=0.02)
-    # another server takes the item over (what issue 8's takeover writes)
+    # another server, alive (its Lease is fresh and long), takes the item
+    # over as issue 8's takeover writes it
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    sim.ok("POST", "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % NS, {
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "cairn-other", "labels": {"cairn.io/server-lease": "true"}},
+        "spec": {"holderIdentity": "other", "leaseDurationSeconds": 3600, "acquireTime": now,
+                 "renewTime": now, "leaseTransitions": 0}})
     for _ in range(20):
         b = get_backup(sim, "stolen")
         b["status"]["claim"] = {"holder": "other", "worker": "other/0", "attempt": 2,
@@ -407,7 +417,11 @@ def backup_fenced_when_claim_is_taken(t):
     wait_for(lambda: "claim lost to other" in srv.output(), 20, "the server to notice")
     time.sleep(1.0)
     b = get_backup(sim, "stolen")
-    t.eq(int(b["metadata"]["resourceVersion"]), steal_rv, "nothing written after the takeover")
+    if int(b["metadata"]["resourceVersion"]) != steal_rv:
+        late = [r for r in sim.requests() if "/backups/stolen" in r["path"] and r["method"] != "GET"]
+        t.check(False, "written after the takeover (rv %s -> %s): %s" % (
+            steal_rv, b["metadata"]["resourceVersion"],
+            [(r["seq"], r["conn"], r["userAgent"], r["status"]) for r in late[-6:]]))
     t.eq(b["status"]["claim"]["holder"], "other", "holder")
     t.check(srv.alive(), "server keeps running")
     for f in ("stolen.tar.gz", "velero-backup.json", "stolen-logs.gz"):
