@@ -40,11 +40,13 @@ struct engine_env {
 	 */
 	const volatile int *drain;
 	/*
-	 * Self-fencing hook for issue 8's Leases: called before each part
-	 * upload and status write; 0 means "do not write now" (the run
-	 * waits, re-checking, until it returns 1 or stop is set; after
-	 * such a pause it re-reads the item and stops with CAIRN_EFENCED
-	 * if the claim is no longer its own). NULL: always allowed.
+	 * Self-fencing hook (the server's Lease, lease_write_epoch()):
+	 * called before each part upload and status write; 0 means "do
+	 * not write now" (the run waits, re-checking, until it is non-zero
+	 * or stop is set). A non-zero value names the Lease's holding
+	 * period: after a pause, or when the value differs from the last
+	 * one seen, the run re-reads the item and stops with CAIRN_EFENCED
+	 * if the claim is no longer its own. NULL: always allowed.
 	 */
 	int (*may_write)(void *arg);
 	void *may_write_arg;

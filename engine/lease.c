@@ -32,6 +32,7 @@ struct lease {
 	int64_t last_renew_mono;	/* monotonic time of last success, 0 none */
 	int64_t last_renew_wall;
 	uint64_t renewals, failures, lost;
+	uint64_t epoch;			/* holding periods begun (lease_write_epoch) */
 	int was_held;			/* for logging the loss once */
 
 	pthread_t thread;
@@ -120,6 +121,10 @@ static void
 record_success(struct lease *l, cJSON *obj, int64_t sent_mono)
 {
 	pthread_mutex_lock(&l->mu);
+	/* A new holding period unless the previous one never lapsed. */
+	if (!l->leader || l->last_renew_mono == 0 ||
+	    time_mono_us() - l->last_renew_mono >= l->deadline_us)
+		l->epoch++;
 	cJSON_Delete(l->record);
 	l->record = obj;
 	l->leader = 1;
@@ -225,6 +230,19 @@ lease_held(struct lease *l)
 	}
 	pthread_mutex_unlock(&l->mu);
 	return held;
+}
+
+int
+lease_write_epoch(struct lease *l)
+{
+	uint64_t e;
+
+	if (!lease_held(l))
+		return 0;
+	pthread_mutex_lock(&l->mu);
+	e = l->epoch;
+	pthread_mutex_unlock(&l->mu);
+	return (int)((e - 1) % 0x7ffffffe) + 1;
 }
 
 static void *

@@ -72,6 +72,15 @@ int lease_start(struct lease *l, struct cairn_err *err);
 /* Held and renewed within the renew deadline: writing is allowed. */
 int lease_held(struct lease *l);
 /*
+ * 0 when not held, else a positive number naming the current holding
+ * period: it changes whenever the Lease was lost (renew deadline passed,
+ * even if nobody looked) and held again. A writer that remembers the
+ * value of its last check knows from a different one that others may
+ * have taken its items over meanwhile and must re-check its claims
+ * before writing (engine_env.may_write).
+ */
+int lease_write_epoch(struct lease *l);
+/*
  * Stop the loop and release the Lease (holderIdentity "", duration 1 s)
  * so others may take over at once. Safe to call twice.
  */

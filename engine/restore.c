@@ -88,6 +88,7 @@ struct rs {
 	int64_t attempt;
 	int64_t jid;
 	int fenced;
+	int write_epoch;		/* may_write() value of the last check */
 	struct restore_filter *filter;
 	struct restore_plan *plan;
 	struct bsl *loc;
@@ -231,14 +232,14 @@ rs_wait_write_ok(struct rs *rs)
 {
 	const struct engine_env *e = rs->env;
 	cJSON *fresh = NULL;
-	int waited = 0, rc;
+	int waited = 0, ep, rc;
 
 	if (rs->fenced)
 		return CAIRN_EFENCED;
 	if (e->may_write == NULL)
 		return 0;
 	for (;;) {
-		while (!e->may_write(e->may_write_arg)) {
+		while ((ep = e->may_write(e->may_write_arg)) == 0) {
 			if (e->stop != NULL && *e->stop)
 				return CAIRN_ECANCELED;
 			if (!waited)
@@ -247,12 +248,16 @@ rs_wait_write_ok(struct rs *rs)
 			waited = 1;
 			time_sleep_us(100000, e->stop);
 		}
-		if (!waited)
+		/* Held all along since the last check: write. */
+		if (!waited && (rs->write_epoch == 0 || ep == rs->write_epoch)) {
+			rs->write_epoch = ep;
 			return 0;
+		}
 		rc = kube_get(e->kube, &restores_gvr, rs->ns, rs->name, &fresh,
 		    NULL);
 		if (rc == 0 && claim_is_ours(rs, fresh)) {
 			cJSON_Delete(fresh);
+			rs->write_epoch = ep;
 			return 0;
 		}
 		if (rc == 0 || rc == CAIRN_ENOTFOUND) {

@@ -107,7 +107,7 @@ server_may_write(void *arg)
 {
 	struct server *s = arg;
 
-	return lease_held(s->lease);
+	return lease_write_epoch(s->lease);
 }
 
 static int
