@@ -958,9 +958,19 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 		}
 	}
 	if (b->nparts == 0) {
+		const char *old = json_str(b->obj, "status.checkpoint.uploadID");
+
 		rc = bk_wait_write_ok(b);
 		if (rc < 0)
 			return cairn_err_set(err, rc, "stopped");
+		/*
+		 * An upload started by an earlier attempt with nothing usable
+		 * in it: drop it rather than leave it behind (we hold the
+		 * claim, so nobody else writes to this key).
+		 */
+		if (old != NULL && old[0] != '\0' &&
+		    store_mpu_abort(b->store, b->tar_key, old, NULL) == 0)
+			bk_event(b, "info", "aborted the earlier upload %s", old);
 		rc = store_mpu_create(b->store, b->tar_key, &b->upload_id, err);
 		if (rc < 0)
 			return rc;
