@@ -24,7 +24,7 @@ import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 CAIRN = os.path.join(ROOT, "cairn")
-EXTRA_CONFIGMAPS = int(os.environ.get("CAIRN_DEMO_OBJECTS", "3000"))
+EXTRA_CONFIGMAPS = int(os.environ.get("CAIRN_DEMO_OBJECTS", "20000"))
 
 
 def step(msg):
@@ -124,7 +124,7 @@ def run(tmp, procs):
     procs.append(subprocess.Popen(
         [CAIRN, "server", "--kubeconfig", kubeconfig, "--namespace", "cairn-system",
          "--server-id", "demo-1", "--journal", os.path.join(tmp, "journal.db"),
-         "--listen", "127.0.0.1:%d" % port, "--part-size", "65536"],
+         "--listen", "127.0.0.1:%d" % port, "--part-size", "262144"],
         stdout=open(server_log, "wb"), stderr=subprocess.STDOUT, env=env))
     time.sleep(0.5)
     if procs[-1].poll() is not None:
