@@ -355,6 +355,34 @@ def backup_kill9_resume(t):
 
 
 @case
+def backup_kill9_before_first_part(t):
+    root = t.mkdir("store")
+    sim = setup(t, root)
+    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": "bulk"}})
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "q" * 64}}, 1500,
+             name="cm-{i:06d}", namespace="bulk")
+    sim.faults({"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.5, "count": 100000})
+    journal = t.path("journal.db")
+    srv = server(t, sim, journal=journal)   # 8 MiB parts: nothing is cut before the kill
+    create_backup(sim, "early", {"includedNamespaces": ["bulk"]})
+    wait_for(lambda: get_backup(sim, "early").get("status", {}).get("checkpoint", {}).get("uploadID"),
+             30, "the upload to start", interval=0.02)
+    srv.kill9()
+    sim.clear_faults()
+    srv2 = server(t, sim, journal=journal)
+    b = wait_final(sim, "early", srv=srv2)
+    t.eq(b["status"]["phase"], "Completed", "phase after restart")
+    legacy = check_tarball(t, find_file(root, "early.tar.gz"), None)
+    t.eq(len([x for x in legacy if "/namespaces/bulk/cm-" in x]), 1500, "every ConfigMap once")
+    left = []
+    for d, dirs, files in os.walk(root):
+        if ".cairn-uploads" in d.split(os.sep):
+            left += files
+    t.eq(left, [], "uploads left behind")
+
+
+@case
 def backup_sigterm_then_resume(t):
     root = t.mkdir("store")
     sim = setup(t, root)
