@@ -225,8 +225,9 @@ lease_held(struct lease *l)
 		l->was_held = 0;
 		l->lost++;
 		metrics_inc(METRIC_FENCED_TOTAL, METRIC_LABELS("lease"));
-		log_warn("lease %s/%s not renewed within %llds: stop writing until it is",
-		    l->ns, l->name, (long long)(l->deadline_us / TIME_US_PER_SEC));
+		log_warn("lease %s/%s not renewed within %.1fs: stop writing "
+		    "until it is", l->ns, l->name,
+		    (double)l->deadline_us / TIME_US_PER_SEC);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return held;

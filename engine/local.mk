@@ -85,3 +85,9 @@ tests_helpers_volume_tool_LDADD = engine/libengine.a storage/libstorage.a \
 # The web endpoint's view of the server (issue 10): status document,
 # readiness probes, outcome metrics from the journal. Links web/.
 engine_libengine_a_SOURCES += engine/status.c engine/status.h
+
+# Leases and claims (issue 8): the Lease against an in-process fake API.
+check_PROGRAMS += tests/unit/test_lease
+tests_unit_test_lease_SOURCES = tests/unit/test_lease.c
+tests_unit_test_lease_LDADD = engine/libengine.a web/libweb.a kube/libkube.a \
+	base/libbase.a $(DEPS_LIBS)
