@@ -213,6 +213,7 @@ on_problem(void *arg, int error, const char *ns, const char *msg)
 {
 	char line[2048];
 
+	(void)arg;
 	snprintf(line, sizeof line, "%s [%s] %s\n", error ? "E" : "W", ns, msg);
 	strncat(problems, line, sizeof problems - strlen(problems) - 1);
 }
