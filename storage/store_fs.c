@@ -25,6 +25,12 @@
  * into a temp file next to the key (checking each part's ETag), publishes it
  * atomically and removes the upload directory.
  *
+ * Only regular files are objects. Every open for reading goes through
+ * open_regular(): O_NONBLOCK (a fifo planted at a key would otherwise block
+ * the reading thread forever in open()), O_NOFOLLOW (the store never writes
+ * symlinks; following one would read outside the root), fstat, refuse
+ * anything that is not a regular file, then clear O_NONBLOCK.
+ *
  * Threads: there is no mutable state in the struct after open; temp names
  * are random, so concurrent calls are safe (two puts of one key: the last
  * rename wins, both complete).
@@ -169,6 +175,55 @@ tmp_name_in(const char *path, char *out, size_t outsz)
 	snprintf(out, outsz, "%.*s/" FS_TMP "%s", (int)(slash - path), path, hx);
 }
 
+/*
+ * Open path read-only without blocking and without following a symlink at
+ * its last component. Returns the fd of a regular file (O_NONBLOCK cleared,
+ * *st filled); -1 with errno from open() (ENOENT, ENOTDIR, ELOOP for a
+ * symlink, ENXIO for a socket...); or -2 when path exists but is not a
+ * regular file (*st tells what it is). Nothing is left open on failure.
+ */
+static int
+open_regular(const char *path, struct stat *st)
+{
+	int fd, fl;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0)
+		goto fail;
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return -2;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		goto fail;
+	return fd;
+fail:
+	fl = errno;
+	close(fd);
+	errno = fl;
+	return -1;
+}
+
+/* What a non-regular file is, for messages. */
+static const char *
+file_kind(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "a directory";
+	if (S_ISFIFO(mode))
+		return "a fifo";
+	if (S_ISSOCK(mode))
+		return "a socket";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "a device";
+	if (S_ISLNK(mode))
+		return "a symlink";
+	return "not a regular file";
+}
+
 /* Record the ETag of an open, fully written file in its xattr. */
 static void
 etag_save(int fd, const char *etag)
@@ -253,6 +308,7 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen;
 	EVP_MD_CTX *ctx = NULL;
+	struct stat st;
 	char *chunk = xmalloc(FS_IO_CHUNK);
 	uint64_t done = 0;
 	int64_t total = pb->src ? pb->src->len : -1;
@@ -279,7 +335,13 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 	}
 	for (i = 0; pb->src != NULL || i < pb->nparts; i++) {
 		if (pb->src == NULL) {
-			in = open(pb->part_paths[i], O_RDONLY | O_CLOEXEC);
+			in = open_regular(pb->part_paths[i], &st);
+			if (in == -2) {
+				rc = cairn_err_set(err, CAIRN_EIO,
+				    "%s: a part of \"%.300s\" is %s, not a file",
+				    fs->base.desc, pb->key, file_kind(st.st_mode));
+				goto fail;
+			}
 			if (in < 0) {
 				rc = fs_fail(fs, err, CAIRN_EIO, errno,
 				    "opening a part of", pb->key);
@@ -399,7 +461,11 @@ fs_put(struct store *s, const char *key, struct store_src *src, char *etag,
 	return rc;
 }
 
-/* Open key for reading: regular files only (a directory is "not found"). */
+/*
+ * Open key for reading: regular files only. A directory is "not found" (a
+ * prefix is not an object); a fifo, socket, device or symlink at the key is
+ * refused with CAIRN_EINVAL naming the key, without blocking on it.
+ */
 static int
 fs_open_obj(struct store_fs *fs, const char *key, struct stat *st,
     struct cairn_err *err)
@@ -411,18 +477,21 @@ fs_open_obj(struct store_fs *fs, const char *key, struct stat *st,
 	if (rc < 0)
 		return rc;
 	path = fs_path(fs, key);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_regular(path, st);
+	if (fd == -1 && (errno == ELOOP || errno == ENXIO) &&
+	    lstat(path, st) == 0)
+		fd = -2;	/* a symlink, a socket: say what it is */
 	free(path);
-	if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+	if ((fd == -1 && (errno == ENOENT || errno == ENOTDIR)) ||
+	    (fd == -2 && S_ISDIR(st->st_mode)))
 		return cairn_err_set(err, CAIRN_ENOTFOUND,
 		    "%s: no object \"%.300s\"", fs->base.desc, key);
+	if (fd == -2)
+		return cairn_err_set(err, CAIRN_EINVAL,
+		    "%s: \"%.300s\" is %s, not a regular file: refused",
+		    fs->base.desc, key, file_kind(st->st_mode));
 	if (fd < 0)
 		return fs_fail(fs, err, CAIRN_EIO, errno, "opening", key);
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
-		close(fd);
-		return cairn_err_set(err, CAIRN_ENOTFOUND,
-		    "%s: no object \"%.300s\"", fs->base.desc, key);
-	}
 	return fd;
 }
 
@@ -687,14 +756,12 @@ fs_list(struct store *s, const char *prefix, const char *delim,
 		e.is_prefix = w.v[i].is_prefix;
 		if (!e.is_prefix) {
 			path = fs_path(fs, e.key);
-			fd = open(path, O_RDONLY | O_CLOEXEC);
+			fd = open_regular(path, &st);
 			free(path);
 			if (fd < 0)
-				continue;	/* deleted meanwhile */
-			if (fstat(fd, &st) == 0) {
-				fill_stat(&st, &e.stat);
-				(void)etag_of(fd, &st, e.stat.etag);
-			}
+				continue;	/* deleted or replaced meanwhile */
+			fill_stat(&st, &e.stat);
+			(void)etag_of(fd, &st, e.stat.etag);
 			close(fd);
 		}
 		stop = fn(arg, &e);
@@ -726,11 +793,12 @@ upload_dir(struct store_fs *fs, const char *key, const char *id, char **out,
     struct cairn_err *err)
 {
 	char *dir, *kpath, *stored = NULL;
+	struct stat st;
 	struct buf b;
-	FILE *f;
+	FILE *f = NULL;
 	char tmp[4096];
 	size_t n;
-	int rc = 0;
+	int fd, rc = 0;
 
 	*out = NULL;
 	if (!id_ok(id))
@@ -739,8 +807,13 @@ upload_dir(struct store_fs *fs, const char *key, const char *id, char **out,
 		    fs->base.desc, id, key);
 	dir = xasprintf("%s/" FS_UPLOADS "/%s", fs->root, id);
 	kpath = xasprintf("%s/key", dir);
-	f = fopen(kpath, "re");
+	fd = open_regular(kpath, &st);
 	free(kpath);
+	if (fd >= 0) {
+		f = fdopen(fd, "r");
+		if (f == NULL)
+			close(fd);
+	}
 	if (f == NULL) {
 		free(dir);
 		return cairn_err_set(err, CAIRN_ENOTFOUND,
@@ -869,13 +942,13 @@ read_parts(struct store_fs *fs, const char *key, const char *dir,
 		if (*end != '\0' || num < 1 || num > STORE_PART_MAX_NUMBER)
 			continue;
 		path = xasprintf("%s/%s", dir, de->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open_regular(path, &st);
 		free(path);
 		if (fd < 0)
-			continue;
+			continue;	/* not a part this store wrote */
 		memset(&p, 0, sizeof p);
 		p.number = (int)num;
-		if (fstat(fd, &st) < 0 || etag_of(fd, &st, p.etag) < 0) {
+		if (etag_of(fd, &st, p.etag) < 0) {
 			close(fd);
 			closedir(d);
 			return fs_fail(fs, err, CAIRN_EIO, errno,

@@ -501,6 +501,60 @@ test_fs_multipart_survives_reopen(void)
 	free(root);
 }
 
+static int
+list_keys(void *arg, const struct store_entry *e)
+{
+	struct rows *r = arg;
+	size_t n = strlen(r->text);
+
+	snprintf(r->text + n, sizeof r->text - n, "%s,", e->key);
+	return 0;
+}
+
+/*
+ * A fifo or a symlink planted at a key is refused with an error that
+ * names the key, and never blocks the reader (a blocking open() of a fifo
+ * with no writer waits forever: alarm() turns that into a failure).
+ */
+static void
+test_fs_special_files(void)
+{
+	char *root = fresh_dir("special"), *path, *data = NULL;
+	struct store *s = NULL;
+	struct store_stat st;
+	struct rows r = { "" };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	size_t len = 0;
+
+	REQUIRE(store_open_fs(root, 1, &s, &err) == 0);
+	CHECK(store_put_mem(s, "k/real", "data", 4, &err) == 0);
+	path = xasprintf("%s/k/fifo", root);
+	REQUIRE(mkfifo(path, 0600) == 0);
+	free(path);
+	path = xasprintf("%s/k/link", root);
+	REQUIRE(symlink("real", path) == 0);
+	free(path);
+	alarm(20);
+	CHECK(store_get_mem(s, "k/fifo", 100, &data, &len, &err) == CAIRN_EINVAL);
+	CHECK(strstr(err.msg, "\"k/fifo\" is a fifo") != NULL);
+	CHECK(store_head(s, "k/fifo", &st, &err) == CAIRN_EINVAL);
+	CHECK(store_get_mem(s, "k/link", 100, &data, &len, &err) == CAIRN_EINVAL);
+	CHECK(strstr(err.msg, "\"k/link\" is a symlink") != NULL);
+	/* a directory is still "no object" (a prefix is not an object) */
+	CHECK(store_get_mem(s, "k", 100, &data, &len, &err) == CAIRN_ENOTFOUND);
+	/* listing shows the regular file only */
+	CHECK(store_list(s, "k/", NULL, list_keys, &r, &err) == 0);
+	CHECK_STR(r.text, "k/real,");
+	/* a put publishes over the fifo; the key reads back as a file */
+	CHECK(store_put_mem(s, "k/fifo", "now a file", 10, &err) == 0);
+	REQUIRE(store_get_mem(s, "k/fifo", 100, &data, &len, &err) == 0);
+	CHECK_STR(data, "now a file");
+	alarm(0);
+	free(data);
+	store_free(s);
+	free(root);
+}
+
 /* ---- BackupStorageLocation -------------------------------------------- */
 
 static int
@@ -599,6 +653,7 @@ main(void)
 	RUN(test_layout_list_backups);
 	RUN(test_fs_atomic_and_progress);
 	RUN(test_fs_multipart_survives_reopen);
+	RUN(test_fs_special_files);
 	RUN(test_location);
 	return unit_done();
 }
