@@ -78,6 +78,7 @@ struct qitem {
 	char *name;
 	int kind;			/* enum server_kind */
 	int64_t created_us;
+	uint32_t spread;		/* tie-break: hash of server id and name */
 };
 
 struct server {
@@ -147,6 +148,26 @@ take_mode(struct server *s, const cJSON *item)
 	return TAKE_NONE;
 }
 
+/*
+ * Items created in the same second (timestamps have second resolution)
+ * are taken in an order particular to each server (FNV-1a of id and
+ * name), so servers polling the same backlog start on different items
+ * instead of racing for the same claim; across seconds it stays oldest
+ * first.
+ */
+static uint32_t
+spread_hash(const char *id, const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *p = id; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h = (h ^ '/') * 16777619u;
+	for (const char *p = name; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return h;
+}
+
 static int
 scan_cb(void *arg, cJSON *item)
 {
@@ -165,6 +186,8 @@ scan_cb(void *arg, cJSON *item)
 	s->cand[s->ncand].name = xstrdup(json_str_or(item, "metadata.name", ""));
 	s->cand[s->ncand].kind = s->scan_kind;
 	s->cand[s->ncand].created_us = created;
+	s->cand[s->ncand].spread = spread_hash(s->o->server_id,
+	    s->cand[s->ncand].name);
 	s->ncand++;
 	return 0;
 }
@@ -176,6 +199,8 @@ qitem_cmp(const void *a, const void *b)
 
 	if (x->created_us != y->created_us)
 		return x->created_us < y->created_us ? -1 : 1;
+	if (x->spread != y->spread)
+		return x->spread < y->spread ? -1 : 1;
 	if (x->kind != y->kind)
 		return x->kind < y->kind ? -1 : 1;
 	return strcmp(x->name, y->name);
@@ -189,12 +214,6 @@ server_scan(struct server *s)
 	size_t added = 0;
 	int rc;
 
-	/* Observation clock first: takeover decisions below use it. */
-	if (lease_watch_refresh(s->watch, &err) < 0) {
-		log_warn("listing server leases in %s: %s", s->o->namespace,
-		    err.msg);
-		cairn_err_clear(&err);
-	}
 	s->ncand = 0;
 	for (int k = 0; k < SK__COUNT; k++) {
 		memset(&lo, 0, sizeof lo);
@@ -230,6 +249,32 @@ server_scan(struct server *s)
 	}
 	pthread_mutex_unlock(&s->mu);
 	s->ncand = 0;
+}
+
+/* Refresh the observation clock; the number of expired Leases seen. */
+static int
+watch_refresh(struct server *s)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *servers, *it;
+	int expired = 0, live = 0;
+
+	if (lease_watch_refresh(s->watch, &err) < 0) {
+		log_warn("listing server Leases in %s: %s", s->o->namespace,
+		    err.msg);
+		return 0;
+	}
+	servers = lease_watch_servers(s->watch);
+	cJSON_ArrayForEach(it, servers) {
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it,
+		    "expired")))
+			expired++;
+		else
+			live++;
+	}
+	cJSON_Delete(servers);
+	metrics_set(METRIC_SERVERS_SEEN, live, NULL);
+	return expired;
 }
 
 struct worker {
@@ -549,9 +594,28 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 			log_error("%s; schedules, sync and GC will not run",
 			    uerr.msg);
 	}
-	while (started == s.nworkers && !*o->stop) {
-		server_scan(&s);
-		time_sleep_us(o->scan_period_us, o->stop);
+	/*
+	 * The Leases are watched four times a scan period (a few small
+	 * objects), so a holder's death is seen soon after its Lease
+	 * expires; a newly expired holder triggers a scan at once.
+	 */
+	{
+		int64_t tick = o->scan_period_us / 4, next_scan = 0;
+		int expired_before = 0;
+
+		if (tick < 20000)
+			tick = 20000;
+		while (started == s.nworkers && !*o->stop) {
+			int expired = watch_refresh(&s);
+
+			if (expired > expired_before ||
+			    time_mono_us() >= next_scan) {
+				server_scan(&s);
+				next_scan = time_mono_us() + o->scan_period_us;
+			}
+			expired_before = expired;
+			time_sleep_us(tick, o->stop);
+		}
 	}
 
 	/* Shutdown: no more claims; running items to their next checkpoint. */

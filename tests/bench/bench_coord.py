@@ -86,7 +86,9 @@ def takeover(t):
         wait_for(lambda: len(status(sim, name).get("checkpoint", {}).get("parts", [])) > nparts, 30,
                  "progress", interval=0.01)
         resumes.append(time.monotonic() - t0)
-        b.kill9()
+        # let b finish so the next trial's servers have nothing older to take
+        wait_for(lambda: status(sim, name).get("phase") in FINAL, 120, "finish")
+        b.stop()
     sim.proc.stop()
     print("takeover (lease 3s, renew deadline 2s, retry 500ms; goal <= lease + 2 x retry = 4.0s), "
           "%d trials:" % TRIALS)
