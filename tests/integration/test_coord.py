@@ -243,6 +243,8 @@ def wait_parts(sim, name, k, timeout=60):
 @case
 def coord_kill9_takeover(t):
     sim, root, _ = big_backup_setup(t, ["a", "b"])
+    watch = PartWatch(root)
+    t.on_cleanup(watch.close)
     a = server(t, sim, "a")
     wait_for(lambda: sim.get(LEASES + "/cairn-a")[0] == 200, 20, "a's Lease")
     create_backup(sim, "big", spec_bulk())
@@ -252,6 +254,7 @@ def coord_kill9_takeover(t):
     before = wait_parts(sim, "big", 3)
     a.kill9()
     t_kill = time.monotonic()
+    w_kill = time.time()
     before = status(sim, "big")
     done = {p["number"]: p["etag"] for p in before["checkpoint"]["parts"]}
     k = max(done)
@@ -286,6 +289,11 @@ def coord_kill9_takeover(t):
     for num, etag in done.items():
         t.eq(final_parts.get(num), etag, "part %d kept with its ETag" % num)
     t.check(k + 1 not in final_parts, "the skipped number %d is not in the part list" % (k + 1))
+    # storage evidence: no checkpointed part file was written again after the kill
+    watch.close()
+    rewritten = {n: v for n, v in watch.seen.items() if n <= k and v[1] > w_kill}
+    t.check(not rewritten, "checkpointed part files written after the kill: %s" % rewritten)
+    t.check(all(n in watch.seen for n in done), "part files seen: %s" % sorted(watch.seen))
     legacy = check_every_item_once(t, root, "big", "bulk", 2500)
     t.eq(len(legacy), 2500, "every item once")
     t.check(re.search(r"taken over from a by b/0 \(attempt 2\)", b.output()), "b logs the takeover")
@@ -408,6 +416,41 @@ def coord_sigterm_hands_over(t):
     fin = wait_final(sim, "term", timeout=60)
     t.eq(fin["phase"], "Completed", "final phase")
     check_every_item_once(t, root, "term", "bulk", 1500)
+
+
+@case
+def coord_restores_claimed_once(t):
+    """Restores go through the same claim protocol: one owner each."""
+    sim, root = setup(t, ["r1", "r2"])
+    seed_bulk(sim, "src", 40)
+    procs = [server(t, sim, s, workers=2) for s in ("r1", "r2")]
+    create_backup(sim, "base", {"includedNamespaces": ["src"]})
+    t.eq(wait_final(sim, "base")["phase"], "Completed", "backup")
+    rs = "/apis/cairn.io/v1/namespaces/%s/restores" % NS
+    names = ["rs%d" % i for i in range(4)]
+    for i, nm in enumerate(names):
+        sim.ok("POST", rs, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                            "metadata": {"name": nm, "namespace": NS},
+                            "spec": {"backupName": "base", "includedNamespaces": ["src"],
+                                     "namespaceMapping": {"src": "copy%d" % i}}})
+
+    def final(nm):
+        st = sim.ok("GET", "%s/%s" % (rs, nm)).get("status", {})
+        return st if st.get("phase") in ("Completed", "PartiallyFailed", "Failed", "FailedValidation") else None
+    holders = set()
+    for i, nm in enumerate(names):
+        st = wait_for(lambda: final(nm), 60, "restore " + nm)
+        t.eq(st["phase"], "Completed", "phase of %s: %s" % (nm, st))
+        t.eq(st["claim"]["attempt"], 1, "attempt")
+        holders.add(st["claim"]["holder"])
+        path = "%s/%s/status" % (rs, nm)
+        ok = {r["token"] for r in sim.requests() if r["path"] == path and r["method"] == "PUT"
+              and r["status"] == 200}
+        t.eq(ok, {st["claim"]["holder"]}, "servers that wrote %s's status" % nm)
+        cms = sim.ok("GET", "/api/v1/namespaces/copy%d/configmaps" % i)["items"]
+        t.eq(len([c for c in cms if c["metadata"]["name"].startswith("cm-")]), 40,
+             "configmaps restored into copy%d" % i)
+    print("# restores by %s" % sorted(holders))
 
 
 @case
