@@ -598,7 +598,6 @@ open_restore(const struct cli_command *cmd, struct flagset *fs,
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE);
 	cJSON *b = NULL;
-	char *key, *p;
 	int rc;
 
 	*k = NULL;
@@ -620,14 +619,8 @@ open_restore(const struct cli_command *cmd, struct flagset *fs,
 	if (rc == 0)
 		rc = bsl_open(*k, ns, json_str(b, "spec.storageLocation"), loc,
 		    &err);
-	if (rc == 0) {
-		key = bsl_backup_key(*loc, json_str_or(b, "metadata.name", ""),
-		    LAYOUT_BACKUP_METADATA);
-		p = key != NULL ? strstr(key, "backups/") : NULL;
-		*prefix = xstrndup(key != NULL ? key : "", p != NULL ?
-		    (size_t)(p - key) : 0);
-		free(key);
-	}
+	if (rc == 0)
+		*prefix = xstrdup(bsl_prefix(*loc));
 	cJSON_Delete(b);
 	if (rc < 0)
 		return cli_fail("storage of restore %s: %s", fs->args[0], err.msg);

@@ -168,6 +168,12 @@ bsl_name(const struct bsl *l)
 	return l->name;
 }
 
+const char *
+bsl_prefix(const struct bsl *l)
+{
+	return l->prefix;
+}
+
 char *
 bsl_backup_key(const struct bsl *l, const char *backup,
 	enum layout_backup_file f)

@@ -31,6 +31,12 @@ int bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
 void bsl_free(struct bsl *l);
 struct store *bsl_store(struct bsl *l);	/* borrowed */
 const char *bsl_name(const struct bsl *l);
+/*
+ * The location's key prefix as configured (spec.objectStorage.prefix, ""
+ * when none), borrowed for l's lifetime. storage/layout.h's functions take
+ * it as is (a trailing '/' or none).
+ */
+const char *bsl_prefix(const struct bsl *l);
 /* Key of one of a backup's files (Velero layout under the prefix). Owned. */
 char *bsl_backup_key(const struct bsl *l, const char *backup,
 	enum layout_backup_file f);

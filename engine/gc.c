@@ -43,29 +43,7 @@ gc_phase_final(const char *phase)
 char *
 gc_backup_dir(const struct bsl *l, const char *name)
 {
-	char *k = bsl_backup_key(l, name, LAYOUT_BACKUP_METADATA);
-	char *slash;
-
-	if (k == NULL)
-		return NULL;
-	slash = strrchr(k, '/');
-	if (slash != NULL)
-		slash[1] = '\0';
-	return k;
-}
-
-char *
-gc_location_prefix(const struct bsl *l)
-{
-	char *dir = gc_backup_dir(l, "x"), *p;
-
-	if (dir == NULL)
-		return xstrdup("");
-	/* "<prefix>backups/x/" -> "<prefix>" */
-	p = strstr(dir, "backups/x/");
-	if (p != NULL)
-		*p = '\0';
-	return dir;
+	return layout_backup_dir(bsl_prefix(l), name);
 }
 
 struct pick_default {

@@ -56,10 +56,10 @@ int gc_open_location(struct kube *k, const char *ns, const char *name,
 	struct cairn_err *err);
 
 /*
- * The key prefix of a location ("" or "p/") and of one backup's folder
- * ("<prefix>backups/<name>/"); owned, NULL for a name that cannot be a key.
+ * The key prefix of one backup's folder ("<prefix>/backups/<name>/");
+ * owned, NULL for a name that cannot be a key. The location's own prefix
+ * is bsl_prefix().
  */
-char *gc_location_prefix(const struct bsl *l);
 char *gc_backup_dir(const struct bsl *l, const char *name);
 
 /* 1 for Completed, PartiallyFailed, Failed, FailedValidation. */

@@ -1251,23 +1251,6 @@ rs_journal_claim(struct rs *rs, struct cairn_err *err)
 	return journal_claim(rs->env->journal, &it, &rs->jid, err);
 }
 
-/* The location's key prefix, from the backup's metadata key. */
-static char *
-location_prefix(struct rs *rs)
-{
-	char *k = bsl_backup_key(rs->loc, rs->backup, LAYOUT_BACKUP_METADATA);
-	char *p, *out;
-
-	if (k == NULL)
-		return xstrdup("");
-	p = strstr(k, "backups/");
-	while (p != NULL && p != k && p[-1] != '/')
-		p = strstr(p + 1, "backups/");
-	out = xstrndup(k, p != NULL ? (size_t)(p - k) : 0);
-	free(k);
-	return out;
-}
-
 static void
 rs_free(struct rs *rs)
 {
@@ -1352,7 +1335,7 @@ rs_validate(struct rs *rs, struct cairn_err *err)
 			cairn_err_copy(err, &e2);
 			goto out;
 		} else {
-			rs->prefix = location_prefix(rs);
+			rs->prefix = xstrdup(bsl_prefix(rs->loc));
 		}
 	}
 	if (cJSON_GetArraySize(errs) > 0) {

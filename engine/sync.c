@@ -296,7 +296,7 @@ sync_location(struct sync_pass *p, cJSON *obj)
 	struct bsl *l = NULL;
 	struct names stored = { 0 };
 	cJSON *st;
-	char ts[TIME_STR_MAX], *prefix = NULL;
+	char ts[TIME_STR_MAX];
 	int64_t vper, sper;
 	int do_validate, do_sync, rc, ok;
 
@@ -348,8 +348,7 @@ sync_location(struct sync_pass *p, cJSON *obj)
 				    sizeof *p->cluster.v, names_cmp);
 			p->have_cluster = 1;
 		}
-		prefix = gc_location_prefix(l);
-		rc = layout_list_backups(bsl_store(l), prefix, collect_stored,
+		rc = layout_list_backups(bsl_store(l), bsl_prefix(l), collect_stored,
 		    &stored, &err);
 		if (rc < 0)
 			goto fail;
@@ -377,7 +376,6 @@ fail:
 	log_warn("storage location %s/%s: %s", p->ns, loc, err.msg);
 out:
 	names_free(&stored);
-	free(prefix);
 	bsl_free(l);
 }
 

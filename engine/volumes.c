@@ -698,24 +698,6 @@ plug_property(void *arg, const char *k, const char *val)
 	cJSON_AddStringToObject(p->props, k, val);
 }
 
-/* The key of a backup's copy of one volume (under the backup's folder). */
-static char *
-volume_key(struct bsl *loc, const char *backup, const char *volume)
-{
-	char *meta = bsl_backup_key(loc, backup, LAYOUT_BACKUP_METADATA);
-	char *slash, *key;
-
-	if (meta == NULL || !layout_name_ok(volume)) {
-		free(meta);
-		return NULL;
-	}
-	slash = strrchr(meta, '/');
-	slash[1] = '\0';
-	key = xasprintf("%svolumes/%s.tar.gz", meta, volume);
-	free(meta);
-	return key;
-}
-
 /* Run (or resume) one VPB this process may run. 0 also when not ours. */
 static int
 vpb_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
@@ -754,7 +736,7 @@ vpb_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
 	if (strcmp(provider, HOSTPATH_PROVIDER) == 0) {
 		rc = bsl_open(c->kube, c->namespace,
 		    json_str(backup, "spec.storageLocation"), &loc, &e);
-		key = rc == 0 ? volume_key(loc, bname, v.volume) : NULL;
+		key = rc == 0 ? hostpath_key(bsl_prefix(loc), bname, v.volume) : NULL;
 		if (rc < 0 || key == NULL || vpath == NULL) {
 			rc = vop_finish(&v, "Failed", rc < 0 ? e.msg :
 			    "no storage key or volume path", err);
