@@ -23,6 +23,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/bsl.h"
+#include "engine/volumes.h"
 #include "kube/kube.h"
 #include "storage/layout.h"
 #include "storage/store.h"
@@ -101,8 +102,37 @@ gc_open_location(struct kube *k, const char *ns, const char *name,
 }
 
 /*
- * Remove backups/<name>/ from the Backup's location. 0 when clean (or
- * nothing can be cleaned: no such location, read-only), < 0 to retry.
+ * Delete the backup's volume snapshots (plugins) and VolumePluginBackups.
+ * 0 when done; CAIRN_EFAIL when a snapshot could not be deleted: the
+ * caller keeps the folder, whose -volumepluginbackups.json.gz is the only
+ * record of the snapshot ids, and retries on a later pass.
+ */
+static int
+clean_volumes(struct kube *k, const char *ns, const cJSON *b,
+	struct cairn_err *err)
+{
+	struct volumes_ctx c;
+	int failed = 0, rc;
+
+	memset(&c, 0, sizeof c);
+	c.kube = k;
+	c.namespace = ns;
+	c.server_id = "gc";
+	rc = volumes_delete_backup(&c, b, &failed, err);
+	if (rc < 0)
+		return rc;
+	if (failed > 0)
+		return cairn_err_set(err, CAIRN_EFAIL, "%d volume snapshot%s "
+		    "could not be deleted (logged above); the backup's files are "
+		    "kept until they are (remove finalizer " GC_FINALIZER " to "
+		    "give up on them)", failed, failed == 1 ? "" : "s");
+	return 0;
+}
+
+/*
+ * Remove the backup's volume snapshots, then backups/<name>/ from its
+ * location. 0 when clean (or nothing can be cleaned: no such location,
+ * read-only), < 0 to retry.
  */
 static int
 clean_storage(struct kube *k, const char *ns, const cJSON *b,
@@ -120,7 +150,8 @@ clean_storage(struct kube *k, const char *ns, const cJSON *b,
 		log_warn("backup %s/%s: storage location %s: %s; nothing to "
 		    "clean", ns, name, loc != NULL ? loc : "(default)", err->msg);
 		cairn_err_clear(err);
-		return 0;
+		/* The snapshot ids are unreadable; its objects still go. */
+		return clean_volumes(k, ns, b, err);
 	}
 	if (rc < 0)
 		return rc;
@@ -135,7 +166,9 @@ clean_storage(struct kube *k, const char *ns, const cJSON *b,
 		bsl_free(l);
 		return 0;
 	}
-	rc = store_delete_prefix(bsl_store(l), dir, &n, err);
+	rc = clean_volumes(k, ns, b, err);
+	if (rc == 0)
+		rc = store_delete_prefix(bsl_store(l), dir, &n, err);
 	if (rc == 0)
 		log_info("backup %s/%s: %zu objects removed from %s (%s)", ns,
 		    name, n, bsl_name(l), dir);

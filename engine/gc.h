@@ -4,9 +4,13 @@
  *  - Finalizer: every Backup gets GC_FINALIZER (on the first pass that
  *    sees it without one, or at creation by schedules and sync). Deleting the
  *    object (kubectl delete, `cairn backup delete`, a namespace going, the
- *    GC below) only sets its deletionTimestamp; gc_tick() then removes
- *    every key under backups/<name>/ in its storage location and only then
- *    the finalizer, so the object never goes while its files remain.
+ *    GC below) only sets its deletionTimestamp; gc_tick() then has the
+ *    plugins delete the backup's volume snapshots and deletes its
+ *    VolumePluginBackups (engine/volumes.h volumes_delete_backup()), then
+ *    removes every key under backups/<name>/ in its storage location and
+ *    only then the finalizer, so the object never goes while its files
+ *    remain. A snapshot that cannot be deleted keeps the folder (it holds
+ *    the snapshot ids) and is retried on the next pass.
  *    A ReadOnly location is never written to: the finalizer is dropped and
  *    the files stay (sync will bring the Backup back, as Velero does).
  *  - Expiry: a finished Backup whose status.expiration has passed is
