@@ -13,9 +13,13 @@
  * Backup's storage location (spec.storageLocation, else the location
  * marked default) is read from the cluster and opened here, its Secret
  * credentials read through the API. Keys follow Velero's layout
- * (backups/<name>/...). `delete` removes every key under backups/<name>/
- * first and the Backup object last, so a failure half way leaves the
- * object to retry with.
+ * (backups/<name>/...). `delete` has the plugins delete the backup's
+ * volume snapshots (engine/volumes.h), removes every key under
+ * backups/<name>/ and the Backup object last, so a failure half way leaves
+ * the object to retry with. A Backup is created with the cleanup finalizer
+ * (engine/gc.h) so that `kubectl delete` goes through the server's GC;
+ * `delete` has cleaned storage itself, so it removes the finalizer and the
+ * object goes at once, with or without a running server.
  *
  * Following a backup polls the object (GET every 500 ms): the status
  * changes at most once a second, a poll keeps the "waiting" timer and the
@@ -30,6 +34,8 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "base/util.h"
+#include "engine/gc.h"
+#include "engine/volumes.h"
 #include "kube/kube.h"
 #include "storage/layout.h"
 #include "storage/location.h"
@@ -586,6 +592,9 @@ build_backup(const struct cli_command *cmd, const struct flagset *fs,
 	meta = cJSON_AddObjectToObject(b, "metadata");
 	cJSON_AddStringToObject(meta, "name", name);
 	cJSON_AddStringToObject(meta, "namespace", ns);
+	/* Storage is cleaned before the object goes, however it is deleted. */
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(meta, "finalizers"),
+	    cJSON_CreateString(GC_FINALIZER));
 	spec = cJSON_AddObjectToObject(b, "spec");
 	add_list(spec, "includedNamespaces", flag_list(fs, F_INCLUDE_NAMESPACES));
 	add_list(spec, "excludedNamespaces", flag_list(fs, F_EXCLUDE_NAMESPACES));
@@ -723,7 +732,9 @@ follow_backup(struct kube *k, const char *ns, const char *name)
 		cJSON_Delete(b);
 		b = NULL;
 		rc = kube_get(k, &gvr_backups, ns, name, &b, &err);
-		if (rc == CAIRN_ENOTFOUND) {
+		if (rc == CAIRN_ENOTFOUND || (rc == 0 && json_get(b,
+		    "metadata.deletionTimestamp") != NULL)) {
+			/* Gone, or going once its files are cleaned. */
 			progress_end(p, NULL);
 			rc = cli_fail("backup %s was deleted while waiting", name);
 			break;
@@ -1519,6 +1530,85 @@ out:
 
 /* ---- backup delete ---------------------------------------------------- */
 
+/*
+ * Have the plugins in --plugin-dir delete the volume snapshots of backup b
+ * and delete its VolumePluginBackups. 0, or the exit code after a message:
+ * a snapshot that could not be deleted keeps everything else (the stored
+ * -volumepluginbackups.json.gz is the only record of its id).
+ */
+static int
+delete_volumes(const struct flagset *fs, struct kube *k, const char *ns,
+    const cJSON *b)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct volumes_config vc;
+	struct volumes_ctx c;
+	int failed = 0, rc;
+
+	memset(&vc, 0, sizeof vc);
+	vc.plugin_dir = flag_str(fs, F_PLUGIN_DIR);
+	vc.plugin_timeout_us = flag_duration_us(fs, F_PLUGIN_TIMEOUT);
+	rc = volumes_configure(&vc, &err);
+	if (rc == 0) {
+		memset(&c, 0, sizeof c);
+		c.kube = k;
+		c.namespace = ns;
+		c.server_id = "cli";
+		c.stop = &bk_interrupted;
+		rc = volumes_delete_backup(&c, b, &failed, &err);
+	}
+	volumes_shutdown();
+	if (rc < 0)
+		return cli_fail("backup %s: volume snapshots: %s; nothing else "
+		    "deleted", json_str_or(b, "metadata.name", ""), err.msg);
+	if (failed > 0)
+		return cli_fail("backup %s: %d volume snapshot%s could not be "
+		    "deleted (see above: --plugin-dir must hold the plugins that "
+		    "made them); its files and the Backup are kept",
+		    json_str_or(b, "metadata.name", ""), failed,
+		    failed == 1 ? "" : "s");
+	return 0;
+}
+
+/*
+ * The object is deleted but may wait for finalizers: storage is clean, so
+ * remove cairn's cleanup finalizer (re-reading on a conflict). 0, or an
+ * error (the server's GC then releases it).
+ */
+static int
+release_backup(struct kube *k, const char *ns, const char *name, cJSON *obj,
+    struct cairn_err *err)
+{
+	cJSON *cur = obj;
+	int rc = 0;
+
+	for (int tries = 0; tries < 5; tries++) {
+		if (cur == NULL || json_get(cur, "metadata.deletionTimestamp") ==
+		    NULL || !gc_has_finalizer(cur)) {
+			rc = 0;
+			break;
+		}
+		rc = gc_set_finalizer(k, ns, cur, 0, err);
+		if (rc == CAIRN_ENOTFOUND)
+			rc = 0;
+		if (rc != CAIRN_ECONFLICT)
+			break;
+		if (cur != obj)
+			cJSON_Delete(cur);
+		cur = NULL;
+		rc = kube_get(k, &gvr_backups, ns, name, &cur, err);
+		if (rc == CAIRN_ENOTFOUND) {
+			rc = 0;
+			break;
+		}
+		if (rc < 0)
+			break;
+	}
+	if (cur != obj)
+		cJSON_Delete(cur);
+	return rc;
+}
+
 /* Ask on the terminal; 1 when the answer is yes. */
 static int
 confirm(const char *name, const char *ns)
@@ -1540,7 +1630,7 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 	const char *ns = flag_str(fs, F_NAMESPACE);
 	struct bk_location loc;
 	struct kube *k = NULL;
-	cJSON *b = NULL;
+	cJSON *b = NULL, *reply = NULL;
 	char *prefix = NULL;
 	size_t n = 0;
 	int rc, have_loc = 0;
@@ -1588,6 +1678,9 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 			    fs->args[0]);
 			goto out;
 		}
+		rc = delete_volumes(fs, k, ns, b);
+		if (rc != 0)
+			goto out;
 		rc = store_delete_prefix(loc.store, prefix, &n, &err);
 		if (rc < 0) {
 			rc = cli_fail("deleting %s in storage location %s: %s; "
@@ -1596,11 +1689,15 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 			goto out;
 		}
 	}
-	rc = kube_delete(k, &gvr_backups, ns, fs->args[0], NULL, NULL, &err);
+	rc = kube_delete(k, &gvr_backups, ns, fs->args[0], NULL, &reply, &err);
 	if (rc < 0 && rc != CAIRN_ENOTFOUND) {
 		rc = cli_fail("deleting backup %s: %s", fs->args[0], err.msg);
 		goto out;
 	}
+	if (rc == 0 && release_backup(k, ns, fs->args[0], reply, &err) < 0)
+		fprintf(stderr, "Backup %s: removing finalizer %s: %s (a cairn "
+		    "server will release it).\n", fs->args[0], GC_FINALIZER,
+		    err.msg);
 	if (have_loc)
 		printf("Backup %s deleted (%zu objects removed from storage "
 		    "location %s).\n", fs->args[0], n, loc.name);
@@ -1610,6 +1707,7 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 out:
 	free(prefix);
 	location_free(&loc);
+	cJSON_Delete(reply);
 	cJSON_Delete(b);
 	kube_free(k);
 	esc_free();

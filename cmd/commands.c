@@ -42,6 +42,8 @@ static const enum flag_id backup_download_flags[] = { CLUSTER_FLAGS,
 	F_OUTPUT_FILE, F_OUTPUT, F__END };
 static const enum flag_id backup_delete_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
 	F__END };
+static const enum flag_id backup_rm_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
+	F_PLUGIN_DIR, F_PLUGIN_TIMEOUT, F__END };
 static const enum flag_id install_flags[] = { CLUSTER_FLAGS, F_REPLICAS,
 	F_IMAGE, F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG, F_CREDENTIAL_FILE,
 	F_DRY_RUN, F_OUTPUT, F_WAIT, F_SELECTOR, F__END };
@@ -162,10 +164,13 @@ const struct cli_command cli_commands[] = {
 	  "to stdout.",
 	  backup_download_flags, cmd_backup_download },
 	{ "backup delete", "Delete a backup and its files in storage",
-	  "NAME [--confirm]",
-	  "Removes every object under backups/NAME/ in the storage location,\n"
-	  "then the Backup object. Asks first unless --confirm is given.",
-	  backup_delete_flags, cmd_backup_delete },
+	  "NAME [--confirm] [--plugin-dir DIR]",
+	  "Has the plugins in --plugin-dir delete the backup's volume snapshots\n"
+	  "(a snapshot that cannot be deleted keeps everything else), deletes\n"
+	  "its VolumePluginBackups, removes every object under backups/NAME/ in\n"
+	  "the storage location, then the Backup object (and its cleanup\n"
+	  "finalizer). Asks first unless --confirm is given.",
+	  backup_rm_flags, cmd_backup_delete },
 	{ "restore create", "Restore the objects of a backup into the cluster",
 	  "[NAME] --from-backup BACKUP [FLAGS]",
 	  "Creates a Restore (NAME defaults to BACKUP-YYYYMMDDhhmmss); a cairn\n"

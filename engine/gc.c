@@ -177,8 +177,8 @@ clean_storage(struct kube *k, const char *ns, const cJSON *b,
 	return rc;
 }
 
-static int
-has_finalizer(const cJSON *b)
+int
+gc_has_finalizer(const cJSON *b)
 {
 	const cJSON *f;
 
@@ -188,9 +188,8 @@ has_finalizer(const cJSON *b)
 	return 0;
 }
 
-/* Merge-patch metadata.finalizers, conditional on the RV of b. */
-static int
-set_finalizer(struct kube *k, const char *ns, const cJSON *b, int present,
+int
+gc_set_finalizer(struct kube *k, const char *ns, const cJSON *b, int present,
 	struct cairn_err *err)
 {
 	cJSON *patch = cJSON_CreateObject(), *md, *list;
@@ -231,7 +230,7 @@ gc_one(struct gc_pass *g, const cJSON *b)
 	const char *phase = json_str_or(b, "status.phase", "");
 	const char *exp = json_str(b, "status.expiration");
 	int deleting = json_get(b, "metadata.deletionTimestamp") != NULL;
-	int fin = has_finalizer(b), rc;
+	int fin = gc_has_finalizer(b), rc;
 	int64_t exp_us;
 
 	if (deleting && fin) {
@@ -239,7 +238,7 @@ gc_one(struct gc_pass *g, const cJSON *b)
 			return;		/* cleaned once it stops writing */
 		if (clean_storage(g->k, g->ns, b, &err) < 0)
 			goto fail;
-		rc = set_finalizer(g->k, g->ns, b, 0, &err);
+		rc = gc_set_finalizer(g->k, g->ns, b, 0, &err);
 		if (rc < 0 && rc != CAIRN_ENOTFOUND && rc != CAIRN_ECONFLICT)
 			goto fail;
 		if (rc == 0) {
@@ -257,7 +256,7 @@ gc_one(struct gc_pass *g, const cJSON *b)
 		 * its files cleaned. The owner's next status write gets a 409,
 		 * re-reads, sees its own claim and goes on.
 		 */
-		rc = set_finalizer(g->k, g->ns, b, 1, &err);
+		rc = gc_set_finalizer(g->k, g->ns, b, 1, &err);
 		if (rc == 0)
 			g->st.finalizers_added++;
 		else if (rc != CAIRN_ECONFLICT && rc != CAIRN_ENOTFOUND)
@@ -299,8 +298,8 @@ gc_one(struct gc_pass *g, const cJSON *b)
 		g->st.expired++;
 		/* Storage is already clean: release the object at once. */
 		if (json_get(reply, "metadata.deletionTimestamp") != NULL &&
-		    has_finalizer(reply))
-			(void)set_finalizer(g->k, g->ns, reply, 0, NULL);
+		    gc_has_finalizer(reply))
+			(void)gc_set_finalizer(g->k, g->ns, reply, 0, NULL);
 		cJSON_Delete(reply);
 	}
 	return;

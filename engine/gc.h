@@ -66,6 +66,18 @@ int gc_open_location(struct kube *k, const char *ns, const char *name,
  */
 char *gc_backup_dir(const struct bsl *l, const char *name);
 
+/* 1 when Backup b carries GC_FINALIZER. */
+int gc_has_finalizer(const cJSON *b);
+/*
+ * Add (present 1) or remove GC_FINALIZER on Backup b with a merge patch
+ * conditional on b's resourceVersion: CAIRN_ECONFLICT when it changed (re-read
+ * and decide again), CAIRN_ENOTFOUND when it is gone. Other finalizers are
+ * kept. For the CLI too: `backup delete` releases the object itself once
+ * storage is clean.
+ */
+int gc_set_finalizer(struct kube *k, const char *ns, const cJSON *b,
+	int present, struct cairn_err *err);
+
 /* 1 for Completed, PartiallyFailed, Failed, FailedValidation. */
 int gc_phase_final(const char *phase);
 

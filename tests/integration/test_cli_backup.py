@@ -82,6 +82,8 @@ def create_writes_the_spec(t):
             "--storage-location", "edge", "--snapshot-volumes", "false")
     t.eq(r.returncode, 0, "exit code (stderr %r)" % r.stderr)
     t.check('Backup request "b1" submitted successfully' in r.stdout, r.stdout)
+    t.eq(get_backup(sim, "b1")["metadata"].get("finalizers"), ["cairn.io/backup-cleanup"],
+         "created with the cleanup finalizer (kubectl delete waits for storage cleanup)")
     spec = get_backup(sim, "b1")["spec"]
     t.eq(spec["includedNamespaces"], ["app", "web"], "includedNamespaces")
     t.eq(spec["excludedNamespaces"], ["kube-*"], "excludedNamespaces")
@@ -451,7 +453,7 @@ def logs_download_and_delete_on_fs_storage(t):
     t.eq(r.returncode, 0, "delete exit code: %r" % r.stderr)
     t.check("4 objects" in r.stdout, r.stdout)
     t.check(not os.path.exists(d1), "every key under backups/b1/ is gone")
-    t.eq(sim.get(BK + "/b1")[0], 404, "the Backup object is gone")
+    t.eq(sim.get(BK + "/b1")[0], 404, "the Backup object is gone (finalizer released, no server runs)")
     t.check(os.path.exists(os.path.join(d2, "b2.tar.gz")), "backup b2's files are untouched")
     r = cli(sim, "backup", "delete", "b1", "--confirm")
     t.eq(r.returncode, 1, "deleting a missing backup")

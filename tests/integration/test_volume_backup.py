@@ -420,4 +420,62 @@ def node_agents_claim_their_nodes_work(t):
     srv.stop()
 
 
+
+@case
+def deleting_a_backup_deletes_its_volume_snapshots(t):
+    """GC (kubectl delete) and `cairn backup delete` both have the plugin
+    delete its snapshot and delete the VolumePluginBackups before the
+    backup's folder goes; a plugin that cannot delete keeps the folder."""
+    sim, store = setup(t)
+    pdir = t.mkdir("plugins")
+    shutil.copy(os.path.join(SRCDIR, "plugins", "example-snapshotter"), pdir)
+    snaps = t.mkdir("example-snaps")
+    with open(os.path.join(pdir, "example-snapshotter.json"), "w") as f:
+        json.dump({"snapshotDir": snaps}, f)
+    vols = t.mkdir("volumes")
+    for pv, ann in (("pv-ex", "example-snapshotter"), ("pv-builtin", "hostpath")):
+        random_dir(os.path.join(vols, pv), 0.2, 3)
+        add_volume(sim, pv, os.path.join(vols, pv), annotations={"cairn.io/volume-plugin": ann})
+    srv = server(t, sim, extra=["--plugin-dir", pdir])
+    snapfiles = {}
+    for name in ("by-gc", "by-cli", "kept"):
+        create_backup(sim, name)
+        t.eq(sample_until_final(sim, name, srv, timeout=60), "Completed", "backup " + name)
+        ex = vpbs(sim, name)["pv-ex"]["status"]
+        snapfiles[name] = ex["backupProperties"]["file"]
+        t.check(os.path.exists(snapfiles[name]), "snapshot of %s exists" % name)
+
+    def folder(name):
+        return [f for d, _, fs in os.walk(store) for f in fs if "/backups/%s/" % name in os.path.join(d, f)]
+
+    # kubectl delete: the server's GC cleans up, the object goes last.
+    sim.kubectl("delete", "backups.cairn.io", "by-gc", "-n", NS, "--wait=false")
+    wait_for(lambda: sim.get(BK + "/by-gc")[0] == 404, 30, "deleted backup released by GC")
+    t.check(not os.path.exists(snapfiles["by-gc"]), "GC had the plugin delete the snapshot")
+    t.eq(vpbs(sim, "by-gc"), {}, "GC deleted the VolumePluginBackups")
+    t.eq(folder("by-gc"), [], "GC removed the backup's folder")
+    srv.stop()
+
+    # The CLI, no server running: same end.
+    r = subprocess.run([BIN, "backup", "delete", "by-cli", "--confirm", "--plugin-dir", pdir,
+                        "--kubeconfig", sim.kubeconfig, "--namespace", NS],
+                       capture_output=True, text=True, timeout=60)
+    t.eq(r.returncode, 0, "cairn backup delete: %s" % r.stderr)
+    t.check(not os.path.exists(snapfiles["by-cli"]), "the CLI had the plugin delete the snapshot")
+    t.eq(vpbs(sim, "by-cli"), {}, "the CLI deleted the VolumePluginBackups")
+    t.eq(folder("by-cli"), [], "the CLI removed the backup's folder")
+    t.eq(sim.get(BK + "/by-cli")[0], 404, "the Backup is gone (finalizer released by the CLI)")
+
+    # Without the plugin the snapshot cannot be deleted: nothing else goes.
+    n = len(folder("kept"))
+    r = subprocess.run([BIN, "backup", "delete", "kept", "--confirm",
+                        "--kubeconfig", sim.kubeconfig, "--namespace", NS],
+                       capture_output=True, text=True, timeout=60)
+    t.eq(r.returncode, 1, "delete without the plugin: %s" % r.stderr)
+    t.check("1 volume snapshot could not be deleted" in r.stderr, r.stderr)
+    t.check(os.path.exists(snapfiles["kept"]), "snapshot kept")
+    t.eq(len(folder("kept")), n, "the folder (the record of the snapshot id) is kept")
+    t.eq(sim.get(BK + "/kept")[0], 200, "the Backup is kept")
+
+
 main()
