@@ -20,7 +20,14 @@
  * whose parts 1..k are stored; tar entries carry no state between them,
  * so parts 1..k followed by the new writer's parts form one valid whole.
  *
- * Threading: one writer is used by one thread.
+ * Threading: one writer is used by one thread (the caller). After
+ * tarparts_start_thread(), deflate runs in a second thread the writer
+ * owns, fed with batches of tar bytes through a bounded queue, so that
+ * producing entries and compressing them overlap on two cores. The sink's
+ * write() is then called on that thread; begin() and end() are always
+ * called on the caller's thread while no write() is in flight (the queue
+ * is drained before a part is closed), so a sink needs no lock as long as
+ * write() only touches state that begin() and end() also own.
  */
 #ifndef CAIRN_TARPARTS_H
 #define CAIRN_TARPARTS_H
@@ -59,7 +66,11 @@ int tarparts_open(const struct tarparts_sink *sink, int first_part,
 
 /*
  * Append one regular-file entry (mode 0644) holding len bytes of data.
- * The first entry opens part first_part through the sink. Errors from the
+ * A path of printable ASCII up to 100 bytes (every Kubernetes item path
+ * short enough) gets a plain ustar header; any other path a pax extended
+ * header (hdrcharset=BINARY: the bytes as given) before the ustar one.
+ * The data is copied before the call returns. The first entry opens part
+ * first_part through the sink. Errors from the
  * sink, libarchive or zlib are returned; the writer is then unusable
  * (sticky error) and should be freed.
  */
@@ -80,7 +91,26 @@ int tarparts_boundary(struct tarparts *tp, int *cut, struct cairn_err *err);
  */
 int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
 
-/* Free; a writer not finished is abandoned: nothing more reaches the sink. */
+/*
+ * Compress in a second thread from now on; call right after
+ * tarparts_open(), before the first entry. Tar bytes go to the thread in
+ * batches of batch_size bytes (0: 256 KiB), at most nbatch (0: 4, min 2)
+ * batches allocated, so memory stays bounded and a slow sink slows the
+ * caller down instead of queueing. Part boundaries then see the
+ * compressed size the thread has produced so far, which lags by at most
+ * the batches in flight: parts still reach part_size, some a little
+ * larger than in the unthreaded mode. Errors of the thread (zlib, the
+ * sink's write()) are sticky and returned by the next tarparts_add(),
+ * tarparts_boundary() or tarparts_finish(). Fails (writer unchanged) only
+ * if the thread cannot be created or entries were already added.
+ */
+int tarparts_start_thread(struct tarparts *tp, size_t batch_size, int nbatch,
+	struct cairn_err *err);
+
+/*
+ * Free; a writer not finished is abandoned: nothing more reaches the sink
+ * (the compression thread, if any, drops what is queued and is joined).
+ */
 void tarparts_free(struct tarparts *tp);
 
 int tarparts_current_part(const struct tarparts *tp);	/* 0 if none open */

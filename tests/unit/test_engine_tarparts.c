@@ -2,12 +2,16 @@
  * test_engine_tarparts.c: the multi-member tar.gz part writer. Parts are
  * written as files, concatenated, and read back with libarchive, GNU tar
  * and Python's tarfile; a writer resumed after part k completes a valid
- * whole.
+ * whole. The tests that hold for both modes run twice: deflate on the
+ * caller's thread, then on the compression thread (small batches, so
+ * parts are cut often).
  */
 #include "config.h"
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,9 @@
 
 #define MAXPARTS 256
 
+/* Second round: every writer from open_writer() compresses in a thread. */
+static int threaded;
+
 struct fsink {
 	char dir[512];
 	FILE *f;
@@ -28,7 +35,31 @@ struct fsink {
 	uint64_t bytes[MAXPARTS];
 	int fail_at;		/* part number whose end() fails, 0: never */
 	int opened;
+	/* threading checks */
+	pthread_t caller;	/* thread that calls tarparts_* */
+	int check_threads;	/* record the checks below */
+	atomic_int in_begin_end;	/* inside begin() or end() */
+	atomic_int overlap;	/* write() ran during begin()/end() */
+	atomic_int begin_end_elsewhere;	/* begin()/end() off the caller */
+	atomic_int writes_off_caller;	/* write() calls on another thread */
+	long fail_write_after;	/* write() fails past this many bytes; 0: never */
+	atomic_long written;
+	int write_sleep_us;	/* slow sink */
+	atomic_int closed;	/* set by the test once the writer is freed */
+	atomic_int late;	/* sink calls after closed */
 };
+
+static void
+note_begin_end(struct fsink *s, int enter)
+{
+	if (atomic_load(&s->closed))
+		atomic_store(&s->late, 1);
+	if (!s->check_threads)
+		return;
+	if (!pthread_equal(pthread_self(), s->caller))
+		atomic_store(&s->begin_end_elsewhere, 1);
+	atomic_store(&s->in_begin_end, enter);
+}
 
 static int
 fs_begin(void *arg, int part, struct cairn_err *err)
@@ -36,11 +67,13 @@ fs_begin(void *arg, int part, struct cairn_err *err)
 	struct fsink *s = arg;
 	char path[600];
 
+	note_begin_end(s, 1);
 	snprintf(path, sizeof path, "%s/part-%05d", s->dir, part);
 	s->f = fopen(path, "wb");
 	if (s->f == NULL)
 		return cairn_err_set(err, CAIRN_EIO, "open %s", path);
 	s->opened++;
+	note_begin_end(s, 0);
 	return 0;
 }
 
@@ -49,6 +82,20 @@ fs_write(void *arg, const void *p, size_t n, struct cairn_err *err)
 {
 	struct fsink *s = arg;
 
+	if (atomic_load(&s->closed))
+		atomic_store(&s->late, 1);
+	if (s->check_threads) {
+		if (atomic_load(&s->in_begin_end))
+			atomic_store(&s->overlap, 1);
+		if (!pthread_equal(pthread_self(), s->caller))
+			atomic_fetch_add(&s->writes_off_caller, 1);
+	}
+	if (s->write_sleep_us > 0)
+		usleep((useconds_t)s->write_sleep_us);
+	if (s->fail_write_after > 0 &&
+	    atomic_fetch_add(&s->written, (long)n) + (long)n >
+	    s->fail_write_after)
+		return cairn_err_set(err, CAIRN_EIO, "disk full");
 	if (fwrite(p, 1, n, s->f) != n)
 		return cairn_err_set(err, CAIRN_EIO, "write");
 	return 0;
@@ -61,8 +108,10 @@ fs_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 	struct fsink *s = arg;
 
 	(void)entries;
+	note_begin_end(s, 1);
 	fclose(s->f);
 	s->f = NULL;
+	note_begin_end(s, 0);
 	if (part == s->fail_at)
 		return cairn_err_set(err, CAIRN_ENET, "storage down");
 	if (part < MAXPARTS)
@@ -76,7 +125,9 @@ static void
 sink_init(struct fsink *s, struct tarparts_sink *ts, const char *name)
 {
 	memset(s, 0, sizeof *s);
-	snprintf(s->dir, sizeof s->dir, "%s/%s", UNIT_TMPDIR(), name);
+	s->caller = pthread_self();
+	snprintf(s->dir, sizeof s->dir, "%s/%s%s", UNIT_TMPDIR(), name,
+	    threaded ? "-thr" : "");
 	mkdir(s->dir, 0755);
 	ts->begin = fs_begin;
 	ts->write = fs_write;
@@ -121,22 +172,28 @@ item_json(int i, char *buf, size_t len)
 	    i * 7, (unsigned)(i * 97u));
 }
 
-/* Add item i as two entries (like a backup item), then a boundary. */
+/*
+ * Add item i as two entries (like a backup item), then a boundary. Returns
+ * the writer's error code.
+ */
 static int
 add_item(struct tarparts *tp, int i, int *cut)
 {
 	char path[128], json[256];
 	struct cairn_err err = CAIRN_ERR_INIT;
+	int rc;
 
 	item_json(i, json, sizeof json);
 	snprintf(path, sizeof path, "resources/configmaps/namespaces/ns/"
 	    "cm-%06d.json", i);
-	if (tarparts_add(tp, path, json, strlen(json), &err) < 0)
-		return -1;
+	rc = tarparts_add(tp, path, json, strlen(json), &err);
+	if (rc < 0)
+		return rc;
 	snprintf(path, sizeof path, "resources/configmaps/v1-preferredversion/"
 	    "namespaces/ns/cm-%06d.json", i);
-	if (tarparts_add(tp, path, json, strlen(json), &err) < 0)
-		return -1;
+	rc = tarparts_add(tp, path, json, strlen(json), &err);
+	if (rc < 0)
+		return rc;
 	return tarparts_boundary(tp, cut, &err);
 }
 
@@ -218,6 +275,11 @@ open_writer(struct tarparts_sink *ts, int first, size_t psize)
 
 	if (tarparts_open(ts, first, psize, 1764676800, &tp, &err) < 0)
 		return NULL;
+	/* 16 KiB batches, 3 of them: the lag behind the caller is small. */
+	if (threaded && tarparts_start_thread(tp, 16 << 10, 3, &err) < 0) {
+		tarparts_free(tp);
+		return NULL;
+	}
 	if (first == 1 && tarparts_add(tp, "metadata/version", "1.1.0\n", 6,
 	    &err) < 0) {
 		tarparts_free(tp);
@@ -359,6 +421,8 @@ test_empty_and_finish_after_cut(void)
 	REQUIRE(concat(s.dir, 1, all, sizeof all) == 0);
 	CHECK_INT(read_back(all, 0), 0);
 
+	if (threaded)
+		return;		/* the cut below needs exact sizes */
 	/* A part cut right before finish: the end blocks get their own part. */
 	sink_init(&s, &ts, "cutlast");
 	tp = open_writer(&ts, 1, 1);
@@ -427,6 +491,155 @@ test_long_path_uses_pax(void)
 	CHECK(found);
 }
 
+/* Short item paths get a plain ustar header: no pax extended header. */
+static void
+test_short_paths_are_plain_ustar(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char path[700], blk[512 * 8];
+	gzFile g;
+	int cut, k;
+
+	sink_init(&s, &ts, "ustar");
+	tp = open_writer(&ts, 1, 1 << 20);
+	REQUIRE(tp != NULL);
+	REQUIRE(add_item(tp, 0, &cut) == 0);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	snprintf(path, sizeof path, "%s/part-%05d", s.dir, 1);
+	g = gzopen(path, "rb");
+	REQUIRE(g != NULL);
+	k = gzread(g, blk, sizeof blk);
+	gzclose(g);
+	/* metadata/version: header + one data block, then the item. */
+	REQUIRE(k >= 512 * 6);
+	CHECK_STR(blk, "metadata/version");
+	CHECK(blk[156] == '0');
+	CHECK(memcmp(blk + 257, "ustar", 5) == 0);
+	CHECK(strncmp(blk + 1024, "resources/configmaps/namespaces/ns/"
+	    "cm-000000.json", 100) == 0);
+	CHECK(blk[1024 + 156] == '0');
+	CHECK(strncmp(blk + 2048, "resources/configmaps/v1-preferredversion/"
+	    "namespaces/ns/cm-000000.json", 100) == 0);
+	CHECK(blk[2048 + 156] == '0');
+}
+
+/*
+ * Threaded: write() runs on the compression thread, begin() and end() on
+ * the caller's, never while a write() is in flight.
+ */
+static void
+test_thread_callbacks(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char all[700];
+	int cut, n = 1500;
+
+	sink_init(&s, &ts, "callbacks");
+	s.check_threads = 1;
+	tp = open_writer(&ts, 1, 8 << 10);
+	REQUIRE(tp != NULL);
+	for (int i = 0; i < n; i++)
+		REQUIRE(add_item(tp, i, &cut) == 0);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	CHECK(s.nparts >= 2);
+	CHECK(atomic_load(&s.writes_off_caller) > 0);
+	CHECK_INT(atomic_load(&s.overlap), 0);
+	CHECK_INT(atomic_load(&s.begin_end_elsewhere), 0);
+	REQUIRE(concat(s.dir, s.nparts, all, sizeof all) == 0);
+	CHECK_INT(read_back(all, n), n);
+}
+
+/* Threaded: a failing write() on the thread stops the caller, no hang. */
+static void
+test_thread_write_error(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	int cut, rc = 0, i;
+
+	sink_init(&s, &ts, "wfail");
+	s.fail_write_after = 20000;
+	tp = open_writer(&ts, 1, 1 << 30);
+	REQUIRE(tp != NULL);
+	for (i = 0; i < 20000 && rc == 0; i++)
+		rc = add_item(tp, i, &cut);
+	CHECK_INT(rc, CAIRN_EIO);
+	CHECK(i < 20000);
+	CHECK(tarparts_add(tp, "x", "y", 1, &err) == CAIRN_EIO);
+	CHECK(strstr(err.msg, "disk full") != NULL);
+	CHECK(tarparts_boundary(tp, &cut, &err) == CAIRN_EIO);
+	CHECK(tarparts_finish(tp, &err) == CAIRN_EIO);
+	tarparts_free(tp);
+	CHECK_INT(s.nparts, 0);		/* no end(): nothing was stored */
+}
+
+/*
+ * Threaded: freeing an unfinished writer while batches are queued behind
+ * a slow sink returns, and nothing reaches the sink after that.
+ */
+static void
+test_thread_free_unfinished(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	int cut;
+
+	sink_init(&s, &ts, "abandon");
+	s.write_sleep_us = 3000;
+	tp = open_writer(&ts, 1, 1 << 30);
+	REQUIRE(tp != NULL);
+	for (int i = 0; i < 400; i++)
+		REQUIRE(add_item(tp, i, &cut) == 0);
+	CHECK_INT(tarparts_current_part(tp), 1);
+	tarparts_free(tp);
+	atomic_store(&s.closed, 1);
+	usleep(50 * 1000);
+	CHECK_INT(atomic_load(&s.late), 0);
+	CHECK_INT(s.nparts, 0);
+	if (s.f != NULL)
+		fclose(s.f);
+	/* The thread must start before the first entry. */
+	sink_init(&s, &ts, "latestart");
+	REQUIRE(tarparts_open(&ts, 1, 1 << 20, 0, &tp, &err) == 0);
+	REQUIRE(tarparts_add(tp, "a", "b", 1, &err) == 0);
+	CHECK_INT(tarparts_start_thread(tp, 0, 0, &err), CAIRN_EINVAL);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	CHECK_INT(s.nparts, 1);
+}
+
+/* The tests above that hold in both modes, with a compression thread. */
+#define THREADED(fn)							\
+static void								\
+fn##_threaded(void)							\
+{									\
+	threaded = 1;							\
+	fn();								\
+	threaded = 0;							\
+}
+THREADED(test_many_parts_read_back)
+THREADED(test_each_part_is_whole_member)
+THREADED(test_resume_after_part_k)
+THREADED(test_empty_and_finish_after_cut)
+THREADED(test_sink_error_is_sticky)
+THREADED(test_long_path_uses_pax)
+THREADED(test_short_paths_are_plain_ustar)
+THREADED(test_thread_callbacks)
+THREADED(test_thread_write_error)
+THREADED(test_thread_free_unfinished)
+
 int
 main(void)
 {
@@ -436,5 +649,16 @@ main(void)
 	RUN(test_empty_and_finish_after_cut);
 	RUN(test_sink_error_is_sticky);
 	RUN(test_long_path_uses_pax);
+	RUN(test_short_paths_are_plain_ustar);
+	RUN(test_many_parts_read_back_threaded);
+	RUN(test_each_part_is_whole_member_threaded);
+	RUN(test_resume_after_part_k_threaded);
+	RUN(test_empty_and_finish_after_cut_threaded);
+	RUN(test_sink_error_is_sticky_threaded);
+	RUN(test_long_path_uses_pax_threaded);
+	RUN(test_short_paths_are_plain_ustar_threaded);
+	RUN(test_thread_callbacks_threaded);
+	RUN(test_thread_write_error_threaded);
+	RUN(test_thread_free_unfinished_threaded);
 	return unit_done();
 }
