@@ -73,6 +73,21 @@ struct bk_res {
 	int pass;			/* 0 normal, 1 related cluster-scoped */
 };
 
+/*
+ * Item paths and key up to the item name, for one resource and namespace
+ * (bspec_item_paths/bspec_item_key with an empty name): the list hands
+ * over runs of items of one namespace, so write_item() only appends the
+ * name instead of formatting four strings per item.
+ */
+struct bk_pfx {
+	const struct bk_res *res;	/* the prefixes are for this resource */
+	char ns[256];			/* ... and this namespace */
+	int ok;				/* 0: format per item (too long, odd) */
+	char legacy[768], preferred[768], key[768];
+	size_t legacy_len, preferred_len, key_len;
+	size_t last_key_cap;		/* bytes allocated for last_key */
+};
+
 struct bk {
 	const struct engine_env *env;
 	const char *worker;
@@ -107,6 +122,7 @@ struct bk {
 	int64_t last_progress_us;
 	int64_t start_us;
 	struct buf legacy, preferred;
+	struct bk_pfx pfx;		/* item paths: cached prefixes */
 	/* related cluster-scoped items (includeClusterResources unset) */
 	char **pv_names;		/* sorted at use; NULL-terminated */
 	size_t npv, apv;
@@ -619,34 +635,117 @@ note_related(struct bk *b, const struct kube_resource *r, const cJSON *item)
 	free(kind);
 }
 
+/* Copy s without its suffix sfx into dst (cap bytes); 0 if it does not fit. */
 static int
-write_item(struct bk *b, const struct kube_resource *r, const cJSON *item,
-	const char *ns, const char *name, struct cairn_err *err)
+pfx_cut(char *dst, size_t cap, size_t *len, const char *s, const char *sfx)
 {
-	char *json = NULL;
-	size_t len;
+	size_t n = strlen(s), k = strlen(sfx);
+
+	if (n < k || strcmp(s + n - k, sfx) != 0 || n - k >= cap)
+		return 0;
+	memcpy(dst, s, n - k);
+	dst[n - k] = '\0';
+	*len = n - k;
+	return 1;
+}
+
+/* Prefixes of b->cur and ns, from bspec's own layout functions. */
+static void
+pfx_set(struct bk *b, const struct kube_resource *r, const char *ns)
+{
+	struct bk_pfx *x = &b->pfx;
+	char *key;
+
+	x->res = b->cur;
+	x->ok = 0;
+	if (strlen(ns) >= sizeof x->ns) {
+		x->ns[0] = '\0';
+		x->res = NULL;	/* never matches: per item */
+		return;
+	}
+	strcpy(x->ns, ns);
+	if (bspec_item_paths(r->group, r->version, r->resource, ns, "",
+	    &b->legacy, &b->preferred) < 0)
+		return;
+	key = bspec_item_key(r->group, r->resource, ns, "");
+	x->ok = pfx_cut(x->legacy, sizeof x->legacy, &x->legacy_len,
+	    buf_cstr(&b->legacy), "/.json") &&
+	    pfx_cut(x->preferred, sizeof x->preferred, &x->preferred_len,
+	    buf_cstr(&b->preferred), "/.json") &&
+	    pfx_cut(x->key, sizeof x->key, &x->key_len, key, "/");
+	free(key);
+}
+
+/* dst = prefix "/" name sfx */
+static int
+pfx_join(struct buf *dst, const char *pfx, size_t plen, const char *name,
+	size_t nlen, const char *sfx)
+{
+	buf_reset(dst);
+	if (buf_append(dst, pfx, plen) < 0 || buf_putc(dst, '/') < 0 ||
+	    buf_append(dst, name, nlen) < 0 || buf_puts(dst, sfx) < 0)
+		return CAIRN_ETOOBIG;
+	return 0;
+}
+
+/* The item's paths in b->legacy / b->preferred and its key in last_key. */
+static int
+item_names(struct bk *b, const struct kube_resource *r, const char *ns,
+	const char *name)
+{
+	struct bk_pfx *x = &b->pfx;
+	size_t nlen = strlen(name), klen;
+
+	if (x->res != b->cur || strcmp(x->ns, ns) != 0)
+		pfx_set(b, r, ns);
+	if (!x->ok) {
+		free(b->last_key);
+		b->last_key = bspec_item_key(r->group, r->resource, ns, name);
+		x->last_key_cap = strlen(b->last_key) + 1;
+		return bspec_item_paths(r->group, r->version, r->resource, ns,
+		    name, &b->legacy, &b->preferred);
+	}
+	if (pfx_join(&b->legacy, x->legacy, x->legacy_len, name, nlen,
+	    ".json") < 0 || pfx_join(&b->preferred, x->preferred,
+	    x->preferred_len, name, nlen, ".json") < 0)
+		return CAIRN_ETOOBIG;
+	klen = x->key_len + 1 + nlen;
+	if (b->last_key == NULL || x->last_key_cap < klen + 1) {
+		free(b->last_key);
+		x->last_key_cap = klen + 1 > 256 ? klen + 1 : 256;
+		b->last_key = xmalloc(x->last_key_cap);
+	}
+	memcpy(b->last_key, x->key, x->key_len);
+	b->last_key[x->key_len] = '/';
+	memcpy(b->last_key + x->key_len + 1, name, nlen + 1);
+	return 0;
+}
+
+/*
+ * The item's compact JSON (json, len: from kube_list_text, as the API
+ * server sent it) goes into both tar entries from the one buffer.
+ */
+static int
+write_item(struct bk *b, const struct kube_resource *r, const char *json,
+	size_t len, const char *ns, const char *name, struct cairn_err *err)
+{
 	int rc, cut;
 
-	rc = bspec_item_paths(r->group, r->version, r->resource, ns, name,
-	    &b->legacy, &b->preferred);
+	rc = item_names(b, r, ns, name);
 	if (rc < 0)
 		return cairn_err_set(err, rc, "item path too long: %s/%s", ns,
 		    name);
-	json = cJSON_PrintUnformatted(item);
-	if (json == NULL)
-		return cairn_err_set(err, CAIRN_EFAIL, "cannot print item");
-	len = strlen(json);
 	rc = tarparts_add(b->tp, buf_cstr(&b->legacy), json, len, err);
 	if (rc == 0)
 		rc = tarparts_add(b->tp, buf_cstr(&b->preferred), json, len,
 		    err);
-	free(json);
 	if (rc < 0)
 		return rc;
-	free(b->last_key);
-	b->last_key = bspec_item_key(r->group, r->resource, ns, name);
-	if (b->rlspool != NULL && fprintf(b->rlspool, "%s\t%s%s%s\n",
-	    b->cur_gvk, ns, ns[0] ? "/" : "", name) < 0)
+	if (b->rlspool != NULL && (fputs(b->cur_gvk, b->rlspool) == EOF ||
+	    putc('\t', b->rlspool) == EOF ||
+	    (ns[0] != '\0' && (fputs(ns, b->rlspool) == EOF ||
+	    putc('/', b->rlspool) == EOF)) || fputs(name, b->rlspool) == EOF ||
+	    putc('\n', b->rlspool) == EOF))
 		return cairn_err_errno(err, CAIRN_EIO, errno,
 		    "resource list spool");
 	b->part_items++;
@@ -658,7 +757,7 @@ write_item(struct bk *b, const struct kube_resource *r, const cJSON *item,
 }
 
 static int
-list_cb(void *arg, cJSON *item)
+list_cb(void *arg, cJSON *item, const char *text, size_t len)
 {
 	struct bk *b = arg;
 	const struct kube_resource *r = b->cur->r;
@@ -689,7 +788,7 @@ list_cb(void *arg, cJSON *item)
 			return 0;
 		b->skipping = 0;
 	}
-	rc = write_item(b, r, item, ns, name, &b->cur_err);
+	rc = write_item(b, r, text, len, ns, name, &b->cur_err);
 	if (rc < 0) {
 		b->cur_rc = rc;
 		return rc;
@@ -814,8 +913,8 @@ bk_walk(struct bk *b, struct cairn_err *err)
 		    r->version, r->kind) : xasprintf("%s/%s", r->version, r->kind);
 		b->cur_rc = 0;
 		cairn_err_clear(&b->cur_err);
-		rc = kube_list(b->env->kube, &g, NULL, &lo, list_cb, b, NULL,
-		    &lerr);
+		rc = kube_list_text(b->env->kube, &g, NULL, &lo, list_cb, b,
+		    NULL, &lerr);
 		if (b->cur_rc < 0) {
 			cairn_err_copy(err, &b->cur_err);
 			return b->cur_rc;
@@ -1674,6 +1773,12 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	    b.start_us / TIME_US_PER_SEC, &b.tp, err);
 	if (rc < 0)
 		goto out;
+	/* Deflate on a second thread: listing and compressing overlap. */
+	if (tarparts_start_thread(b.tp, 0, 0, err) < 0) {
+		log_warn("backup %s/%s: %s; compressing on this thread",
+		    b.ns, b.name, err->msg);
+		cairn_err_clear(err);
+	}
 	if (first_part == 1) {
 		rc = tarparts_add(b.tp, "metadata/version",
 		    BSPEC_TAR_VERSION "\n", strlen(BSPEC_TAR_VERSION) + 1, err);

@@ -112,6 +112,7 @@ struct jsplit {
 	int in_str;		/* inside a string */
 	int esc;		/* after a backslash in a string */
 	int active;		/* collecting a value */
+	int ws;			/* whitespace between tokens in cur */
 };
 void jsplit_init(struct jsplit *s, size_t cap);
 void jsplit_reset(struct jsplit *s);

@@ -360,6 +360,27 @@ int kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
 	const struct kube_list_opts *opts, kube_item_fn fn, void *arg,
 	struct kube_list_info *info, struct cairn_err *err);
 
+/*
+ * Item callback of kube_list_text(): item as for kube_item_fn (owned by
+ * the list and freed after the call unless the callback returns
+ * KUBE_TAKE), plus text/len: the item as compact JSON, borrowed for the
+ * call only, NUL-terminated. It is the text the server sent when that was
+ * compact, with apiVersion and kind inserted after the opening brace when
+ * the server left them out (the same values item got); otherwise (spaces
+ * between tokens) cJSON's compact print of item.
+ */
+typedef int (*kube_item_text_fn)(void *arg, cJSON *item, const char *text,
+	size_t len);
+
+/*
+ * kube_list() that also hands over each item's JSON text, so a caller
+ * that stores items need not print the tree again. Same paging, retries,
+ * restarts and errors as kube_list().
+ */
+int kube_list_text(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const struct kube_list_opts *opts, kube_item_text_fn fn, void *arg,
+	struct kube_list_info *info, struct cairn_err *err);
+
 /* ------------------------------------------------------------------ */
 /* Watches and informers (kube/watch.c)                                */
 /* ------------------------------------------------------------------ */

@@ -12,6 +12,15 @@
  * group/version and the discovery cache if the envelope names them only
  * after the items.
  *
+ * kube_list_text() also hands over each item's JSON text, so a caller
+ * that stores items (the backup) writes what the server sent instead of
+ * printing the parsed tree again: the text as it is when it is compact
+ * and names apiVersion and kind; with apiVersion/kind missing (real API
+ * servers omit them on list items) the same values as the tree gets are
+ * inserted after the opening brace; only text with whitespace between
+ * tokens (the splitter notes it while scanning) is replaced by cJSON's
+ * compact print of the tree.
+ *
  * A page that breaks in the middle (connection drop, timeout) is fetched
  * again with the same continue token; the items already delivered from it
  * are counted and skipped, so each item is delivered once. An expired
@@ -37,7 +46,9 @@ struct lst {
 	const struct kube_gvr *r;
 	struct lsplit ls;
 	kube_item_fn fn;
+	kube_item_text_fn tfn;		/* kube_list_text: instead of fn */
 	void *arg;
+	struct buf text;		/* item text with apiVersion/kind inserted */
 	struct kube_list_info *info;
 	struct cairn_err *err;
 	char *gv;			/* "group/version" of the request */
@@ -75,12 +86,74 @@ item_kind(struct lst *l)
 	return l->disc_kind;
 }
 
+/* Can s go between JSON quotes as it is? */
+static int
+json_plain(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20)
+			return 0;
+	return 1;
+}
+
+/*
+ * kube_list_text's delivery: the item's text as sent, with the apiVersion
+ * (av) and kind on_item added to the tree (NULL: present already) also
+ * inserted after the opening brace; cJSON's print when the text is not
+ * compact or a value would need escaping.
+ */
+static int
+deliver_text(struct lst *l, cJSON *item, const char *text, size_t len,
+    const char *av, const char *kind)
+{
+	char *printed = NULL;
+	const char *t = text;
+	size_t tlen = len;
+	int rc;
+
+	if (l->ls.item.ws || (av != NULL && !json_plain(av)) ||
+	    (kind != NULL && !json_plain(kind))) {
+		printed = cJSON_PrintUnformatted(item);
+		if (printed == NULL) {
+			cJSON_Delete(item);
+			return cairn_err_set(l->err, CAIRN_EFAIL,
+			    "list item %llu: cannot print",
+			    (unsigned long long)l->page_seen);
+		}
+		t = printed;
+		tlen = strlen(printed);
+	} else if (av != NULL || kind != NULL) {
+		/* text is "{...}" (the splitter only hands over objects here) */
+		buf_reset(&l->text);
+		buf_putc(&l->text, '{');
+		if (av != NULL)
+			buf_printf(&l->text, "\"apiVersion\":\"%s\",", av);
+		if (kind != NULL)
+			buf_printf(&l->text, "\"kind\":\"%s\",", kind);
+		if (len == 2)	/* "{}": no comma before the closing brace */
+			l->text.len--;
+		if (buf_append(&l->text, text + 1, len - 1) < 0) {
+			cJSON_Delete(item);
+			return cairn_err_set(l->err, CAIRN_ETOOBIG,
+			    "list item %llu too large",
+			    (unsigned long long)l->page_seen);
+		}
+		t = l->text.data;
+		tlen = l->text.len;
+	}
+	rc = l->tfn(l->arg, item, t, tlen);
+	free(printed);
+	if (rc != KUBE_TAKE)
+		cJSON_Delete(item);
+	return rc == KUBE_TAKE ? 0 : rc;
+}
+
 static int
 on_item(void *arg, const char *text, size_t len)
 {
 	struct lst *l = arg;
 	cJSON *item;
-	const char *kind;
+	const char *av = NULL, *kind = NULL;
 	int rc;
 
 	l->page_seen++;
@@ -98,9 +171,10 @@ on_item(void *arg, const char *text, size_t len)
 		    "list item %llu is not an object",
 		    (unsigned long long)l->page_seen);
 	}
-	if (cJSON_GetObjectItemCaseSensitive(item, "apiVersion") == NULL)
-		cJSON_AddStringToObject(item, "apiVersion",
-		    l->ls.api_version[0] ? l->ls.api_version : l->gv);
+	if (cJSON_GetObjectItemCaseSensitive(item, "apiVersion") == NULL) {
+		av = l->ls.api_version[0] ? l->ls.api_version : l->gv;
+		cJSON_AddStringToObject(item, "apiVersion", av);
+	}
 	if (cJSON_GetObjectItemCaseSensitive(item, "kind") == NULL) {
 		kind = item_kind(l);
 		if (kind != NULL)
@@ -108,6 +182,8 @@ on_item(void *arg, const char *text, size_t len)
 	}
 	l->page_done++;
 	l->info->items++;
+	if (l->tfn != NULL)
+		return deliver_text(l, item, text, len, av, kind);
 	rc = l->fn(l->arg, item);
 	if (rc != KUBE_TAKE)
 		cJSON_Delete(item);
@@ -132,10 +208,10 @@ rewind_page(void *arg)
 	return 0;
 }
 
-int
-kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
-    const struct kube_list_opts *opts, kube_item_fn fn, void *arg,
-    struct kube_list_info *info, struct cairn_err *err)
+static int
+list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
+    const struct kube_list_opts *opts, kube_item_fn fn, kube_item_text_fn tfn,
+    void *arg, struct kube_list_info *info, struct cairn_err *err)
 {
 	struct kube_list_opts o;
 	struct kube_list_info info0;
@@ -161,12 +237,14 @@ kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
 	l.k = k;
 	l.r = r;
 	l.fn = fn;
+	l.tfn = tfn;
 	l.arg = arg;
 	l.info = info;
 	l.err = err;
 	l.gv = r->group && *r->group ? xasprintf("%s/%s", r->group,
 	    r->version) : xstrdup(r->version);
 	lsplit_init(&l.ls, CAIRN_CAP_API_BODY);
+	buf_init(&l.text, CAIRN_CAP_API_BODY + 1024);
 	base = kube_path(r, ns, NULL, NULL);
 	buf_init(&q, 64u << 10);
 
@@ -249,6 +327,23 @@ kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
 	free(l.gv);
 	free(l.disc_kind);
 	buf_free(&q);
+	buf_free(&l.text);
 	lsplit_free(&l.ls);
 	return rc;
+}
+
+int
+kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
+    const struct kube_list_opts *opts, kube_item_fn fn, void *arg,
+    struct kube_list_info *info, struct cairn_err *err)
+{
+	return list_run(k, r, ns, opts, fn, NULL, arg, info, err);
+}
+
+int
+kube_list_text(struct kube *k, const struct kube_gvr *r, const char *ns,
+    const struct kube_list_opts *opts, kube_item_text_fn fn, void *arg,
+    struct kube_list_info *info, struct cairn_err *err)
+{
+	return list_run(k, r, ns, opts, NULL, fn, arg, info, err);
 }

@@ -35,6 +35,7 @@ jsplit_reset(struct jsplit *s)
 	s->in_str = 0;
 	s->esc = 0;
 	s->active = 0;
+	s->ws = 0;
 }
 
 void
@@ -97,6 +98,12 @@ jsplit_scan(struct jsplit *s, const char *p, size_t n, size_t *used,
 				return 0;
 			}
 			break;
+		case ' ':
+		case '\n':
+		case '\r':
+		case '\t':
+			s->ws = 1;	/* not compact: kube_list_text prints */
+			break;
 		default:
 			break;
 		}
@@ -134,6 +141,7 @@ jsplit_feed(struct jsplit *s, const char *p, size_t n,
 			s->depth = 0;
 			s->in_str = 0;
 			s->esc = 0;
+			s->ws = 0;
 			buf_reset(&s->cur);
 		}
 		rc = jsplit_scan(s, p, n, &used, &done);
@@ -327,6 +335,7 @@ lsplit_feed(struct lsplit *l, const char *p, size_t n,
 				l->item.depth = 0;
 				l->item.in_str = 0;
 				l->item.esc = 0;
+				l->item.ws = 0;
 				buf_reset(&l->item.cur);
 			}
 			rc = jsplit_scan(&l->item, p, n, &used, &done);

@@ -5,14 +5,26 @@ For N ConfigMaps in kubesim (N = 10k and 100k, or $CAIRN_BENCH_BACKUP_SIZES):
     8 MiB parts), as a ratio to a plain paged list of the same objects
     through the same client (tests/helpers/kube_tool list, limit 500), and to
     `kubectl get configmaps -A -o json | gzip > file`;
-  - the server's peak RSS (VmHWM) after each backup, each size in a fresh
-    server process.
+  - the server's peak RSS (VmHWM) after each backup, each backup in a fresh
+    server process;
+  - CPU seconds of the cairn process and of kubesim for the list and for the
+    backup, and user-space instructions (`perf stat`, when it works here):
+    instruction counts hardly move with the load of a shared machine.
 Goals (issue 7): ratio to the plain list <= 1.3, at least 3x faster than
 kubectl | gzip, peak RSS under 32 MiB and growing less than 20% from 10k
 to 100k.
+
+The machine is shared, so each figure is the median of
+$CAIRN_BENCH_REPS runs (default 3), and each backup is paired with a plain
+list measured right before it. To compare two builds in the same run, set
+$CAIRN_BENCH_BASE_BIN to the other build's cairn binary: every repetition
+then runs a backup with it and one with $CAIRN_BIN, interleaved.
+$CAIRN_BENCH_KUBECTL=0 skips the (slow) kubectl baseline.
 """
 import os
-import resource
+import shutil
+import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -22,6 +34,10 @@ from cairntest import BIN, BUILDDIR, Case, Kubesim, wait_for  # noqa: E402
 
 NS = "cairn-system"
 SIZES = [int(x) for x in os.environ.get("CAIRN_BENCH_BACKUP_SIZES", "10000,100000").split(",")]
+REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "3")))
+BASE_BIN = os.environ.get("CAIRN_BENCH_BASE_BIN")
+KUBECTL = os.environ.get("CAIRN_BENCH_KUBECTL", "1") != "0"
+TOOL = os.path.join(BUILDDIR, "tests", "helpers", "kube_tool")
 
 
 def vmhwm_kib(pid):
@@ -38,7 +54,99 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one(t, n):
+def perf_works():
+    if shutil.which("perf") is None:
+        return False
+    r = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", "--", "true"],
+                       capture_output=True, text=True)
+    return r.returncode == 0 and "instructions" in r.stderr and "<not" not in r.stderr
+
+
+PERF = perf_works()
+
+
+def perf_read(path):
+    """Instructions from a `perf stat -x,` output file, or None."""
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.strip().split(",")
+                if len(parts) > 2 and parts[2].startswith("instructions") and parts[0].isdigit():
+                    return int(parts[0])
+    except OSError:
+        pass
+    return None
+
+
+def plain_list(t, sim, tag):
+    """The baseline: the same paged list through the same client."""
+    argv = [TOOL, "--kubeconfig", sim.kubeconfig, "list", "core", "v1", "configmaps", "-",
+            "limit=500"]
+    pf = t.path("perf-list-%s.txt" % tag)
+    if PERF:
+        argv = ["perf", "stat", "-x,", "-e", "instructions:u", "-o", pf, "--"] + argv
+    sim_cpu0 = cpu_s(sim.proc.pid)
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    _, ru = os.wait4(p.pid, 0)[1:]
+    wall = time.monotonic() - t0
+    out = p.stdout.read()
+    p.stdout.close()
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "sim_cpu": cpu_s(sim.proc.pid) - sim_cpu0,
+            "insn": perf_read(pf) if PERF else None, "out": out.strip()}
+
+
+def backup(t, sim, binary, name):
+    """One backup by a fresh server: wall time Backup created -> final phase."""
+    srv = t.spawn([binary, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
+                   "--server-id", "bench", "--journal", t.path("j-%s.db" % name),
+                   "--retry-period", "100ms",
+                   "--log-level", os.environ.get("CAIRN_BENCH_LOG", "warn")],
+                  name="server-%s" % name)
+    time.sleep(0.5)  # let the server start and do its first scan
+    perf = None
+    pf = t.path("perf-%s.txt" % name)
+    if PERF:
+        perf = subprocess.Popen(["perf", "stat", "-x,", "-e", "instructions:u", "-o", pf,
+                                 "-p", str(srv.pid)], stderr=subprocess.DEVNULL)
+        time.sleep(0.2)
+    cpu0 = cpu_s(srv.pid)
+    sim_cpu0 = cpu_s(sim.proc.pid)
+    t0 = time.monotonic()
+    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": name, "namespace": NS},
+        "spec": {"includedResources": ["configmaps"], "includeClusterResources": False,
+                 "includedNamespaces": ["bench-*"]}})
+
+    def done():
+        b = sim.ok("GET", "/apis/cairn.io/v1/namespaces/%s/backups/%s" % (NS, name))
+        return b if b.get("status", {}).get("phase") in ("Completed", "PartiallyFailed", "Failed",
+                                                           "FailedValidation") else None
+    b = wait_for(done, 1800, "backup %s" % name, interval=0.02)
+    wall = time.monotonic() - t0
+    insn = None
+    if perf is not None:
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
+        insn = perf_read(pf)
+    r = {"wall": wall, "cpu": cpu_s(srv.pid) - cpu0, "sim_cpu": cpu_s(sim.proc.pid) - sim_cpu0,
+         "rss": vmhwm_kib(srv.pid), "insn": insn, "phase": b["status"]["phase"],
+         "items": b["status"].get("progress", {}).get("itemsBackedUp"),
+         "parts": len(b["status"].get("checkpoint", {}).get("parts", []))}
+    srv.stop()
+    return r
+
+
+def med(rows, key):
+    v = [r[key] for r in rows if r.get(key) is not None]
+    return statistics.median(v) if v else None
+
+
+def fmt_insn(x):
+    return "-" if x is None else "%.2fG" % (x / 1e9)
+
+
+def one(t, n, bins):
     sim = Kubesim(t, name="kubesim-%d" % n)
     sim.install_crds(NS)
     root = t.mkdir("store-%d" % n)
@@ -55,68 +163,72 @@ def one(t, n):
                   "data": {"config.yaml": "server:\n  port: 8080\n  replicas: 3\n" * 4}},
                  n // 2, name="cm-{i:07d}", namespace=ns)
 
-    # Baseline 1: the same paged list through the same client.
-    tool = os.path.join(BUILDDIR, "tests", "helpers", "kube_tool")
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.monotonic()
-    r = subprocess.run([tool, "--kubeconfig", sim.kubeconfig, "list", "core", "v1", "configmaps",
-                        "-", "limit=500"], capture_output=True, text=True)
-    t_list = time.monotonic() - t0
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    list_cpu = (ru1.ru_utime + ru1.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
-    # Baseline 2: kubectl get -A -o json | gzip.
-    out = t.path("kubectl-%d.json.gz" % n)
-    t0 = time.monotonic()
-    subprocess.run("kubectl --kubeconfig %s --cache-dir %s get configmaps -A -o json | gzip > %s" %
-                   (sim.kubeconfig, t.path("kc-cache-%d" % n), out), shell=True, check=True)
-    t_kubectl = time.monotonic() - t0
+    t_kubectl = None
+    if KUBECTL:
+        out = t.path("kubectl-%d.json.gz" % n)
+        t0 = time.monotonic()
+        subprocess.run("kubectl --kubeconfig %s --cache-dir %s get configmaps -A -o json | gzip > %s" %
+                       (sim.kubeconfig, t.path("kc-cache-%d" % n), out), shell=True, check=True)
+        t_kubectl = time.monotonic() - t0
 
-    srv = t.spawn([BIN, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
-                   "--server-id", "bench", "--journal", t.path("j-%d.db" % n),
-                   "--retry-period", "100ms", "--log-level", os.environ.get("CAIRN_BENCH_LOG", "warn")], name="server-%d" % n)
-    time.sleep(0.5)  # let the server start and do its first scan
-    t0 = time.monotonic()
-    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": "b%d" % n, "namespace": NS},
-        "spec": {"includedResources": ["configmaps"], "includeClusterResources": False,
-                 "includedNamespaces": ["bench-*"]}})
-
-    def done():
-        b = sim.ok("GET", "/apis/cairn.io/v1/namespaces/%s/backups/b%d" % (NS, n))
-        return b if b.get("status", {}).get("phase") in ("Completed", "PartiallyFailed", "Failed",
-                                                           "FailedValidation") else None
-    b = wait_for(done, 1800, "backup of %d objects" % n, interval=0.05)
-    t_backup = time.monotonic() - t0
-    rss = vmhwm_kib(srv.pid)
-    cpu = cpu_s(srv.pid)
-    parts = len(b["status"].get("checkpoint", {}).get("parts", []))
-    srv.stop()
+    lists = []
+    runs = {label: [] for label, _ in bins}
+    for rep in range(REPS):
+        for label, binary in bins:
+            # A plain list right before each backup: the pair sees the same load.
+            lst = plain_list(t, sim, "%d-%d-%s" % (n, rep, label))
+            lists.append(lst)
+            r = backup(t, sim, binary, "b%d-%d-%s" % (n, rep, label))
+            r["ratio"] = r["wall"] / lst["wall"]
+            if r["insn"] is not None and lst["insn"]:
+                r["insn_ratio"] = r["insn"] / lst["insn"]
+            runs[label].append(r)
+            # Old backups' objects stay in kubesim; storage files are removed.
+            shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
     sim.proc.stop()
-    print("objects=%d phase=%s items=%s parts=%d" % (n, b["status"]["phase"],
-          b["status"].get("progress", {}).get("itemsBackedUp"), parts))
-    print("  plain paged list (kube_tool): %.2fs, client CPU %.2fs  [%s]" % (t_list, list_cpu,
-                                                                          r.stdout.strip()))
-    print("  kubectl get -A -o json | gzip: %.2fs" % t_kubectl)
-    print("  cairn backup: %.2fs  ratio to list %.2f (goal <= 1.3), kubectl/cairn %.2f (goal >= 3)" %
-          (t_backup, t_backup / t_list, t_kubectl / t_backup))
-    print("  server peak RSS (VmHWM): %.1f MiB (goal < 32); server CPU %.2fs (%.2fx the list's)" % (
-        rss / 1024.0, cpu, cpu / list_cpu if list_cpu > 0 else 0.0))
+
+    print("objects=%d, medians of %d runs%s" % (n, REPS, " (perf stat: user-space instructions)"
+                                                 if PERF else ""))
+    print("  plain paged list (kube_tool): %.2fs, client CPU %.2fs, kubesim CPU %.2fs, %s insn  [%s]" % (
+        med(lists, "wall"), med(lists, "cpu"), med(lists, "sim_cpu"), fmt_insn(med(lists, "insn")),
+        lists[-1]["out"]))
+    if t_kubectl is not None:
+        print("  kubectl get -A -o json | gzip: %.2fs" % t_kubectl)
+    for label, _ in bins:
+        rs = runs[label]
+        w = med(rs, "wall")
+        print("  %s: phase=%s items=%s parts=%d" % (label, rs[-1]["phase"], rs[-1]["items"],
+                                                    rs[-1]["parts"]))
+        print("    backup %.2fs  ratio to list %.2f (goal <= 1.3)%s" % (
+            w, med(rs, "ratio"),
+            ", kubectl/cairn %.2f (goal >= 3)" % (t_kubectl / w) if t_kubectl else ""))
+        print("    server CPU %.2fs, kubesim CPU %.2fs, server %s insn (%s x the list's)" % (
+            med(rs, "cpu"), med(rs, "sim_cpu"), fmt_insn(med(rs, "insn")),
+            "-" if med(rs, "insn_ratio") is None else "%.2f" % med(rs, "insn_ratio")))
+        print("    peak RSS (VmHWM) %.1f MiB (goal < 32)" % (med(rs, "rss") / 1024.0))
+        print("    runs: %s" % " ".join("%.2fs/%.2fx" % (r["wall"], r["ratio"]) for r in rs))
     print("  (load average now %.1f: wall-clock ratios are only meaningful on an idle machine)" %
           os.getloadavg()[0])
-    return rss
+    return {label: med(runs[label], "rss") for label, _ in bins}
 
 
 def main():
     t = Case("bench_backup")
+    bins = [("cairn", BIN)]
+    if BASE_BIN:
+        bins = [("base", BASE_BIN), ("cairn", BIN)]
     rss = []
     try:
         for n in SIZES:
-            rss.append((n, one(t, n)))
+            rss.append((n, one(t, n, bins)))
     finally:
         t.finish()
-    if len(rss) >= 2 and rss[0][1] > 0:
-        print("peak RSS growth %d -> %d objects: %+.1f%% (goal < 20%%)" % (
-            rss[0][0], rss[-1][0], 100.0 * (rss[-1][1] - rss[0][1]) / rss[0][1]))
+    if len(rss) >= 2:
+        for label, _ in bins:
+            a, b = rss[0][1][label], rss[-1][1][label]
+            if a:
+                print("%s: peak RSS growth %d -> %d objects: %+.1f%% (goal < 20%%)" % (
+                    label, rss[0][0], rss[-1][0], 100.0 * (b - a) / a))
 
 
 main()
