@@ -101,6 +101,7 @@ struct server {
 	size_t ncand, acand;
 	int scan_kind;
 	struct upkeep *upkeep;		/* schedules, sync, GC thread */
+	int watch_failing;		/* scan thread only */
 };
 
 static int
@@ -260,10 +261,13 @@ watch_refresh(struct server *s)
 	int expired = 0, live = 0;
 
 	if (lease_watch_refresh(s->watch, &err) < 0) {
-		log_warn("listing server Leases in %s: %s", s->o->namespace,
-		    err.msg);
+		if (!s->watch_failing)	/* once per outage, not per tick */
+			log_warn("listing server Leases in %s: %s",
+			    s->o->namespace, err.msg);
+		s->watch_failing = 1;
 		return 0;
 	}
+	s->watch_failing = 0;
 	servers = lease_watch_servers(s->watch);
 	cJSON_ArrayForEach(it, servers) {
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it,

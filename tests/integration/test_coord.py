@@ -179,7 +179,7 @@ def coord_claim_stale_rv_conflicts(t):
 def coord_three_servers_thirty_backups(t):
     servers = ["s1", "s2", "s3"]
     sim, root = setup(t, servers)
-    n = 600
+    n = 900
     seed_bulk(sim, "bulk", n)
     procs = [server(t, sim, s, workers=4) for s in servers]
     wait_for(lambda: len(sim.ok("GET", LEASES)["items"]) == 3, 20, "three Leases")
@@ -187,16 +187,17 @@ def coord_three_servers_thirty_backups(t):
     threads = [threading.Thread(target=create_backup, args=(
         sim, nm, {"includedNamespaces": ["bulk"], "includedResources": ["configmaps"]}))
         for nm in names]
+    t0 = time.monotonic()
     for th in threads:
         th.start()
     for th in threads:
         th.join()
-    t0 = time.monotonic()
     for nm in names:
         st = wait_final(sim, nm, timeout=150)
         t.eq(st["phase"], "Completed", "phase of " + nm)
         t.eq(st["claim"]["attempt"], 1, "attempt of " + nm)
-    print("# 30 backups by 3 servers x 4 workers in %.1fs" % (time.monotonic() - t0))
+    print("# 30 backups (%d items each) by 3 servers x 4 workers: created and all Completed "
+          "in %.1fs" % (n, time.monotonic() - t0))
     owners = {}
     for nm in names:
         writes = status_writes(sim, nm)
@@ -210,7 +211,8 @@ def coord_three_servers_thirty_backups(t):
         t.check(all(w[1] == 409 for w in writes[:first_ok]), "%s: writes before the claim %s" %
                 (nm, writes[:first_ok]))
         parts = status(sim, nm)["checkpoint"]["parts"]
-        t.check(len(parts) >= 3, "%s has several parts: %d" % (nm, len(parts)))
+        # deflate hands out about 64 KiB at a time, so a part is at least that
+        t.check(len(parts) >= 2, "%s has several parts: %d" % (nm, len(parts)))
         check_every_item_once(t, root, nm, "bulk", n)
     claims = sum(len(re.findall(r"backup %s/b\d\d: claimed by s\d/\d" % NS, p.output())) for p in procs)
     t.eq(claims, 30, "claims logged by all servers together")
