@@ -328,7 +328,14 @@ VPB = dict(
     spec=obj({
         "volume": s("Volume (PersistentVolume name)."),
         "backup": s("Backup name."),
-        "provider": s("Plugin that takes the snapshot."),
+        "provider": s("Plugin that takes the snapshot (cairn.io/hostpath: the "
+                      "built-in mover)."),
+        "volumeType": s("Volume type of the PersistentVolume (hostPath, local, "
+                        "nfs...)."),
+        "volumePath": s("Path of the volume's data on its node, when it has one."),
+        "node": s("Node whose node-agent runs the operation; unset: the server."),
+        "backupUID": s("metadata.uid of the Backup, so a re-created Backup of "
+                       "the same name never adopts this operation."),
     }, "The volume operation."),
     status=obj({
         "phase": s("Lifecycle phase.", enum=["New", "InProgress", "Completed",
@@ -339,6 +346,15 @@ VPB = dict(
         "completionTimestamp": t("End."),
         "backupProperties": smap("Plugin-specific facts (e.g. parent snapshot)."),
         "progress": VOL_PROGRESS,
+        "claim": CLAIM,
+        "checkpoint": obj({
+            "uploadID": s("Multipart upload id of the volume's tarball."),
+            "parts": i("Parts stored."),
+            "lastFile": s("Last file (relative path) in the stored parts."),
+            "bytesDone": i("Bytes of file data in the stored parts."),
+            "filesDone": i("Files in the stored parts."),
+        }, "Enough to resume a built-in copy after its last stored part "
+           "(written after the part is stored and journalled)."),
     }),
     columns=[
         ("Backup", "string", ".spec.backup", "Backup", 0),
@@ -360,6 +376,13 @@ VPR = dict(
         "provider": s("Plugin that restores the volume."),
         "volumeType": s("Volume type."),
         "volumeAZ": s("Availability zone."),
+        "volume": s("Volume (PersistentVolume name) being restored."),
+        "targetPath": s("Directory on the node the data is restored into."),
+        "node": s("Node whose node-agent runs the operation; unset: the server."),
+        "expectBytes": i("Bytes the backup's copy holds (totalBytes of its "
+                         "VolumePluginBackup)."),
+        "backupProperties": smap("backupProperties of the VolumePluginBackup, "
+                                 "handed to the plugin."),
     }, "The volume operation."),
     status=obj({
         "phase": s("Lifecycle phase.", enum=["New", "InProgress", "Completed",
@@ -370,6 +393,7 @@ VPR = dict(
         "completionTimestamp": t("End."),
         "restoreProperties": smap("Plugin-specific facts."),
         "progress": VOL_PROGRESS,
+        "claim": CLAIM,
     }),
     columns=[
         ("Backup", "string", ".spec.backupName", "Backup", 0),
