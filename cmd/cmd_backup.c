@@ -224,137 +224,6 @@ fmt_expires(const char *ts, int64_t now, char out[OUT_AGE_MAX])
 		out_duration(t - now, out);
 }
 
-/*
- * Convert a validated selector into a metav1.LabelSelector object, from its
- * canonical text (requirements separated by commas outside parentheses:
- * k=v, k==v, k!=v, k in (a,b), k notin (a,b), k, !k). Owned.
- */
-static cJSON *
-selector_object(const char *canon)
-{
-	cJSON *sel = cJSON_CreateObject();
-	cJSON *labels = cJSON_CreateObject();
-	cJSON *exprs = cJSON_CreateArray();
-	char **reqs;
-	size_t nreq = 0, start = 0;
-	int depth = 0;
-
-	/* Split on top-level commas. */
-	reqs = xcalloc(strlen(canon) + 2, sizeof *reqs);
-	for (size_t i = 0;; i++) {
-		char c = canon[i];
-
-		if (c == '(')
-			depth++;
-		else if (c == ')')
-			depth--;
-		if (c == '\0' || (c == ',' && depth == 0)) {
-			reqs[nreq++] = xstrndup(canon + start, i - start);
-			start = i + 1;
-		}
-		if (c == '\0')
-			break;
-	}
-	for (size_t i = 0; i < nreq; i++) {
-		char *r = reqs[i], *paren, *end, *op;
-		cJSON *e;
-
-		while (isspace((unsigned char)*r))
-			r++;
-		end = r + strlen(r);
-		while (end > r && isspace((unsigned char)end[-1]))
-			*--end = '\0';
-		if (*r == '\0')
-			continue;
-		e = cJSON_CreateObject();
-		paren = strchr(r, '(');
-		op = strstr(r, "!=");
-		if (*r == '!' && op != r) {
-			char *k = r + 1;
-
-			while (isspace((unsigned char)*k))
-				k++;
-			cJSON_AddStringToObject(e, "key", k);
-			cJSON_AddStringToObject(e, "operator", "DoesNotExist");
-		} else if (paren != NULL) {
-			char *kend = paren, *close = strrchr(paren, ')');
-			cJSON *vals = cJSON_CreateArray();
-			const char *opname = "In";
-			char **vv;
-
-			while (kend > r && isspace((unsigned char)kend[-1]))
-				kend--;
-			if (kend - r >= 5 && strncmp(kend - 5, "notin", 5) == 0) {
-				opname = "NotIn";
-				kend -= 5;
-			} else if (kend - r >= 2 && strncmp(kend - 2, "in", 2) == 0)
-				kend -= 2;
-			while (kend > r && isspace((unsigned char)kend[-1]))
-				kend--;
-			if (close != NULL)
-				*close = '\0';
-			vv = str_split(paren + 1, ',', NULL);
-			for (size_t j = 0; vv[j] != NULL; j++)
-				cJSON_AddItemToArray(vals, cJSON_CreateString(vv[j]));
-			strv_free(vv);
-			*kend = '\0';
-			cJSON_AddStringToObject(e, "key", r);
-			cJSON_AddStringToObject(e, "operator", opname);
-			cJSON_AddItemToObject(e, "values", vals);
-		} else if (op != NULL) {
-			char *v = op + 2, *kend = op;
-			cJSON *vals = cJSON_CreateArray();
-
-			while (kend > r && isspace((unsigned char)kend[-1]))
-				kend--;
-			*kend = '\0';
-			while (isspace((unsigned char)*v))
-				v++;
-			cJSON_AddItemToArray(vals, cJSON_CreateString(v));
-			cJSON_AddStringToObject(e, "key", r);
-			cJSON_AddStringToObject(e, "operator", "NotIn");
-			cJSON_AddItemToObject(e, "values", vals);
-		} else if ((op = strchr(r, '=')) != NULL) {
-			char *v = op + 1, *kend = op;
-
-			if (*v == '=')
-				v++;
-			while (kend > r && isspace((unsigned char)kend[-1]))
-				kend--;
-			*kend = '\0';
-			while (isspace((unsigned char)*v))
-				v++;
-			if (cJSON_GetObjectItemCaseSensitive(labels, r) == NULL) {
-				cJSON_AddStringToObject(labels, r, v);
-				cJSON_Delete(e);
-				continue;
-			}
-			/* A second value for one key: only an expression holds it. */
-			cJSON_AddStringToObject(e, "key", r);
-			cJSON_AddStringToObject(e, "operator", "In");
-			cJSON_AddItemToObject(e, "values", cJSON_CreateArray());
-			cJSON_AddItemToArray(cJSON_GetObjectItem(e, "values"),
-			    cJSON_CreateString(v));
-		} else {
-			cJSON_AddStringToObject(e, "key", r);
-			cJSON_AddStringToObject(e, "operator", "Exists");
-		}
-		cJSON_AddItemToArray(exprs, e);
-	}
-	for (size_t i = 0; i < nreq; i++)
-		free(reqs[i]);
-	free(reqs);
-	if (labels->child != NULL)
-		cJSON_AddItemToObject(sel, "matchLabels", labels);
-	else
-		cJSON_Delete(labels);
-	if (exprs->child != NULL)
-		cJSON_AddItemToObject(sel, "matchExpressions", exprs);
-	else
-		cJSON_Delete(exprs);
-	return sel;
-}
-
 /* A metav1.LabelSelector object as selector text, for people. */
 static void
 selector_text(const cJSON *sel, struct buf *b)
@@ -603,20 +472,14 @@ build_backup(const struct cli_command *cmd, const struct flagset *fs,
 	rc = add_bool_flag(cmd, fs, F_INCLUDE_CLUSTER_RESOURCES, spec,
 	    "includeClusterResources");
 	if (rc == 0 && selstr != NULL && selstr[0] != '\0') {
-		struct kube_selector *sel = NULL;
 		struct cairn_err err = CAIRN_ERR_INIT;
-		char *canon;
+		cJSON *sel;
 
-		if (kube_selector_parse(selstr, &sel, &err) < 0)
+		if (kube_selector_object(selstr, &sel, &err) < 0)
 			rc = cli_usage_error(cmd, "invalid label selector "
 			    "\"%s\": %s", selstr, err.msg);
-		else {
-			canon = kube_selector_string(sel);
-			cJSON_AddItemToObject(spec, "labelSelector",
-			    selector_object(canon));
-			free(canon);
-		}
-		kube_selector_free(sel);
+		else
+			cJSON_AddItemToObject(spec, "labelSelector", sel);
 	}
 	if (rc == 0) {
 		duration_format(flag_duration_us(fs, F_TTL), ttl);

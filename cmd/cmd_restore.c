@@ -115,110 +115,6 @@ add_list(cJSON *obj, const char *key, char **list)
 		cJSON_AddItemToArray(a, cJSON_CreateString(list[i]));
 }
 
-/*
- * A label selector text as a metav1.LabelSelector object: k=v and k==v go
- * to matchLabels; k!=v, in, notin, k and !k to matchExpressions. The text
- * is checked with kube_selector_parse() first.
- */
-static int
-selector_object(const char *text, cJSON **out, struct cairn_err *err)
-{
-	struct kube_selector *ks = NULL;
-	cJSON *sel, *ml, *me;
-	char *copy, *p;
-	int rc;
-
-	*out = NULL;
-	rc = kube_selector_parse(text, &ks, err);
-	kube_selector_free(ks);
-	if (rc < 0)
-		return rc;
-	sel = cJSON_CreateObject();
-	ml = cJSON_CreateObject();
-	me = cJSON_CreateArray();
-	copy = xstrdup(text);
-	p = copy;
-	while (*p != '\0') {
-		char *req = p, *q, *key, *vals = NULL;
-		const char *op = NULL;
-		int depth = 0;
-		cJSON *e;
-
-		for (q = p; *q != '\0' && !(*q == ',' && depth == 0); q++)
-			depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
-		p = *q != '\0' ? q + 1 : q;
-		*q = '\0';
-		while (*req == ' ')
-			req++;
-		if (*req == '\0')
-			continue;
-		e = cJSON_CreateObject();
-		if (req[0] == '!') {
-			key = req + 1;
-			op = "DoesNotExist";
-		} else if ((q = strstr(req, " notin ")) != NULL) {
-			*q = '\0';
-			key = req;
-			op = "NotIn";
-			vals = q + 7;
-		} else if ((q = strstr(req, " in ")) != NULL) {
-			*q = '\0';
-			key = req;
-			op = "In";
-			vals = q + 4;
-		} else if ((q = strstr(req, "!=")) != NULL) {
-			*q = '\0';
-			key = req;
-			op = "NotIn";
-			vals = q + 2;
-		} else if ((q = strchr(req, '=')) != NULL) {
-			*q = '\0';
-			key = req;
-			q++;
-			if (*q == '=')
-				q++;
-			while (*q == ' ')
-				q++;
-			for (char *t = key + strlen(key); t > key && t[-1] == ' ';)
-				*--t = '\0';
-			cJSON_AddStringToObject(ml, key, q);
-			cJSON_Delete(e);
-			continue;
-		} else {
-			key = req;
-			op = "Exists";
-		}
-		for (char *t = key + strlen(key); t > key && t[-1] == ' ';)
-			*--t = '\0';
-		cJSON_AddStringToObject(e, "key", key);
-		cJSON_AddStringToObject(e, "operator", op);
-		if (vals != NULL) {
-			cJSON *va = cJSON_AddArrayToObject(e, "values");
-			char **parts;
-
-			vals += strspn(vals, " (");
-			vals[strcspn(vals, ")")] = '\0';
-			parts = str_split(vals, ',', NULL);
-			for (size_t i = 0; parts[i] != NULL; i++)
-				cJSON_AddItemToArray(va,
-				    cJSON_CreateString(parts[i]));
-			strv_free(parts);
-		}
-		cJSON_AddItemToArray(me, e);
-	}
-	free(copy);
-	if (cJSON_GetArraySize(ml) > 0)
-		cJSON_AddItemToObject(sel, "matchLabels", ml);
-	else
-		cJSON_Delete(ml);
-	if (cJSON_GetArraySize(me) > 0)
-		cJSON_AddItemToObject(sel, "matchExpressions", me);
-	else
-		cJSON_Delete(me);
-	*out = sel;
-	return 0;
-}
-
 static int
 build_restore(const struct cli_command *cmd, const struct flagset *fs,
     const char *name, const char *ns, cJSON **out)
@@ -269,7 +165,7 @@ build_restore(const struct cli_command *cmd, const struct flagset *fs,
 	if (sel != NULL && sel[0] != '\0') {
 		cJSON *so;
 
-		if (selector_object(sel, &so, &err) < 0) {
+		if (kube_selector_object(sel, &so, &err) < 0) {
 			cJSON_Delete(r);
 			return cli_usage_error(cmd, "bad --selector: %s", err.msg);
 		}

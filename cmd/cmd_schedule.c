@@ -38,102 +38,6 @@ open_kube(const struct flagset *fs, struct kube **k)
 	return 0;
 }
 
-/* One requirement of a canonical selector into sel (metav1.LabelSelector). */
-static void
-selector_req(cJSON *sel, char *r)
-{
-	char *end = r + strlen(r), *paren, *op;
-	cJSON *e, *vals;
-
-	while (isspace((unsigned char)*r))
-		r++;
-	while (end > r && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	if (*r == '\0')
-		return;
-	e = cJSON_CreateObject();
-	vals = cJSON_CreateArray();
-	paren = strchr(r, '(');
-	op = strstr(r, "!=");
-	if (*r == '!' && op != r) {
-		cJSON_AddStringToObject(e, "key", r + 1);
-		cJSON_AddStringToObject(e, "operator", "DoesNotExist");
-	} else if (paren != NULL) {
-		char *kend = paren, *close = strrchr(paren, ')'), **vv;
-		const char *opn = "In";
-
-		if (close != NULL)
-			*close = '\0';
-		vv = str_split(paren + 1, ',', NULL);
-		for (size_t j = 0; vv[j] != NULL; j++)
-			cJSON_AddItemToArray(vals, cJSON_CreateString(vv[j]));
-		strv_free(vv);
-		while (kend > r && isspace((unsigned char)kend[-1]))
-			kend--;
-		if (kend - r >= 5 && strncmp(kend - 5, "notin", 5) == 0) {
-			opn = "NotIn";
-			kend -= 5;
-		} else if (kend - r >= 2 && strncmp(kend - 2, "in", 2) == 0)
-			kend -= 2;
-		while (kend > r && isspace((unsigned char)kend[-1]))
-			kend--;
-		*kend = '\0';
-		cJSON_AddStringToObject(e, "key", r);
-		cJSON_AddStringToObject(e, "operator", opn);
-	} else if (op != NULL) {
-		*op = '\0';
-		cJSON_AddItemToArray(vals, cJSON_CreateString(op + 2));
-		cJSON_AddStringToObject(e, "key", r);
-		cJSON_AddStringToObject(e, "operator", "NotIn");
-	} else if ((op = strchr(r, '=')) != NULL) {
-		char *v = op[1] == '=' ? op + 2 : op + 1;
-
-		*op = '\0';
-		cJSON_AddStringToObject(json_ensure(sel, "matchLabels"), r, v);
-		cJSON_Delete(e);
-		cJSON_Delete(vals);
-		return;
-	} else {
-		cJSON_AddStringToObject(e, "key", r);
-		cJSON_AddStringToObject(e, "operator", "Exists");
-	}
-	if (cJSON_GetArraySize(vals) > 0)
-		cJSON_AddItemToObject(e, "values", vals);
-	else
-		cJSON_Delete(vals);
-	if (cJSON_GetObjectItemCaseSensitive(sel, "matchExpressions") == NULL)
-		cJSON_AddArrayToObject(sel, "matchExpressions");
-	cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(sel,
-	    "matchExpressions"), e);
-}
-
-/* Canonical selector text -> metav1.LabelSelector. Owned. */
-static cJSON *
-selector_object(const char *canon)
-{
-	cJSON *sel = cJSON_CreateObject();
-	char *copy = xstrdup(canon), *start = copy;
-	int depth = 0;
-
-	for (char *p = copy;; p++) {
-		if (*p == '(')
-			depth++;
-		else if (*p == ')')
-			depth--;
-		if (*p == '\0' || (*p == ',' && depth == 0)) {
-			int last = *p == '\0';
-
-			*p = '\0';
-			selector_req(sel, start);
-			if (last)
-				break;
-			start = p + 1;
-		}
-	}
-	free(copy);
-	return sel;
-}
-
 static void
 add_list(cJSON *spec, const char *key, char **list)
 {
@@ -207,18 +111,13 @@ cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 		goto out;
 	sel = flag_str(fs, F_SELECTOR);
 	if (sel != NULL && sel[0] != '\0') {
-		struct kube_selector *ks = NULL;
-		char *canon;
+		cJSON *so;
 
-		if (kube_selector_parse(sel, &ks, &err) < 0) {
+		if (kube_selector_object(sel, &so, &err) < 0) {
 			rc = cli_usage_error(cmd, "--selector: %s", err.msg);
 			goto out;
 		}
-		canon = kube_selector_string(ks);
-		kube_selector_free(ks);
-		cJSON_AddItemToObject(tmpl, "labelSelector",
-		    selector_object(canon));
-		free(canon);
+		cJSON_AddItemToObject(tmpl, "labelSelector", so);
 	}
 	duration_format(flag_duration_us(fs, F_TTL), ttl);
 	cJSON_AddStringToObject(tmpl, "ttl", ttl);

@@ -502,6 +502,16 @@ int kube_selector_match_object(const struct kube_selector *sel,
 int kube_selector_empty(const struct kube_selector *sel);
 /* Canonical text, suitable for ?labelSelector=. Owned. */
 char *kube_selector_string(const struct kube_selector *sel);
+/*
+ * Parse selector text (as kube_selector_parse()) into the
+ * metav1.LabelSelector object a spec holds: k=v and k==v in matchLabels
+ * (a second value for one key as an In expression), k!=v as NotIn [v],
+ * in, notin, k and !k as In, NotIn, Exists, DoesNotExist. k>N and k<N have
+ * no LabelSelector form: CAIRN_EINVAL. *out owned by the caller; NULL on
+ * error.
+ */
+int kube_selector_object(const char *text, cJSON **out,
+	struct cairn_err *err);
 void kube_selector_free(struct kube_selector *sel);
 
 #endif

@@ -368,6 +368,87 @@ kube_selector_match_object(const struct kube_selector *sel, const cJSON *obj)
 	    cJSON_GetObjectItemCaseSensitive(md, "labels") : NULL);
 }
 
+static void
+sel_expr(cJSON *exprs, const char *key, const char *op, char *const *values)
+{
+	cJSON *e = cJSON_CreateObject(), *va;
+
+	cJSON_AddStringToObject(e, "key", key);
+	cJSON_AddStringToObject(e, "operator", op);
+	if (values != NULL && values[0] != NULL) {
+		va = cJSON_AddArrayToObject(e, "values");
+		for (size_t j = 0; values[j] != NULL; j++)
+			cJSON_AddItemToArray(va, cJSON_CreateString(values[j]));
+	}
+	cJSON_AddItemToArray(exprs, e);
+}
+
+int
+kube_selector_object(const char *text, cJSON **out, struct cairn_err *err)
+{
+	struct kube_selector *sel = NULL;
+	cJSON *obj, *labels, *exprs;
+	int rc;
+
+	*out = NULL;
+	rc = kube_selector_parse(text, &sel, err);
+	if (rc < 0)
+		return rc;
+	obj = cJSON_CreateObject();
+	labels = cJSON_CreateObject();
+	exprs = cJSON_CreateArray();
+	for (size_t i = 0; sel != NULL && i < sel->n; i++) {
+		const struct sel_req *r = &sel->reqs[i];
+
+		switch (r->op) {
+		case OP_EQ:
+			if (cJSON_GetObjectItemCaseSensitive(labels, r->key) ==
+			    NULL)
+				cJSON_AddStringToObject(labels, r->key,
+				    r->values[0]);
+			else
+				sel_expr(exprs, r->key, "In", r->values);
+			break;
+		case OP_NE:
+		case OP_NOTIN:
+			sel_expr(exprs, r->key, "NotIn", r->values);
+			break;
+		case OP_IN:
+			sel_expr(exprs, r->key, "In", r->values);
+			break;
+		case OP_EXISTS:
+			sel_expr(exprs, r->key, "Exists", NULL);
+			break;
+		case OP_NOTEXISTS:
+			sel_expr(exprs, r->key, "DoesNotExist", NULL);
+			break;
+		case OP_GT:
+		case OP_LT:
+			rc = cairn_err_set(err, CAIRN_EINVAL, "\"%s%c%lld\": a "
+			    "label selector object has no > or <", r->key,
+			    r->op == OP_GT ? '>' : '<', r->num);
+			break;
+		}
+	}
+	kube_selector_free(sel);
+	if (rc < 0) {
+		cJSON_Delete(labels);
+		cJSON_Delete(exprs);
+		cJSON_Delete(obj);
+		return rc;
+	}
+	if (labels->child != NULL)
+		cJSON_AddItemToObject(obj, "matchLabels", labels);
+	else
+		cJSON_Delete(labels);
+	if (exprs->child != NULL)
+		cJSON_AddItemToObject(obj, "matchExpressions", exprs);
+	else
+		cJSON_Delete(exprs);
+	*out = obj;
+	return 0;
+}
+
 char *
 kube_selector_string(const struct kube_selector *sel)
 {

@@ -327,6 +327,32 @@ test_selector_string(void)
 	kube_selector_free(s);
 }
 
+/* Selector text -> metav1.LabelSelector, as the CLI writes it into specs. */
+static void
+test_selector_object(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *o = NULL;
+	char *t;
+
+	REQUIRE(kube_selector_object("app=web, tier in (a,b),!old,env!=dev,"
+	    "zone,app==api,x notin (p)", &o, &err) == 0);
+	t = cJSON_PrintUnformatted(o);
+	CHECK_STR(t, "{\"matchLabels\":{\"app\":\"web\"},\"matchExpressions\":["
+	    "{\"key\":\"tier\",\"operator\":\"In\",\"values\":[\"a\",\"b\"]},"
+	    "{\"key\":\"old\",\"operator\":\"DoesNotExist\"},"
+	    "{\"key\":\"env\",\"operator\":\"NotIn\",\"values\":[\"dev\"]},"
+	    "{\"key\":\"zone\",\"operator\":\"Exists\"},"
+	    "{\"key\":\"app\",\"operator\":\"In\",\"values\":[\"api\"]},"
+	    "{\"key\":\"x\",\"operator\":\"NotIn\",\"values\":[\"p\"]}]}");
+	free(t);
+	cJSON_Delete(o);
+	CHECK(kube_selector_object("a in (b", &o, &err) == CAIRN_EINVAL);
+	CHECK(o == NULL);
+	CHECK(kube_selector_object("n>3", &o, &err) == CAIRN_EINVAL);
+	CHECK(o == NULL && strstr(err.msg, "n>3") != NULL);
+}
+
 /* ---- configuration ---- */
 
 static const char *PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n"
@@ -680,6 +706,7 @@ main(void)
 	RUN(test_selector_match);
 	RUN(test_selector_errors);
 	RUN(test_selector_string);
+	RUN(test_selector_object);
 	RUN(test_kubeconfig_basic);
 	RUN(test_kubeconfig_errors);
 	RUN(test_kubeconfig_merge);
