@@ -495,4 +495,43 @@ def backup_s3(t):
         s3.aws("s3", "cp", "s3://cairn/pfx/backups/s3b/" + f, t.path(f))
 
 
+@case
+def backup_50k_objects_several_parts(t):
+    """Issue 7: a 50k-object backup produces several parts, every item once."""
+    root = t.mkdir("store")
+    sim = setup(t, root)
+    n = 50000
+    part_size = 1 << 20
+    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": "many"}})
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"app": "many"}},
+              "data": {"settings.conf": "listen 8080\nworkers 4\n" * 3}},
+             n, name="cm-{i:06d}", namespace="many")
+    srv = server(t, sim, part_size=part_size)
+    create_backup(sim, "fifty", {"includedNamespaces": ["many"], "includedResources": ["configmaps"]})
+    b = wait_final(sim, "fifty", srv=srv, timeout=120)
+    t.eq(b["status"]["phase"], "Completed", "phase")
+    t.eq(b["status"]["progress"]["itemsBackedUp"], n, "itemsBackedUp")
+    parts = b["status"]["checkpoint"]["parts"]
+    t.check(len(parts) >= 3, "several parts at --part-size %d: %s" % (
+        part_size, [(p["number"], p["bytes"]) for p in parts]))
+    t.eq([p["number"] for p in parts], list(range(1, len(parts) + 1)), "part numbers")
+    t.check(all(p["bytes"] >= part_size for p in parts[:-1]),
+            "a part before the last is under --part-size: %s" % [p["bytes"] for p in parts])
+    t.eq(sum(p["items"] for p in parts), n, "items over the parts")
+    last = [p["lastItem"] for p in parts]
+    t.eq(last, sorted(last), "parts end at ascending item keys")
+    t.eq(last[-1], "/configmaps/many/cm-%06d" % (n - 1), "last item of the last part")
+    tb = find_file(root, "fifty.tar.gz")
+    t.eq(os.path.getsize(tb), sum(p["bytes"] for p in parts), "tarball = its parts")
+    want = {"resources/configmaps/namespaces/many/cm-%06d.json" % i for i in range(n)}
+    legacy = check_tarball(t, tb, want)
+    t.eq(len(legacy), n, "every item exactly once")
+    with tarfile.open(tb, "r:gz") as tf:
+        for i in (0, n // 2, n - 1):
+            o = json.loads(tf.extractfile("resources/configmaps/namespaces/many/cm-%06d.json" % i).read())
+            t.eq((o["apiVersion"], o["kind"], o["metadata"]["name"]), ("v1", "ConfigMap", "cm-%06d" % i),
+                 "item %d" % i)
+
+
 main()
