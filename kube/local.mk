@@ -19,6 +19,10 @@ check_PROGRAMS += tests/unit/test_kube
 tests_unit_test_kube_SOURCES = tests/unit/test_kube.c tests/unit/unit.h
 tests_unit_test_kube_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
+check_PROGRAMS += tests/unit/test_kube_list_text
+tests_unit_test_kube_list_text_SOURCES = tests/unit/test_kube_list_text.c tests/unit/unit.h
+tests_unit_test_kube_list_text_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
 check_PROGRAMS += tests/helpers/kube_tool
 tests_helpers_kube_tool_SOURCES = tests/helpers/kube_tool.c
 tests_helpers_kube_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
