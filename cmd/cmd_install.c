@@ -6,8 +6,10 @@
  * embedded at build time by schema/install/embed.sh and read with
  * libyaml), the ServiceAccount, the RBAC rules of schema/install/rbac.def,
  * the credentials Secret, the default BackupStorageLocation, the
- * StatefulSet of `cairn server` replicas and the Service of their web
- * endpoint. --dry-run prints them (-o yaml: a multi-document stream for
+ * StatefulSet of `cairn server --listen` replicas (liveness on /healthz,
+ * readiness on /readyz), with --use-node-agent the DaemonSet of `cairn
+ * node-agent` (off by default: one more pod on every node, needed only
+ * for volume data bound to a node), and the Service of the web endpoint. --dry-run prints them (-o yaml: a multi-document stream for
  * `kubectl apply -f -`; -o json: a v1 List). Otherwise each object is
  * applied in turn: created when missing; when present, the desired object
  * is merged into the live one (maps merged key by key, lists of the same
@@ -57,6 +59,9 @@ extern const char *const install_crd_yaml[];
 #define INSTALL_CRED_MAX (1u << 20)
 #define INSTALL_WAIT_US (60 * TIME_US_PER_SEC)
 #define INSTALL_FINALIZER "cairn.io/backup-cleanup"
+#define INSTALL_AGENT_NAME "cairn-node-agent"
+#define INSTALL_AGENT_DIR "/var/lib/cairn/node-agent"	/* journal, on the host */
+#define INSTALL_HOST_ROOT "/host"	/* --volume-root of the node-agent */
 
 /* Where each kind of object lives in the API. */
 struct kind_info {
@@ -79,6 +84,7 @@ static const struct kind_info kinds[] = {
 	{ "BackupStorageLocation", "cairn.io", "v1", "backupstoragelocations",
 	  1 },
 	{ "StatefulSet", "apps", "v1", "statefulsets", 1 },
+	{ "DaemonSet", "apps", "v1", "daemonsets", 1 },
 	{ "Service", "", "v1", "services", 1 },
 };
 
@@ -223,6 +229,8 @@ struct install_opts {
 	char **config;			/* K=V */
 	const char *fs_path;		/* fs: directory on the node */
 	char *cred_b64;			/* owned, NULL: no Secret */
+	int node_agent;			/* add the node-agent DaemonSet */
+	char **volume_dirs;		/* host directories it mounts */
 };
 
 static cJSON *
@@ -465,6 +473,103 @@ add_statefulset(cJSON *arr, const struct install_opts *o)
 	cJSON_AddItemToArray(vct, pvc);
 }
 
+static void
+add_mount(cJSON *mounts, cJSON *vols, const char *name, const char *host,
+	const char *at, const char *type)
+{
+	cJSON *m = cJSON_CreateObject(), *v = cJSON_CreateObject(), *hp;
+
+	cJSON_AddStringToObject(m, "name", name);
+	cJSON_AddStringToObject(m, "mountPath", at);
+	cJSON_AddItemToArray(mounts, m);
+	cJSON_AddStringToObject(v, "name", name);
+	if (host == NULL) {
+		cJSON_AddObjectToObject(v, "emptyDir");
+	} else {
+		hp = cJSON_AddObjectToObject(v, "hostPath");
+		cJSON_AddStringToObject(hp, "path", host);
+		cJSON_AddStringToObject(hp, "type", type);
+	}
+	cJSON_AddItemToArray(vols, v);
+}
+
+/*
+ * The node-agent: one pod per node claiming the volume work labelled with
+ * its node (NODE_NAME from the downward API). Each --volume-dirs
+ * directory of the host is mounted at /host<dir> and --volume-root /host
+ * maps a PV's hostPath/local path to it. The journal is on the host, so a
+ * replaced pod (same --server-id, node-agent-<node>) resumes a copy.
+ * Root with only the file capabilities a copy that keeps owners and modes
+ * needs.
+ */
+static void
+add_daemonset(cJSON *arr, const struct install_opts *o)
+{
+	cJSON *ds = new_obj(arr, "apps/v1", "DaemonSet", INSTALL_AGENT_NAME,
+	    o->ns);
+	cJSON *spec, *tmpl, *pspec, *c, *args, *env, *res, *sc, *caps, *mounts;
+	cJSON *vols;
+	const char *a[] = { "node-agent", "--namespace", o->ns, "--server-id",
+	    "node-agent-$(NODE_NAME)", "--journal",
+	    INSTALL_AGENT_DIR "/journal.db", "--volume-root", INSTALL_HOST_ROOT };
+	const char *add[] = { "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH",
+	    "FOWNER", "FSETID" };
+	char name[32], *at;
+
+	spec = cJSON_AddObjectToObject(ds, "spec");
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(spec, "selector"),
+	    "matchLabels", labels_obj("node-agent"));
+	tmpl = cJSON_AddObjectToObject(spec, "template");
+	cJSON_AddItemToObject(cJSON_AddObjectToObject(tmpl, "metadata"),
+	    "labels", labels_obj("node-agent"));
+	pspec = cJSON_AddObjectToObject(tmpl, "spec");
+	cJSON_AddStringToObject(pspec, "serviceAccountName", INSTALL_NAME);
+	cJSON_AddNumberToObject(pspec, "terminationGracePeriodSeconds", 30);
+	cJSON_AddNumberToObject(cJSON_AddObjectToObject(pspec,
+	    "securityContext"), "runAsUser", 0);
+	c = cJSON_CreateObject();
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "containers"), c);
+	cJSON_AddStringToObject(c, "name", "node-agent");
+	cJSON_AddStringToObject(c, "image", o->image);
+	cJSON_AddStringToObject(c, "imagePullPolicy", "IfNotPresent");
+	args = cJSON_AddArrayToObject(c, "args");
+	for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
+		cJSON_AddItemToArray(args, cJSON_CreateString(a[i]));
+	env = cJSON_AddArrayToObject(c, "env");
+	cJSON_AddItemToArray(env, env_var("NODE_NAME", NULL, "spec.nodeName"));
+	cJSON_AddItemToArray(env, env_var("POD_NAME", NULL, "metadata.name"));
+	cJSON_AddItemToArray(env, env_var("CAIRN_LOG_FORMAT", "json", NULL));
+	/* As the server: streams, small; no CPU limit on a copy. */
+	res = cJSON_AddObjectToObject(c, "resources");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "requests"),
+	    "memory", "24Mi");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "limits"),
+	    "memory", "64Mi");
+	cJSON_AddStringToObject(json_ensure(res, "requests"), "cpu", "10m");
+	sc = cJSON_AddObjectToObject(c, "securityContext");
+	cJSON_AddFalseToObject(sc, "allowPrivilegeEscalation");
+	cJSON_AddTrueToObject(sc, "readOnlyRootFilesystem");
+	caps = cJSON_AddObjectToObject(sc, "capabilities");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(caps, "drop"),
+	    cJSON_CreateString("ALL"));
+	cJSON_AddArrayToObject(caps, "add");
+	for (size_t i = 0; i < sizeof add / sizeof add[0]; i++)
+		cJSON_AddItemToArray(json_get(caps, "add"),
+		    cJSON_CreateString(add[i]));
+	mounts = cJSON_AddArrayToObject(c, "volumeMounts");
+	vols = cJSON_AddArrayToObject(pspec, "volumes");
+	add_mount(mounts, vols, "journal", INSTALL_AGENT_DIR, INSTALL_AGENT_DIR,
+	    "DirectoryOrCreate");
+	add_mount(mounts, vols, "tmp", NULL, "/tmp", NULL);
+	for (size_t i = 0; o->volume_dirs[i] != NULL; i++) {
+		snprintf(name, sizeof name, "volumes-%zu", i);
+		at = xasprintf(INSTALL_HOST_ROOT "%s", o->volume_dirs[i]);
+		add_mount(mounts, vols, name, o->volume_dirs[i], at,
+		    "DirectoryOrCreate");
+		free(at);
+	}
+}
+
 static int
 build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 {
@@ -547,6 +652,8 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 	cJSON_AddStringToObject(spec, "validationFrequency", "1m");
 
 	add_statefulset(arr, o);
+	if (o->node_agent)
+		add_daemonset(arr, o);
 
 	svc = new_obj(arr, "v1", "Service", INSTALL_NAME, o->ns);
 	spec = cJSON_AddObjectToObject(svc, "spec");
@@ -627,6 +734,14 @@ opts_from_flags(const struct cli_command *cmd, const struct flagset *fs,
 			o->fs_path = o->config[i] + 5;
 	if (o->fs_path[0] != '/')
 		return cli_usage_error(cmd, "--config path= must be absolute");
+	/* uninstall removes the DaemonSet whether or not install made it. */
+	o->node_agent = !installing || flag_bool(fs, F_USE_NODE_AGENT);
+	o->volume_dirs = flag_list(fs, F_VOLUME_DIRS);
+	for (size_t i = 0; o->volume_dirs[i] != NULL; i++)
+		if (o->volume_dirs[i][0] != '/' ||
+		    strstr(o->volume_dirs[i], "..") != NULL)
+			return cli_usage_error(cmd, "--volume-dirs: \"%s\" is "
+			    "not an absolute path", o->volume_dirs[i]);
 	cred = flag_str(fs, F_CREDENTIAL_FILE);
 	if (installing && cred != NULL) {
 		o->cred_b64 = read_credentials(cred, &err);

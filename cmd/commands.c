@@ -46,7 +46,8 @@ static const enum flag_id backup_rm_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
 	F_PLUGIN_DIR, F_PLUGIN_TIMEOUT, F__END };
 static const enum flag_id install_flags[] = { CLUSTER_FLAGS, F_REPLICAS,
 	F_IMAGE, F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG, F_CREDENTIAL_FILE,
-	F_DRY_RUN, F_OUTPUT, F_WAIT, F_SELECTOR, F__END };
+	F_USE_NODE_AGENT, F_VOLUME_DIRS, F_DRY_RUN, F_OUTPUT, F_WAIT,
+	F_SELECTOR, F__END };
 static const enum flag_id restore_create_flags[] = { CLUSTER_FLAGS,
 	F_FROM_BACKUP, F_NAMESPACE_MAPPINGS, F_INCLUDE_NAMESPACES,
 	F_EXCLUDE_NAMESPACES, F_INCLUDE_RESOURCES, F_EXCLUDE_RESOURCES,
@@ -97,7 +98,10 @@ const struct cli_command cli_commands[] = {
 	  "what each rule is for), the credentials Secret (--credential-file),\n"
 	  "the default BackupStorageLocation (no --provider: a directory on the\n"
 	  "node, --config path=DIR, default /var/lib/cairn/backups), a\n"
-	  "StatefulSet of --replicas `cairn server` pods and their Service.\n"
+	  "StatefulSet of --replicas `cairn server --listen` pods (probed on\n"
+	  "/healthz and /readyz) and their Service, and with --use-node-agent\n"
+	  "a DaemonSet of `cairn node-agent` (volume data on each node, from\n"
+	  "the host directories --volume-dirs).\n"
 	  "Running it again changes nothing (each object reports unchanged).\n"
 	  "--dry-run prints the objects instead (-o yaml for kubectl apply -f -;\n"
 	  "on a fresh cluster first with -l app.kubernetes.io/component=crd,\n"

@@ -96,6 +96,9 @@ def dry_run_manifest_applies_with_kubectl(t):
     pod = ss["spec"]["template"]["spec"]
     c = pod["containers"][0]
     t.eq(c["args"][0], "server", "container runs cairn server")
+    t.eq(c["args"][c["args"].index("--listen") + 1], "0.0.0.0:8085",
+         "the web endpoint the probes use is served on the container port")
+    t.eq(c["ports"][0]["containerPort"], 8085, "container port")
     t.check({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
             in c["env"], "POD_NAME from the downward API")
     t.eq(c["livenessProbe"]["httpGet"]["path"], "/healthz", "liveness probe")
@@ -119,6 +122,34 @@ def dry_run_manifest_applies_with_kubectl(t):
     cr = get(sim, "/apis/rbac.authorization.k8s.io/v1/clusterroles/cairn")
     t.check(not any("delete" in r["verbs"] and "*" in r["resources"] for r in cr["rules"]),
             "no cluster-wide delete")
+    t.check("DaemonSet" not in kinds, "no node-agent unless --use-node-agent")
+
+    # --use-node-agent: a DaemonSet of cairn node-agent, one per node.
+    out = cairn_ok("install", "--dry-run", "-o", "yaml", "--use-node-agent",
+                   "--volume-dirs", "/var/lib/rancher/k3s/storage,/srv/vols").stdout
+    docs = [d for d in yaml.safe_load_all(out) if d]
+    kinds = [d["kind"] for d in docs]
+    t.check(kinds.index("StatefulSet") < kinds.index("DaemonSet"), "DaemonSet after the servers")
+    r = kubectl(t, sim, "apply", "-f", "-", input=out)
+    t.check("daemonset.apps/cairn-node-agent created" in r.stdout, r.stdout)
+    ds = get(sim, "/apis/apps/v1/namespaces/cairn-system/daemonsets/cairn-node-agent")
+    pod = ds["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    t.eq(c["args"][0], "node-agent", "container runs cairn node-agent")
+    t.check({"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+            in c["env"], "NODE_NAME from spec.nodeName")
+    t.eq(c["args"][c["args"].index("--volume-root") + 1], "/host", "--volume-root")
+    mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+    hostp = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v}
+    for d in ("/var/lib/rancher/k3s/storage", "/srv/vols"):
+        t.check(any(hostp.get(n) == d and mounts.get(n) == "/host" + d for n in hostp),
+                "host %s mounted at /host%s: %s %s" % (d, d, hostp, mounts))
+    jr = c["args"][c["args"].index("--journal") + 1]
+    t.check(any(jr.startswith(mounts[n] + "/") for n in hostp if n in mounts),
+            "the node-agent journal %s is on a hostPath" % jr)
+    t.eq(pod["serviceAccountName"], "cairn", "node-agent service account")
+    r = cairn("install", "--dry-run", "--use-node-agent", "--volume-dirs", "relative/dir")
+    t.eq(r.returncode, 2, "relative --volume-dirs refused")
 
 
 @case
@@ -186,7 +217,7 @@ def install_s3_with_credentials(t):
 @case
 def uninstall_keeps_backups(t):
     sim = t.kubesim()
-    cairn_ok("install", "--kubeconfig", sim.kubeconfig, "--wait")
+    cairn_ok("install", "--kubeconfig", sim.kubeconfig, "--wait", "--use-node-agent")
     b = {"apiVersion": "cairn.io/v1", "kind": "Backup",
          "metadata": {"name": "keep-me", "namespace": "cairn-system",
                       "finalizers": ["cairn.io/backup-cleanup"]}, "spec": {}}
@@ -194,6 +225,7 @@ def uninstall_keeps_backups(t):
     r = cairn_ok("uninstall", "--kubeconfig", sim.kubeconfig)
     t.check("statefulsets.apps/cairn deleted" in r.stdout, "StatefulSet deleted: %s" % r.stdout)
     for path in ("/apis/apps/v1/namespaces/cairn-system/statefulsets/cairn",
+                 "/apis/apps/v1/namespaces/cairn-system/daemonsets/cairn-node-agent",
                  "/api/v1/namespaces/cairn-system/services/cairn",
                  "/api/v1/namespaces/cairn-system/serviceaccounts/cairn",
                  "/apis/rbac.authorization.k8s.io/v1/clusterroles/cairn",
