@@ -221,11 +221,11 @@ def coord_three_servers_thirty_backups(t):
     t.check(len(owners) >= 2, "work spread over servers: %s" % owners)
 
 
-def big_backup_setup(t, servers, n=2500):
+def big_backup_setup(t, servers, n=2500, delay=0.4):
     sim, root = setup(t, servers)
     seed_bulk(sim, "bulk", n, payload=120)
     # slow list pages so kills and partitions land mid-backup
-    slow = {"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.25, "count": 100000}
+    slow = {"method": "GET", "path": "^/api/v1/configmaps$", "delay": delay, "count": 100000}
     sim.faults(slow)
     return sim, root, slow
 
@@ -366,7 +366,7 @@ def coord_partition_fences_old_owner(t):
 
 @case
 def coord_restart_same_id_resumes_at_once(t):
-    sim, root, _ = big_backup_setup(t, ["a", "b"], n=1500)
+    sim, root, _ = big_backup_setup(t, ["a", "b"])
     journal = t.path("journal-a.db")
     a = server(t, sim, "a", journal=journal)
     create_backup(sim, "again", spec_bulk())
@@ -385,12 +385,12 @@ def coord_restart_same_id_resumes_at_once(t):
     t.eq(fin["claim"]["attempt"], 1, "same attempt")
     stored = parts_stored(a2)
     t.check(stored and min(stored) in (k + 1, k + 2), "resumed at %s after checkpoint %d" % (stored[:2], k))
-    check_every_item_once(t, root, "again", "bulk", 1500)
+    check_every_item_once(t, root, "again", "bulk", 2500)
 
 
 @case
 def coord_sigterm_hands_over(t):
-    sim, root, _ = big_backup_setup(t, ["a", "b"], n=1500)
+    sim, root, _ = big_backup_setup(t, ["a", "b"], n=2500, delay=0.6)
     a = server(t, sim, "a", extra=["--shutdown-grace", "5s"])
     create_backup(sim, "term", spec_bulk())
     wait_for(lambda: status(sim, "term").get("claim", {}).get("holder") == "a", 20, "a claims")
@@ -406,7 +406,7 @@ def coord_sigterm_hands_over(t):
     t.eq(lease["spec"].get("holderIdentity", ""), "", "a's Lease released")
     st = status(sim, "term")
     t.check(st["phase"] == "InProgress" and st["claim"]["holder"] in ("", "b"),
-            "claim released: %s" % st["claim"])
+            "claim released: %s %s" % (st["phase"], st["claim"]))
     t.check("claim released" in a.output(), "a logged the release")
     t1 = time.monotonic()
     st = wait_for(lambda: (lambda s: s if s.get("claim", {}).get("holder") == "b" else None)(status(sim, "term")),
@@ -417,7 +417,7 @@ def coord_sigterm_hands_over(t):
     sim.clear_faults()
     fin = wait_final(sim, "term", timeout=60)
     t.eq(fin["phase"], "Completed", "final phase")
-    check_every_item_once(t, root, "term", "bulk", 1500)
+    check_every_item_once(t, root, "term", "bulk", 2500)
 
 
 @case
