@@ -34,6 +34,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "base/util.h"
+#include "engine/bsl.h"
 #include "engine/gc.h"
 #include "engine/volumes.h"
 #include "kube/kube.h"
@@ -56,14 +57,12 @@
 #define BK_POLL_US		500000		/* --wait: one GET per interval */
 #define BK_UNCLAIMED_US		(3 * TIME_US_PER_SEC)	/* New this long: say waiting */
 #define BK_NAME_MAX		253		/* DNS-1123 subdomain */
-#define BK_CAP_SECRET		(1u << 20)	/* a credentials file in a Secret */
 #define BK_CAP_LIST_ITEMS	100000		/* backups printed by get */
 #define BK_GUNZIP_CHUNK		65536
 
 static const struct kube_gvr gvr_backups = { "cairn.io", "v1", "backups" };
 static const struct kube_gvr gvr_bsl = { "cairn.io", "v1",
 	"backupstoragelocations" };
-static const struct kube_gvr gvr_secrets = { "", "v1", "secrets" };
 
 static volatile int bk_interrupted;
 
@@ -271,146 +270,42 @@ selector_text(const cJSON *sel, struct buf *b)
 
 /* ---- storage locations ------------------------------------------------ */
 
+/*
+ * The Backup's storage location, opened by engine/bsl.h exactly as the
+ * server opens it (spec.storageLocation, else the one marked default; the
+ * credentials Secret read through the API). The other fields are borrowed
+ * from bsl.
+ */
 struct bk_location {
-	struct store *store;	/* owned */
-	char *name;		/* the BackupStorageLocation's name */
-	char *prefix;		/* key prefix, "" for none (layout.h adds the /) */
+	struct bsl *bsl;	/* owned */
+	struct store *store;
+	const char *name;	/* the BackupStorageLocation's name */
+	const char *prefix;	/* key prefix, "" for none (layout.h adds the /) */
 };
 
 static void
 location_free(struct bk_location *loc)
 {
-	store_free(loc->store);
-	free(loc->name);
-	free(loc->prefix);
+	bsl_free(loc->bsl);
 	memset(loc, 0, sizeof *loc);
 }
 
-struct bsl_pick {
-	cJSON *found;		/* owned: the default location */
-	int ndefault;
-	char first_name[BK_NAME_MAX + 1];
-};
-
-static int
-bsl_pick_default(void *arg, cJSON *item)
-{
-	struct bsl_pick *p = arg;
-
-	if (json_bool(item, "spec.default", 0)) {
-		p->ndefault++;
-		if (p->found == NULL) {
-			p->found = item;
-			return KUBE_TAKE;
-		}
-	}
-	return 0;
-}
-
-/* Owned text of a Secret's key (base64-decoded), or NULL with err set. */
-static char *
-secret_value(struct kube *k, const char *ns, const char *name,
-    const char *key, struct cairn_err *err)
-{
-	cJSON *sec = NULL, *val;
-	unsigned char *out = NULL;
-	size_t inlen;
-	int n;
-
-	if (kube_get(k, &gvr_secrets, ns, name, &sec, err) < 0) {
-		cairn_err_prefix(err, "reading credentials Secret %s/%s", ns, name);
-		return NULL;
-	}
-	val = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItem(sec, "data"),
-	    key);
-	if (!cJSON_IsString(val)) {
-		cairn_err_set(err, CAIRN_ENOTFOUND,
-		    "Secret %s/%s has no key \"%s\"", ns, name, key);
-		goto out;
-	}
-	inlen = strlen(val->valuestring);
-	if (inlen > BK_CAP_SECRET) {
-		cairn_err_set(err, CAIRN_ETOOBIG, "Secret %s/%s key %s is larger "
-		    "than %u bytes", ns, name, key, BK_CAP_SECRET);
-		goto out;
-	}
-	out = xmalloc(inlen / 4 * 3 + 4);
-	n = EVP_DecodeBlock(out, (const unsigned char *)val->valuestring,
-	    (int)inlen);
-	if (n < 0) {
-		cairn_err_set(err, CAIRN_EINVAL, "Secret %s/%s key %s is not "
-		    "valid base64", ns, name, key);
-		FREE_NULL(out);
-		goto out;
-	}
-	/* EVP_DecodeBlock counts the '=' padding as zero bytes. */
-	while (inlen > 0 && val->valuestring[inlen - 1] == '=') {
-		inlen--;
-		n--;
-	}
-	out[n < 0 ? 0 : n] = '\0';
-out:
-	cJSON_Delete(sec);
-	return (char *)out;
-}
-
-/*
- * Open the storage location of backup b (spec.storageLocation, else the
- * one marked default) with storage/location.h, reading the Secret its
- * credentials live in. loc is filled on success.
- */
+/* Open the storage location of backup b; loc is filled on success. */
 static int
 bk_location_open(struct kube *k, const char *ns, const cJSON *b,
     struct bk_location *loc, struct cairn_err *err)
 {
-	const char *name = json_str(b, "spec.storageLocation");
-	const char *sname, *skey;
-	char *creds = NULL;
-	cJSON *bsl = NULL;
 	int rc;
 
 	memset(loc, 0, sizeof *loc);
-	if (name != NULL && name[0] != '\0') {
-		rc = kube_get(k, &gvr_bsl, ns, name, &bsl, err);
-		if (rc == CAIRN_ENOTFOUND)
-			return cairn_err_set(err, rc, "storage location \"%s\" "
-			    "not found in namespace %s", name, ns);
-		if (rc < 0)
-			return rc;
-	} else {
-		struct bsl_pick pick;
-
-		memset(&pick, 0, sizeof pick);
-		rc = kube_list(k, &gvr_bsl, ns, NULL, bsl_pick_default, &pick,
-		    NULL, err);
-		if (rc < 0) {
-			cJSON_Delete(pick.found);
-			return rc;
-		}
-		if (pick.found == NULL)
-			return cairn_err_set(err, CAIRN_ENOTFOUND, "the backup "
-			    "names no storage location and none is marked "
-			    "default in namespace %s", ns);
-		bsl = pick.found;
-	}
-	if (location_credential_ref(bsl, &sname, &skey)) {
-		creds = secret_value(k, ns, sname, skey, err);
-		if (creds == NULL) {
-			rc = err ? err->code : CAIRN_EFAIL;
-			goto out;
-		}
-	}
-	loc->name = xstrdup(json_str_or(bsl, "metadata.name", ""));
-	rc = location_open(bsl, creds, &loc->store, &loc->prefix, err);
+	rc = bsl_open(k, ns, json_str(b, "spec.storageLocation"), &loc->bsl,
+	    err);
 	if (rc < 0)
-		location_free(loc);
-out:
-	if (creds != NULL) {
-		explicit_bzero(creds, strlen(creds));
-		free(creds);
-	}
-	cJSON_Delete(bsl);
-	return rc;
+		return rc;
+	loc->store = bsl_store(loc->bsl);
+	loc->name = bsl_name(loc->bsl);
+	loc->prefix = bsl_prefix(loc->bsl);
+	return 0;
 }
 
 /* ---- backup create ---------------------------------------------------- */

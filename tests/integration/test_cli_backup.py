@@ -474,7 +474,7 @@ def storage_location_problems_are_clear(t):
     t.eq(cli(sim, "backup", "create", "b2").returncode, 0, "create without location")
     r = cli(sim, "backup", "download", "b2")
     t.eq(r.returncode, 1, "no default location")
-    t.check("none is marked default" in r.stderr, r.stderr)
+    t.check("no BackupStorageLocation in cairn-system is marked default" in r.stderr, r.stderr)
     # A backup that never started can be deleted without its storage.
     r = cli(sim, "backup", "delete", "b2", "--confirm")
     t.eq(r.returncode, 0, "delete of a never-started backup: %r" % r.stderr)
