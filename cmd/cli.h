@@ -41,6 +41,14 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 int cli_fail(const char *fmt, ...) CAIRN_PRINTF(1, 2);
 /* Apply --log-level / --log-format; returns 0 or 2 after printing. */
 int cli_setup_logging(const struct cli_command *cmd, const struct flagset *fs);
+/* The API client from the cluster flags: 0, or -1 after printing why. */
+struct kube;
+int cli_open_kube(const struct flagset *fs, struct kube **k);
+/* obj[key] = the strings of list (NULL-terminated); nothing when empty. */
+struct cJSON;
+void cli_add_list(struct cJSON *obj, const char *key, char **list);
+/* 1 when s is a DNS-1123 subdomain (what the API server checks names for). */
+int cli_valid_name(const char *s);
 
 /* Commands. */
 int cmd_version(const struct cli_command *cmd, struct flagset *fs);

@@ -117,36 +117,6 @@ esc_free(void)
 	bk_esc_init = 0;
 }
 
-/* DNS-1123 subdomain, as the API server checks metadata.name. */
-static int
-valid_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > BK_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
-		    c == '-' || c == '.'))
-			return 0;
-	}
-	return isalnum((unsigned char)s[0]) && isalnum((unsigned char)s[n - 1]);
-}
-
-static int
-open_client(const struct flagset *fs, struct kube **k)
-{
-	struct cairn_err err = CAIRN_ERR_INIT;
-
-	if (kube_open_flags(fs, k, &err) < 0) {
-		cli_fail("%s", err.msg);
-		return -1;
-	}
-	return 0;
-}
-
 static int
 is_final_phase(const char *phase)
 {
@@ -310,18 +280,6 @@ bk_location_open(struct kube *k, const char *ns, const cJSON *b,
 
 /* ---- backup create ---------------------------------------------------- */
 
-static void
-add_list(cJSON *spec, const char *key, char **list)
-{
-	cJSON *arr;
-
-	if (list == NULL || list[0] == NULL)
-		return;
-	arr = cJSON_AddArrayToObject(spec, key);
-	for (size_t i = 0; list[i] != NULL; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(list[i]));
-}
-
 /* A true|false flag into spec[key] when given; 2 on a bad word. */
 static int
 add_bool_flag(const struct cli_command *cmd, const struct flagset *fs,
@@ -360,10 +318,14 @@ build_backup(const struct cli_command *cmd, const struct flagset *fs,
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(meta, "finalizers"),
 	    cJSON_CreateString(GC_FINALIZER));
 	spec = cJSON_AddObjectToObject(b, "spec");
-	add_list(spec, "includedNamespaces", flag_list(fs, F_INCLUDE_NAMESPACES));
-	add_list(spec, "excludedNamespaces", flag_list(fs, F_EXCLUDE_NAMESPACES));
-	add_list(spec, "includedResources", flag_list(fs, F_INCLUDE_RESOURCES));
-	add_list(spec, "excludedResources", flag_list(fs, F_EXCLUDE_RESOURCES));
+	cli_add_list(spec, "includedNamespaces",
+	    flag_list(fs, F_INCLUDE_NAMESPACES));
+	cli_add_list(spec, "excludedNamespaces",
+	    flag_list(fs, F_EXCLUDE_NAMESPACES));
+	cli_add_list(spec, "includedResources",
+	    flag_list(fs, F_INCLUDE_RESOURCES));
+	cli_add_list(spec, "excludedResources",
+	    flag_list(fs, F_EXCLUDE_RESOURCES));
 	rc = add_bool_flag(cmd, fs, F_INCLUDE_CLUSTER_RESOURCES, spec,
 	    "includeClusterResources");
 	if (rc == 0 && selstr != NULL && selstr[0] != '\0') {
@@ -560,14 +522,14 @@ cmd_backup_create(const struct cli_command *cmd, struct flagset *fs)
 	if (fs->nargs != 1)
 		return cli_usage_error(cmd, "backup create needs exactly one "
 		    "NAME");
-	if (!valid_name(fs->args[0]))
+	if (!cli_valid_name(fs->args[0]))
 		return cli_usage_error(cmd, "invalid backup name \"%s\": use "
 		    "lowercase letters, digits, '-' and '.' (at most %d)",
 		    fs->args[0], BK_NAME_MAX);
 	rc = build_backup(cmd, fs, fs->args[0], ns, &b);
 	if (rc != 0)
 		return rc;
-	if (open_client(fs, &k) < 0) {
+	if (cli_open_kube(fs, &k) < 0) {
 		cJSON_Delete(b);
 		return CLI_EXIT_FAIL;
 	}
@@ -688,7 +650,7 @@ cmd_backup_get(const struct cli_command *cmd, struct flagset *fs)
 		return cli_usage_error(cmd, "backup get takes at most one NAME");
 	if (out_parse_format(flag_str(fs, F_OUTPUT), &fmt, &err) < 0)
 		return cli_usage_error(cmd, "%s", err.msg);
-	if (open_client(fs, &k) < 0)
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	if (fs->nargs == 1) {
 		rc = kube_get(k, &gvr_backups, ns, fs->args[0], &one, &err);
@@ -971,7 +933,7 @@ cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 
 	if (fs->nargs != 1)
 		return cli_usage_error(cmd, "backup describe needs one NAME");
-	if (open_client(fs, &k) < 0)
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	rc = kube_get(k, &gvr_backups, ns, fs->args[0], &b, &err);
 	if (rc == CAIRN_ENOTFOUND) {
@@ -1014,7 +976,7 @@ open_backup(const struct cli_command *cmd, const struct flagset *fs,
 	memset(loc, 0, sizeof *loc);
 	if (fs->nargs != 1)
 		return cli_usage_error(cmd, "backup %s needs one NAME", verb);
-	if (open_client(fs, k) < 0)
+	if (cli_open_kube(fs, k) < 0)
 		return CLI_EXIT_FAIL;
 	rc = kube_get(*k, &gvr_backups, ns, fs->args[0], b, &err);
 	if (rc == CAIRN_ENOTFOUND)
@@ -1405,7 +1367,7 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 			return CLI_EXIT_FAIL;
 		}
 	}
-	if (open_client(fs, &k) < 0)
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	rc = kube_get(k, &gvr_backups, ns, fs->args[0], &b, &err);
 	if (rc == CAIRN_ENOTFOUND) {

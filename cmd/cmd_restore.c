@@ -65,33 +65,6 @@ esc(const char *s)
 }
 
 static int
-valid_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > RS_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' &&
-		    s[i] <= '9') || s[i] == '-' || s[i] == '.'))
-			return 0;
-	return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' &&
-	    s[n - 1] != '.';
-}
-
-static int
-open_client(const struct flagset *fs, struct kube **k)
-{
-	struct cairn_err err = CAIRN_ERR_INIT;
-
-	if (kube_open_flags(fs, k, &err) < 0) {
-		cli_fail("%s", err.msg);
-		return -1;
-	}
-	return 0;
-}
-
-static int
 is_final(const char *phase)
 {
 	static const char *const f[] = { "Completed", "PartiallyFailed",
@@ -101,18 +74,6 @@ is_final(const char *phase)
 		if (strcmp(phase, f[i]) == 0)
 			return 1;
 	return 0;
-}
-
-static void
-add_list(cJSON *obj, const char *key, char **list)
-{
-	cJSON *a;
-
-	if (list == NULL || list[0] == NULL)
-		return;
-	a = cJSON_AddArrayToObject(obj, key);
-	for (size_t i = 0; list[i] != NULL; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(list[i]));
 }
 
 static int
@@ -141,10 +102,14 @@ build_restore(const struct cli_command *cmd, const struct flagset *fs,
 	json_set_str(r, "metadata.namespace", ns);
 	spec = cJSON_AddObjectToObject(r, "spec");
 	cJSON_AddStringToObject(spec, "backupName", backup);
-	add_list(spec, "includedNamespaces", flag_list(fs, F_INCLUDE_NAMESPACES));
-	add_list(spec, "excludedNamespaces", flag_list(fs, F_EXCLUDE_NAMESPACES));
-	add_list(spec, "includedResources", flag_list(fs, F_INCLUDE_RESOURCES));
-	add_list(spec, "excludedResources", flag_list(fs, F_EXCLUDE_RESOURCES));
+	cli_add_list(spec, "includedNamespaces",
+	    flag_list(fs, F_INCLUDE_NAMESPACES));
+	cli_add_list(spec, "excludedNamespaces",
+	    flag_list(fs, F_EXCLUDE_NAMESPACES));
+	cli_add_list(spec, "includedResources",
+	    flag_list(fs, F_INCLUDE_RESOURCES));
+	cli_add_list(spec, "excludedResources",
+	    flag_list(fs, F_EXCLUDE_RESOURCES));
 	if (maps[0] != NULL) {
 		cJSON *m = cJSON_AddObjectToObject(spec, "namespaceMapping");
 
@@ -186,7 +151,8 @@ build_restore(const struct cli_command *cmd, const struct flagset *fs,
 	if (flag_list(fs, F_RESTORE_STATUS)[0] != NULL) {
 		cJSON *st = cJSON_AddObjectToObject(spec, "restoreStatus");
 
-		add_list(st, "includedResources", flag_list(fs, F_RESTORE_STATUS));
+		cli_add_list(st, "includedResources",
+		    flag_list(fs, F_RESTORE_STATUS));
 	}
 	*out = r;
 	return 0;
@@ -333,13 +299,13 @@ cmd_restore_create(const struct cli_command *cmd, struct flagset *fs)
 				*o++ = *c;
 		*o = '\0';
 	}
-	if (!valid_name(name))
+	if (!cli_valid_name(name))
 		return cli_usage_error(cmd, "invalid restore name \"%s\": use "
 		    "lowercase letters, digits, '-' and '.'", name);
 	rc = build_restore(cmd, fs, name, ns, &r);
 	if (rc != 0)
 		return rc;
-	if (open_client(fs, &k) < 0) {
+	if (cli_open_kube(fs, &k) < 0) {
 		cJSON_Delete(r);
 		return CLI_EXIT_FAIL;
 	}
@@ -425,7 +391,7 @@ cmd_restore_get(const struct cli_command *cmd, struct flagset *fs)
 		return cli_usage_error(cmd, "%s", err.msg);
 	if (fs->nargs > 1)
 		return cli_usage_error(cmd, "restore get takes at most one NAME");
-	if (open_client(fs, &k) < 0)
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	memset(&g, 0, sizeof g);
 	g.now = time_now_us();
@@ -502,7 +468,7 @@ open_restore(const struct cli_command *cmd, struct flagset *fs,
 	*prefix = NULL;
 	if (fs->nargs != 1)
 		return cli_usage_error(cmd, "needs exactly one NAME");
-	if (open_client(fs, k) < 0)
+	if (cli_open_kube(fs, k) < 0)
 		return CLI_EXIT_FAIL;
 	rc = kube_get(*k, &gvr_restores, ns, fs->args[0], r, &err);
 	if (rc == CAIRN_ENOTFOUND)

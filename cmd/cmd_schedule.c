@@ -29,28 +29,6 @@ static const struct kube_gvr sched_gvr = { "cairn.io", "v1", "schedules" };
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
 
 static int
-open_kube(const struct flagset *fs, struct kube **k)
-{
-	struct cairn_err err = CAIRN_ERR_INIT;
-
-	if (kube_open_flags(fs, k, &err) < 0)
-		return cli_fail("%s", err.msg);
-	return 0;
-}
-
-static void
-add_list(cJSON *spec, const char *key, char **list)
-{
-	cJSON *arr;
-
-	if (list == NULL || list[0] == NULL)
-		return;
-	arr = cJSON_AddArrayToObject(spec, key);
-	for (size_t i = 0; list[i] != NULL; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(list[i]));
-}
-
-static int
 add_tristate(const struct cli_command *cmd, const struct flagset *fs,
 	enum flag_id id, cJSON *spec, const char *key)
 {
@@ -98,10 +76,14 @@ cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 	spec = cJSON_AddObjectToObject(s, "spec");
 	cJSON_AddStringToObject(spec, "schedule", expr);
 	tmpl = cJSON_AddObjectToObject(spec, "template");
-	add_list(tmpl, "includedNamespaces", flag_list(fs, F_INCLUDE_NAMESPACES));
-	add_list(tmpl, "excludedNamespaces", flag_list(fs, F_EXCLUDE_NAMESPACES));
-	add_list(tmpl, "includedResources", flag_list(fs, F_INCLUDE_RESOURCES));
-	add_list(tmpl, "excludedResources", flag_list(fs, F_EXCLUDE_RESOURCES));
+	cli_add_list(tmpl, "includedNamespaces",
+	    flag_list(fs, F_INCLUDE_NAMESPACES));
+	cli_add_list(tmpl, "excludedNamespaces",
+	    flag_list(fs, F_EXCLUDE_NAMESPACES));
+	cli_add_list(tmpl, "includedResources",
+	    flag_list(fs, F_INCLUDE_RESOURCES));
+	cli_add_list(tmpl, "excludedResources",
+	    flag_list(fs, F_EXCLUDE_RESOURCES));
 	rc = add_tristate(cmd, fs, F_INCLUDE_CLUSTER_RESOURCES, tmpl,
 	    "includeClusterResources");
 	if (rc == 0)
@@ -129,7 +111,7 @@ cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 		cJSON_AddTrueToObject(spec, "skipImmediately");
 	if (flag_bool(fs, F_USE_OWNER_REFERENCES))
 		cJSON_AddTrueToObject(spec, "useOwnerReferencesInBackup");
-	if (open_kube(fs, &k) < 0) {
+	if (cli_open_kube(fs, &k) < 0) {
 		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
@@ -190,7 +172,7 @@ cmd_schedule_get(const struct cli_command *cmd, struct flagset *fs)
 		return cli_usage_error(cmd, "schedule get takes at most one NAME");
 	if (out_parse_format(flag_str(fs, F_OUTPUT), &fmt, &err) < 0)
 		return cli_usage_error(cmd, "%s", err.msg);
-	if (open_kube(fs, &k) < 0)
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	if (fs->nargs == 1) {
 		cJSON *one = NULL;
@@ -272,7 +254,7 @@ cmd_schedule_describe(const struct cli_command *cmd, struct flagset *fs)
 
 	if (fs->nargs != 1)
 		return cli_usage_error(cmd, "schedule describe needs one NAME");
-	if (open_kube(fs, &k) < 0)
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	rc = kube_get(k, &sched_gvr, ns, fs->args[0], &s, &err);
 	if (rc < 0) {
@@ -343,7 +325,7 @@ patch_schedule(const struct cli_command *cmd, struct flagset *fs,
 
 	if (fs->nargs != 1)
 		return cli_usage_error(cmd, "needs one schedule NAME");
-	if (open_kube(fs, &k) < 0)
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	rc = kube_patch(k, &sched_gvr, flag_str(fs, F_NAMESPACE), fs->args[0],
 	    NULL, KUBE_PATCH_MERGE, patch, NULL, &err);
@@ -400,7 +382,7 @@ cmd_schedule_delete(const struct cli_command *cmd, struct flagset *fs)
 			return CLI_EXIT_FAIL;
 		}
 	}
-	if (open_kube(fs, &k) < 0)
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	rc = kube_delete(k, &sched_gvr, flag_str(fs, F_NAMESPACE), fs->args[0],
 	    NULL, NULL, &err);

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "cmd/cli.h"
 #include "base/log.h"
+#include "kube/kube.h"
 
 #include <curl/curl.h>
 #include <stdarg.h>
@@ -174,6 +175,45 @@ cli_setup_logging(const struct cli_command *cmd, const struct flagset *fs)
 	    &err) < 0)
 		return cli_usage_error(cmd, "%s", err.msg);
 	return 0;
+}
+
+int
+cli_open_kube(const struct flagset *fs, struct kube **k)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	if (kube_open_flags(fs, k, &err) < 0) {
+		cli_fail("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+void
+cli_add_list(cJSON *obj, const char *key, char **list)
+{
+	cJSON *arr;
+
+	if (list == NULL || list[0] == NULL)
+		return;
+	arr = cJSON_AddArrayToObject(obj, key);
+	for (size_t i = 0; list[i] != NULL; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(list[i]));
+}
+
+int
+cli_valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' &&
+		    s[i] <= '9') || s[i] == '-' || s[i] == '.'))
+			return 0;
+	return s[0] != '-' && s[0] != '.' && s[n - 1] != '-' &&
+	    s[n - 1] != '.';
 }
 
 static int

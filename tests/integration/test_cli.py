@@ -70,4 +70,18 @@ def no_arguments_prints_usage(t):
     t.check("Usage: cairn COMMAND" in r.stdout, r.stdout)
 
 
+
+@case
+def unusable_kubeconfig_fails_cleanly_everywhere(t):
+    """Every command that talks to the cluster says why and exits 1 (the
+    schedule commands once went on with no client)."""
+    bad = t.path("no-such-kubeconfig")
+    for args in (["schedule", "get"], ["schedule", "pause", "s"], ["backup", "get"],
+                 ["restore", "get"], ["backup", "create", "b"]):
+        r = cairn(*(args + ["--kubeconfig", bad]))
+        t.eq(r.returncode, 1, "%s exit code (%s)" % (" ".join(args), r.stderr))
+        t.check(r.stderr.startswith("cairn: ") and "no-such-kubeconfig" in r.stderr,
+                "%s: %r" % (" ".join(args), r.stderr))
+
+
 main()
