@@ -1,8 +1,11 @@
 /*
  * cmd_server.c: `cairn server`: the controller process. Opens the
- * Kubernetes client and the journal, then runs engine/server.c until
- * SIGTERM or SIGINT, which stop claiming and let workers stop at their
- * next item (an InProgress backup resumes on restart).
+ * Kubernetes client and the journal, starts the web endpoint when --listen
+ * is given (engine/status.c is its source), configures the volume movers,
+ * then runs engine/server.c until SIGTERM or SIGINT. On a signal the server
+ * stops claiming, gives running items --shutdown-grace to reach their next
+ * checkpoint, releases their claims and its Lease so another server takes
+ * over at once, and exits 0 (docs/protocol.md, rule 9).
  */
 #include "config.h"
 #include "cmd/cli.h"
