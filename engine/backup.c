@@ -4,8 +4,9 @@
  * Design. Items are visited in a deterministic order: resources sorted by
  * (walk pass, group, plural), items within a resource as the paged list
  * returns them (namespace, then name: the API server's key order). Each
- * item is written twice (legacy and -preferredversion paths) into a
- * tarparts writer; between items the writer may cut a part once its
+ * item is written twice (legacy and -preferredversion paths), as the
+ * compact text the API server sent (kube_list_text), into a tarparts
+ * writer; between items the writer may cut a part once its
  * compressed size passed --part-size. A cut part is spooled to an
  * unlinked temp file (so RSS stays flat and the upload can be retried),
  * uploaded as part N of a multipart upload (S3: UploadPart; fs: a part
@@ -20,18 +21,21 @@
  * checkpoint is redone: at most one part.
  *
  * Memory: one item at a time from the list stream, one tar entry at a
- * time through libarchive, a 64 KiB deflate buffer and the part spool on
- * disk. What grows: the checkpoint's part list (<= 10000 entries), the
- * names of PVs bound to included PVCs and the custom resource kinds seen
- * (only when includeClusterResources is unset and some namespaces are
- * filtered out), and the error messages of the results file (capped).
+ * time through libarchive, the tarparts batches (4 x 256 KiB), a 64 KiB
+ * deflate buffer and the part spool on disk. What grows: the
+ * checkpoint's part list (<= 10000 entries), the names of PVs bound to
+ * included PVCs and the custom resource kinds seen (only when
+ * includeClusterResources is unset and some namespaces are filtered
+ * out), and the error messages of the results file (capped).
  * The resource list file comes from a spool file of "<gvk> ns/name"
  * lines written as items go into the tarball; a run that resumed (so did
  * not write the items of the kept parts) reads the stored tarball back
  * instead, which is right whoever wrote the parts.
  *
- * Threads: a run is one worker thread; struct kube, journal and store are
- * shared thread-safe handles.
+ * Threads: a run is one worker thread, plus the tarparts compression
+ * thread, which calls only sink_write() (the spool file and its length);
+ * sink_begin() and sink_end() run on the worker with the queue drained.
+ * struct kube, journal and store are shared thread-safe handles.
  */
 #include "config.h"
 #include "engine/backup.h"
