@@ -21,7 +21,7 @@
  * checkpoint is redone: at most one part.
  *
  * Memory: one item at a time from the list stream, one tar entry at a
- * time through libarchive, the tarparts batches (4 x 256 KiB), a 64 KiB
+ * time through libarchive, the tarparts batches (8 x 256 KiB), a 64 KiB
  * deflate buffer and the part spool on disk. What grows: the
  * checkpoint's part list (<= 10000 entries), the names of PVs bound to
  * included PVCs and the custom resource kinds seen (only when

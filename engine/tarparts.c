@@ -56,7 +56,7 @@
 
 #define TP_OUTBUF (64u << 10)	/* deflate output chunk */
 #define TP_BATCH (256u << 10)	/* tar bytes handed to deflate at once */
-#define TP_NBATCH 4		/* batches of the compression thread */
+#define TP_NBATCH 8		/* batches of the compression thread */
 #define TP_NBATCH_MAX 64
 #define TP_USTAR_PATH_MAX 100	/* ustar name field, no prefix split */
 /*

@@ -94,7 +94,7 @@ int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
 /*
  * Compress in a second thread from now on; call right after
  * tarparts_open(), before the first entry. Tar bytes go to the thread in
- * batches of batch_size bytes (0: 256 KiB), at most nbatch (0: 4, min 2)
+ * batches of batch_size bytes (0: 256 KiB), at most nbatch (0: 8, min 2)
  * batches allocated, so memory stays bounded and a slow sink slows the
  * caller down instead of queueing. Part boundaries then see the
  * compressed size the thread has produced so far, which lags by at most
