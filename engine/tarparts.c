@@ -67,8 +67,8 @@
 
 struct tarparts {
 	struct tarparts_sink sink;
-	struct archive *ustar;		/* tar writer for ustar-safe paths */
-	struct archive *pax;		/* tar writer for the rest, lazily */
+	struct archive *ustar;		/* tar writer, ustar-safe paths */
+	struct archive *pax;		/* tar writer, the rest (lazily) */
 	struct archive_entry *entry;	/* reused for every entry */
 	z_stream z;
 	int zinit;			/* deflateInit2 done */
@@ -108,7 +108,7 @@ struct tarparts {
 	int nfree;
 	int fill_idx;			/* index of fill in bufs */
 	int busy;			/* thread deflating a batch */
-	int quit;			/* thread: exit once the queue is empty */
+	int quit;			/* thread: exit once queue is empty */
 	int drop;			/* thread: consume without deflating */
 	int trc;			/* thread's sticky error ... */
 	struct cairn_err terr;		/* ... and its detail */
@@ -144,7 +144,8 @@ tp_merge(struct tarparts *tp)
 		tp->rc = tp->trc;
 		cairn_err_copy(&tp->err, &tp->terr);
 		if (tp->err.code == 0)
-			cairn_err_set(&tp->err, tp->rc, "compressing the tarball");
+			cairn_err_set(&tp->err, tp->rc,
+			    "compressing the tarball");
 	}
 	pthread_mutex_unlock(&tp->mu);
 	return tp->rc;
@@ -540,7 +541,8 @@ tarparts_add(struct tarparts *tp, const char *path, const void *data,
 		if (tp->pax == NULL) {
 			tp->pax = tp_writer(tp, 1, &tp->err);
 			if (tp->pax == NULL) {
-				tp->rc = tp->err.code ? tp->err.code : CAIRN_EFAIL;
+				tp->rc = tp->err.code ? tp->err.code :
+				    CAIRN_EFAIL;
 				return tp_fail(tp, err);
 			}
 		}

@@ -48,7 +48,7 @@ struct lst {
 	kube_item_fn fn;
 	kube_item_text_fn tfn;		/* kube_list_text: instead of fn */
 	void *arg;
-	struct buf text;		/* item text with apiVersion/kind inserted */
+	struct buf text;		/* item text, apiVersion/kind added */
 	struct kube_list_info *info;
 	struct cairn_err *err;
 	char *gv;			/* "group/version" of the request */
@@ -123,14 +123,14 @@ deliver_text(struct lst *l, cJSON *item, const char *text, size_t len,
 		t = printed;
 		tlen = strlen(printed);
 	} else if (av != NULL || kind != NULL) {
-		/* text is "{...}" (the splitter only hands over objects here) */
+		/* text is "{...}": on_item only delivers objects */
 		buf_reset(&l->text);
 		buf_putc(&l->text, '{');
 		if (av != NULL)
 			buf_printf(&l->text, "\"apiVersion\":\"%s\",", av);
 		if (kind != NULL)
 			buf_printf(&l->text, "\"kind\":\"%s\",", kind);
-		if (len == 2)	/* "{}": no comma before the closing brace */
+		if (len == 2)	/* "{}": no comma before the brace */
 			l->text.len--;
 		if (buf_append(&l->text, text + 1, len - 1) < 0) {
 			cJSON_Delete(item);
