@@ -307,13 +307,17 @@ def backup_validation_and_failures(t):
 def backup_kill9_resume(t):
     root = t.mkdir("store")
     sim = setup(t, root)
-    n = 3000
+    # Parts hold about 500 items here (deflate hands over ~40 KiB at a
+    # time, over the 8 KiB part size), so 6000 items give ~12 parts and a
+    # kill after 2-6 of them lands mid-backup.
+    n = 6000
     sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": "bulk"}})
     sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "x" * 64}}, n,
              name="cm-{i:06d}", namespace="bulk")
     # slow pages so the kill lands mid-backup
-    sim.faults({"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.15, "count": 100000})
+    sim.faults({"method": "GET", "path": "^/api/v1/(namespaces/[^/]+/)?configmaps$", "delay": 0.3,
+                "count": 100000})
     journal = t.path("journal.db")
     srv = server(t, sim, part_size=8192, journal=journal)
     create_backup(sim, "big", {"includedNamespaces": ["bulk"], "includedResources": ["configmaps"]})
