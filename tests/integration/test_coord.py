@@ -179,7 +179,10 @@ def coord_claim_stale_rv_conflicts(t):
 def coord_three_servers_thirty_backups(t):
     servers = ["s1", "s2", "s3"]
     sim, root = setup(t, servers)
-    n = 900
+    # ~500 items per part (deflate output arrives in ~40-64 KiB steps, past
+    # the small part size), so 2000 items give several parts even when the
+    # compression thread lags behind the list.
+    n = 2000
     seed_bulk(sim, "bulk", n)
     procs = [server(t, sim, s, workers=4) for s in servers]
     wait_for(lambda: len(sim.ok("GET", LEASES)["items"]) == 3, 20, "three Leases")
