@@ -295,6 +295,14 @@ backup_claim(const struct engine_env *env, const cJSON *obj,
 	const char *worker, int64_t attempt, cJSON **out,
 	struct cairn_err *err)
 {
+	return engine_claim(env, &backups_gvr, obj, worker, attempt, out, err);
+}
+
+int
+engine_claim(const struct engine_env *env, const struct kube_gvr *gvr,
+	const cJSON *obj, const char *worker, int64_t attempt, cJSON **out,
+	struct cairn_err *err)
+{
 	cJSON *body = cJSON_Duplicate(obj, 1);
 	cJSON *claim = cJSON_CreateObject();
 	char now[TIME_STR_MAX];
@@ -308,7 +316,7 @@ backup_claim(const struct engine_env *env, const cJSON *obj,
 	cJSON_AddNumberToObject(claim, "attempt", (double)attempt);
 	cJSON_AddStringToObject(claim, "claimedAt", now);
 	json_set_item(body, "status.claim", claim);
-	rc = kube_update_status(env->kube, &backups_gvr,
+	rc = kube_update_status(env->kube, gvr,
 	    json_str_or(obj, "metadata.namespace", env->namespace), body, out,
 	    err);
 	cJSON_Delete(body);

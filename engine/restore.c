@@ -345,24 +345,7 @@ restore_claim(const struct engine_env *env, const cJSON *obj,
 	const char *worker, int64_t attempt, cJSON **out,
 	struct cairn_err *err)
 {
-	cJSON *body = cJSON_Duplicate(obj, 1);
-	cJSON *claim = cJSON_CreateObject();
-	char now[TIME_STR_MAX];
-	int rc;
-
-	*out = NULL;
-	time_format_rfc3339(time_now_us(), now);
-	json_set_str(body, "status.phase", "InProgress");
-	cJSON_AddStringToObject(claim, "holder", env->server_id);
-	cJSON_AddStringToObject(claim, "worker", worker);
-	cJSON_AddNumberToObject(claim, "attempt", (double)attempt);
-	cJSON_AddStringToObject(claim, "claimedAt", now);
-	json_set_item(body, "status.claim", claim);
-	rc = kube_update_status(env->kube, &restores_gvr,
-	    json_str_or(obj, "metadata.namespace", env->namespace), body, out,
-	    err);
-	cJSON_Delete(body);
-	return rc;
+	return engine_claim(env, &restores_gvr, obj, worker, attempt, out, err);
 }
 
 static void
