@@ -9,8 +9,12 @@
  * StatefulSet of `cairn server --listen` replicas (liveness on /healthz,
  * readiness on /readyz), with --use-node-agent the DaemonSet of `cairn
  * node-agent` (off by default: one more pod on every node, needed only
- * for volume data bound to a node), and the Service of the web endpoint. --dry-run prints them (-o yaml: a multi-document stream for
- * `kubectl apply -f -`; -o json: a v1 List). Otherwise each object is
+ * for volume data bound to a node), and the Service of the web endpoint.
+ * --dry-run prints them (-o yaml: a multi-document stream for
+ * `kubectl apply -f -`; -o json: a v1 List) except the location, which
+ * kubectl could not apply in one stream with its CRD: the servers create
+ * it at start from the same spec (CAIRN_DEFAULT_LOCATION in the
+ * StatefulSet, `cairn server --default-location`). Otherwise each object is
  * applied in turn: created when missing; when present, the desired object
  * is merged into the live one (maps merged key by key, lists of the same
  * length element by element, other values replaced) and written back with
@@ -353,12 +357,13 @@ probe(const char *path, int delay, int period)
 }
 
 static void
-add_statefulset(cJSON *arr, const struct install_opts *o)
+add_statefulset(cJSON *arr, const struct install_opts *o,
+	const cJSON *location)
 {
 	cJSON *ss = new_obj(arr, "apps/v1", "StatefulSet", INSTALL_NAME, o->ns);
 	cJSON *spec, *sel, *tmpl, *tmd, *pspec, *c, *args, *env, *ports, *port;
 	cJSON *res, *req, *lim, *mounts, *m, *vols, *v, *sc, *psc, *vct, *pvc;
-	char listen[64];
+	char listen[64], *text;
 	int fs = strcmp(o->provider, "fs") == 0;
 
 	spec = cJSON_AddObjectToObject(ss, "spec");
@@ -401,6 +406,14 @@ add_statefulset(cJSON *arr, const struct install_opts *o)
 	env = cJSON_AddArrayToObject(c, "env");
 	cJSON_AddItemToArray(env, env_var("POD_NAME", NULL, "metadata.name"));
 	cJSON_AddItemToArray(env, env_var("CAIRN_LOG_FORMAT", "json", NULL));
+	/*
+	 * The servers create the default location when it is missing, so
+	 * that the --dry-run manifest, which cannot hold it (see
+	 * cmd_install), still sets up a working cairn.
+	 */
+	text = cJSON_PrintUnformatted(location);
+	cJSON_AddItemToArray(env, env_var("CAIRN_DEFAULT_LOCATION", text, NULL));
+	free(text);
 	ports = cJSON_AddArrayToObject(c, "ports");
 	port = cJSON_CreateObject();
 	cJSON_AddStringToObject(port, "name", "web");
@@ -570,10 +583,55 @@ add_daemonset(cJSON *arr, const struct install_opts *o)
 	}
 }
 
+/* The default BackupStorageLocation's spec from the flags. Owned. */
+static cJSON *
+location_spec(const struct install_opts *o, struct cairn_err *err)
+{
+	cJSON *spec = cJSON_CreateObject(), *os, *cfg;
+
+	cJSON_AddStringToObject(spec, "provider", o->provider);
+	os = cJSON_AddObjectToObject(spec, "objectStorage");
+	/* fs ignores the bucket; the CRD requires one. */
+	cJSON_AddStringToObject(os, "bucket", o->bucket != NULL ? o->bucket :
+	    "local");
+	if (o->prefix != NULL && o->prefix[0] != '\0')
+		cJSON_AddStringToObject(os, "prefix", o->prefix);
+	cfg = cJSON_AddObjectToObject(spec, "config");
+	for (size_t i = 0; o->config[i] != NULL; i++) {
+		const char *eq = strchr(o->config[i], '=');
+		char *k;
+
+		if (eq == NULL || eq == o->config[i]) {
+			cJSON_Delete(spec);
+			cairn_err_set(err, CAIRN_EINVAL, "--config: \"%s\" "
+			    "is not KEY=VALUE", o->config[i]);
+			return NULL;
+		}
+		k = xstrndup(o->config[i], (size_t)(eq - o->config[i]));
+		cJSON_DeleteItemFromObjectCaseSensitive(cfg, k);
+		cJSON_AddStringToObject(cfg, k, eq + 1);
+		free(k);
+	}
+	if (strcmp(o->provider, "fs") == 0 &&
+	    cJSON_GetObjectItemCaseSensitive(cfg, "path") == NULL)
+		cJSON_AddStringToObject(cfg, "path", o->fs_path);
+	if (o->cred_b64 != NULL) {
+		cJSON *cr = cJSON_AddObjectToObject(spec, "credential");
+
+		cJSON_AddStringToObject(cr, "name", INSTALL_CRED_SECRET);
+		cJSON_AddStringToObject(cr, "key", INSTALL_CRED_KEY);
+	}
+	cJSON_AddTrueToObject(spec, "default");
+	cJSON_AddStringToObject(spec, "accessMode", "ReadWrite");
+	cJSON_AddStringToObject(spec, "backupSyncPeriod", "1m");
+	cJSON_AddStringToObject(spec, "validationFrequency", "1m");
+	return spec;
+}
+
 static int
 build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 {
-	cJSON *obj, *spec, *os, *cfg, *svc, *port;
+	cJSON *obj, *spec, *svc, *port;
 	int rc;
 
 	new_obj(arr, "v1", "Namespace", o->ns, NULL);
@@ -583,12 +641,7 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 		if (rc < 0)
 			return rc;
 	}
-	/*
-	 * Label the CRDs so that a manifest can be applied in the two steps
-	 * kubectl needs on a fresh cluster (it maps every kind of a stream
-	 * before it creates anything): `cairn install --dry-run -o yaml
-	 * -l app.kubernetes.io/component=crd | kubectl apply -f -` first.
-	 */
+	/* Label the CRDs so that they can be selected (-l) on their own. */
 	cJSON_ArrayForEach(obj, arr) {
 		cJSON *l;
 
@@ -614,44 +667,14 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 		    INSTALL_CRED_KEY, o->cred_b64);
 	}
 
+	spec = location_spec(o, err);
+	if (spec == NULL)
+		return CAIRN_EINVAL;
 	obj = new_obj(arr, "cairn.io/v1", "BackupStorageLocation",
 	    INSTALL_BSL_NAME, o->ns);
-	spec = cJSON_AddObjectToObject(obj, "spec");
-	cJSON_AddStringToObject(spec, "provider", o->provider);
-	os = cJSON_AddObjectToObject(spec, "objectStorage");
-	/* fs ignores the bucket; the CRD requires one. */
-	cJSON_AddStringToObject(os, "bucket", o->bucket != NULL ? o->bucket :
-	    "local");
-	if (o->prefix != NULL && o->prefix[0] != '\0')
-		cJSON_AddStringToObject(os, "prefix", o->prefix);
-	cfg = cJSON_AddObjectToObject(spec, "config");
-	for (size_t i = 0; o->config[i] != NULL; i++) {
-		const char *eq = strchr(o->config[i], '=');
-		char *k;
+	cJSON_AddItemToObject(obj, "spec", spec);
 
-		if (eq == NULL || eq == o->config[i])
-			return cairn_err_set(err, CAIRN_EINVAL, "--config: \"%s\" "
-			    "is not KEY=VALUE", o->config[i]);
-		k = xstrndup(o->config[i], (size_t)(eq - o->config[i]));
-		cJSON_DeleteItemFromObjectCaseSensitive(cfg, k);
-		cJSON_AddStringToObject(cfg, k, eq + 1);
-		free(k);
-	}
-	if (strcmp(o->provider, "fs") == 0 &&
-	    cJSON_GetObjectItemCaseSensitive(cfg, "path") == NULL)
-		cJSON_AddStringToObject(cfg, "path", o->fs_path);
-	if (o->cred_b64 != NULL) {
-		cJSON *cr = cJSON_AddObjectToObject(spec, "credential");
-
-		cJSON_AddStringToObject(cr, "name", INSTALL_CRED_SECRET);
-		cJSON_AddStringToObject(cr, "key", INSTALL_CRED_KEY);
-	}
-	cJSON_AddTrueToObject(spec, "default");
-	cJSON_AddStringToObject(spec, "accessMode", "ReadWrite");
-	cJSON_AddStringToObject(spec, "backupSyncPeriod", "1m");
-	cJSON_AddStringToObject(spec, "validationFrequency", "1m");
-
-	add_statefulset(arr, o);
+	add_statefulset(arr, o, spec);
 	if (o->node_agent)
 		add_daemonset(arr, o);
 
@@ -979,6 +1002,19 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 		kube_selector_free(sel);
 	}
 	if (flag_bool(fs, F_DRY_RUN)) {
+		/*
+		 * kubectl maps every kind of a stream before it creates
+		 * anything, so a custom resource cannot come in the same
+		 * stream as its CRD on a fresh cluster. The manifest leaves
+		 * the location out; the servers create it from their
+		 * CAIRN_DEFAULT_LOCATION (the same spec) when they start.
+		 */
+		for (cJSON *it = objs->child, *next; it != NULL; it = next) {
+			next = it->next;
+			if (strcmp(json_str_or(it, "kind", ""),
+			    "BackupStorageLocation") == 0)
+				cJSON_Delete(cJSON_DetachItemViaPointer(objs, it));
+		}
 		rc = print_objects(objs, fmt);
 		goto out;
 	}

@@ -10,6 +10,7 @@
 #include "config.h"
 #include "cmd/cli.h"
 
+#include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,17 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	sel = flag_str(fs, F_SHARD_SELECTOR);
 	if (sel != NULL && kube_selector_parse(sel, &shard, &err) < 0)
 		return cli_usage_error(cmd, "--shard-selector: %s", err.msg);
+	if (flag_str(fs, F_DEFAULT_LOCATION) != NULL) {
+		cJSON *spec = cJSON_Parse(flag_str(fs, F_DEFAULT_LOCATION));
+		int ok = cJSON_IsObject(spec);
+
+		cJSON_Delete(spec);
+		if (!ok) {
+			kube_selector_free(shard);
+			return cli_usage_error(cmd, "--default-location: not a "
+			    "JSON object");
+		}
+	}
 	log_set_component(id);
 
 	memset(&sa, 0, sizeof sa);
@@ -153,6 +165,7 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	o.shutdown_grace_us = flag_duration_us(fs, F_SHUTDOWN_GRACE);
 	o.kubeconfig = flag_str(fs, F_KUBECONFIG);
 	o.context = flag_str(fs, F_CONTEXT);
+	o.default_location = flag_str(fs, F_DEFAULT_LOCATION);
 	log_info("cairn server %s starting: api %s, namespace %s, journal %s",
 	    id, kube_server(k), o.namespace, journal_path(j));
 	if (server_run(&o, &err) < 0)

@@ -22,7 +22,7 @@ static const enum flag_id server_flags[] = { F_KUBECONFIG, F_CONTEXT,
 	F_WORKERS, F_LISTEN, F_WEB_TOKEN_FILE, F_LEASE_DURATION,
 	F_RENEW_DEADLINE, F_RETRY_PERIOD, F_SHUTDOWN_GRACE, F_SHARD_SELECTOR,
 	F_PLUGIN_DIR, F_PLUGIN_TIMEOUT, F_VOLUME_ROOT, F_VOLUME_CLAIM_TIMEOUT,
-	F_PART_SIZE, F_GC_PERIOD, F_RESTORE_WORKERS, F__END };
+	F_PART_SIZE, F_GC_PERIOD, F_RESTORE_WORKERS, F_DEFAULT_LOCATION, F__END };
 
 static const enum flag_id node_agent_flags[] = { F_KUBECONFIG, F_CONTEXT,
 	F_NAMESPACE, F_QPS, F_BURST, F_REQUEST_TIMEOUT, F_SERVER_ID, F_JOURNAL,
@@ -103,9 +103,11 @@ const struct cli_command cli_commands[] = {
 	  "a DaemonSet of `cairn node-agent` (volume data on each node, from\n"
 	  "the host directories --volume-dirs).\n"
 	  "Running it again changes nothing (each object reports unchanged).\n"
-	  "--dry-run prints the objects instead (-o yaml for kubectl apply -f -;\n"
-	  "on a fresh cluster first with -l app.kubernetes.io/component=crd,\n"
-	  "the CRDs alone, since kubectl maps every kind before creating any).\n"
+	  "--dry-run prints the objects instead, for one kubectl apply -f - on\n"
+	  "a fresh cluster (-o yaml|json). It leaves the storage location out,\n"
+	  "since kubectl maps every kind before creating any: the servers\n"
+	  "create it when they start (cairn server --default-location, set\n"
+	  "from the same flags).\n"
 	  "-l limits the objects to those whose labels match.\n"
 	  "--wait waits for the CRDs to be Established.",
 	  install_flags, cmd_install },

@@ -180,3 +180,33 @@ bsl_backup_key(const struct bsl *l, const char *backup,
 {
 	return layout_backup_key(l->prefix, backup, f);
 }
+
+int
+bsl_ensure(struct kube *k, const char *ns, const char *name,
+	const char *spec_json, struct cairn_err *err)
+{
+	cJSON *spec = cJSON_Parse(spec_json), *obj, *md;
+	int rc;
+
+	if (!cJSON_IsObject(spec)) {
+		cJSON_Delete(spec);
+		return cairn_err_set(err, CAIRN_EINVAL, "the location spec is "
+		    "not a JSON object");
+	}
+	obj = cJSON_CreateObject();
+	cJSON_AddStringToObject(obj, "apiVersion", "cairn.io/v1");
+	cJSON_AddStringToObject(obj, "kind", "BackupStorageLocation");
+	md = cJSON_AddObjectToObject(obj, "metadata");
+	cJSON_AddStringToObject(md, "name", name);
+	cJSON_AddStringToObject(md, "namespace", ns);
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"),
+	    "app.kubernetes.io/name", "cairn");
+	cJSON_AddItemToObject(obj, "spec", spec);
+	rc = kube_create(k, &bsl_gvr, ns, obj, NULL, err);
+	cJSON_Delete(obj);
+	if (rc == CAIRN_EEXIST) {
+		cairn_err_clear(err);
+		return 0;
+	}
+	return rc < 0 ? rc : 1;
+}

@@ -37,6 +37,13 @@ const char *bsl_name(const struct bsl *l);
  * it as is (a trailing '/' or none).
  */
 const char *bsl_prefix(const struct bsl *l);
+/*
+ * Create the BackupStorageLocation `name` in ns with spec_json (a JSON
+ * object) unless one of that name exists: 1 created, 0 already there (it
+ * is never changed: the cluster's copy wins over the server's flag).
+ */
+int bsl_ensure(struct kube *k, const char *ns, const char *name,
+	const char *spec_json, struct cairn_err *err);
 /* Key of one of a backup's files (Velero layout under the prefix). Owned. */
 char *bsl_backup_key(const struct bsl *l, const char *backup,
 	enum layout_backup_file f);

@@ -591,7 +591,7 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	/* Schedules, location health and sync, GC (engine/upkeep.h). */
 	if (started == s.nworkers && !o->no_upkeep) {
 		struct upkeep_opts uo = { o->kube, o->namespace, 0,
-		    o->gc_period_us };
+		    o->gc_period_us, o->default_location };
 		struct cairn_err uerr = CAIRN_ERR_INIT;
 
 		if (upkeep_start(&uo, &s.upkeep, &uerr) < 0)

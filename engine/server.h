@@ -43,6 +43,7 @@ struct server_opts {
 	const char *kubeconfig;
 	const char *context;
 	int no_upkeep;			/* tests/benchmarks: no schedules/GC */
+	const char *default_location;	/* upkeep_opts.default_location */
 };
 
 /*

@@ -1,6 +1,6 @@
 /*
  * upkeep.c: the housekeeping thread, see upkeep.h. One loop, one pass per
- * tick: schedules first (their due times are the most time-sensitive),
+ * tick: the default location until it exists, then schedules (their due times are the most time-sensitive),
  * then locations (each decides from its status whether it is due), then
  * the Backups (finalizers every tick, expiry every gc period). A failing
  * part is logged and retried next tick; it never stops the others.
@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
+#include "engine/bsl.h"
 #include "engine/gc.h"
 #include "engine/schedule.h"
 #include "engine/sync.h"
@@ -31,12 +32,27 @@ upkeep_main(void *arg)
 {
 	struct upkeep *u = arg;
 	int64_t next_gc = time_mono_us();
+	const char *location = u->o.default_location;
 
 	while (!u->stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;
 		int64_t start = time_mono_us(), now = time_now_us();
 		int expire = start >= next_gc;
 
+		if (location != NULL) {
+			int made = bsl_ensure(u->o.kube, u->ns, "default",
+			    location, &err);
+
+			if (made < 0)
+				log_warn("default storage location in %s: %s",
+				    u->ns, err.msg);
+			else
+				location = NULL;
+			if (made > 0)
+				log_info("created BackupStorageLocation "
+				    "%s/default from --default-location", u->ns);
+			cairn_err_clear(&err);
+		}
 		if (schedule_tick(u->o.kube, u->ns, now, NULL, &err) < 0)
 			log_warn("schedules in %s: %s", u->ns, err.msg);
 		cairn_err_clear(&err);

@@ -21,6 +21,12 @@ struct upkeep_opts {
 	const char *namespace;		/* borrowed for the thread's life */
 	int64_t tick_us;		/* schedules, health, sync, finalizers; 0: 1 s */
 	int64_t gc_period_us;		/* expiry of Backups; 0: 1 h */
+	/*
+	 * A BackupStorageLocation spec (JSON) created as "default" when that
+	 * name does not exist (retried each tick until it is there); NULL:
+	 * none. Borrowed for the thread's life.
+	 */
+	const char *default_location;
 };
 
 /* Start the thread. *out is owned: upkeep_stop() joins and frees it. */
