@@ -411,4 +411,237 @@ def strategic_merge_and_delete_semantics(t):
     t.check(f["metadata"]["uid"], "uid")
 
 
+# ------------------------------------------------------------------ RBAC
+SA = "system:serviceaccount:app:bot"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+APPCM = "/api/v1/namespaces/app/configmaps"
+
+
+def rbac_sim(t):
+    """kubesim with an admin token and a ServiceAccount token (restricted by RBAC)."""
+    sim = t.kubesim(tokens={"admin": "admin-token", SA: "bot-token"})
+    return sim
+
+
+def sa_setup(sim):
+    sim.ok("POST", "/api/v1/namespaces", {"metadata": {"name": "app"}})
+    sim.ok("POST", "/api/v1/namespaces/app/serviceaccounts", {"metadata": {"name": "bot"}})
+
+
+def bot(sim, method, path, body=None, **kw):
+    return sim.request(method, path, body, token="bot-token", **kw)
+
+
+def role(sim, ns, name, rules, kind="Role"):
+    path = RBAC + ("/namespaces/%s/roles" % ns if kind == "Role" else "/clusterroles")
+    sim.ok("POST", path, {"metadata": {"name": name}, "rules": rules})
+
+
+def binding(sim, ns, name, role_kind, role_name, subjects=None):
+    path = RBAC + ("/namespaces/%s/rolebindings" % ns if ns else "/clusterrolebindings")
+    sim.ok("POST", path, {"metadata": {"name": name},
+                          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role_name},
+                          "subjects": subjects or [{"kind": "ServiceAccount", "name": "bot", "namespace": "app"}]})
+
+
+def forbidden(what, name, verb, resource, group, ns):
+    scope = 'in the namespace "%s"' % ns if ns else "at the cluster scope"
+    return '%s%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" %s' % (
+        what, ' "%s"' % name if name else "", SA, verb, resource, group, scope)
+
+
+@case
+def rbac_allows_bound_rules_and_denies_the_rest(t):
+    sim = rbac_sim(t)
+    st, body, _ = bot(sim, "GET", APPCM)
+    t.eq((st, body["reason"]), (401, "Unauthorized"), "token of a ServiceAccount that does not exist")
+    sa_setup(sim)
+    sim.ok("DELETE", "/_sim/requests")
+    # Denied: the exact Status kube-apiserver writes, namespaced and cluster-scoped, named and not.
+    st, body, hdrs = bot(sim, "GET", APPCM)
+    t.eq(st, 403, "list without any binding")
+    t.eq(body, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": forbidden("configmaps", None, "list", "configmaps", "", "app"),
+                "reason": "Forbidden", "details": {"kind": "configmaps"}, "code": 403}, "403 body")
+    t.eq(hdrs.get("X-Content-Type-Options"), "nosniff", "nosniff header")
+    st, body, _ = bot(sim, "GET", "/apis/coordination.k8s.io/v1/namespaces/app/leases/l1")
+    t.eq((st, body["message"], body["details"]),
+         (403, forbidden("leases.coordination.k8s.io", "l1", "get", "leases", "coordination.k8s.io", "app"),
+          {"name": "l1", "group": "coordination.k8s.io", "kind": "leases"}), "named get, group in details")
+    st, body, _ = bot(sim, "GET", "/api/v1/namespaces")
+    t.eq((st, body["message"]), (403, forbidden("namespaces", None, "list", "namespaces", "", None)),
+         "cluster scope")
+    # Forbidden comes before NotFound: the resource does not even exist here.
+    st, body, _ = bot(sim, "GET", "/api/v1/nodes")
+    t.eq((st, body["message"]), (403, forbidden("nodes", None, "list", "nodes", "", None)), "unknown resource")
+    st, body, _ = bot(sim, "GET", "/metrics")
+    t.eq((st, body["message"], body["details"]),
+         (403, 'forbidden: User "%s" cannot get path "/metrics"' % SA, {}), "non-resource path")
+    # system:discovery / system:public-info-viewer for every authenticated user
+    for p in ("/api", "/api/v1", "/apis", "/apis/apps/v1", "/version", "/healthz", "/openapi/v3"):
+        t.eq(bot(sim, "GET", p)[0], 200, "discovery path %s" % p)
+    # A Role bound in app: allowed there, still denied elsewhere; watch is its own verb.
+    role(sim, "app", "cm", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}])
+    binding(sim, "app", "cm", "Role", "cm")
+    t.eq(bot(sim, "GET", APPCM)[0], 200, "list allowed by the Role")
+    t.eq(bot(sim, "POST", APPCM, {"metadata": {"name": "c"}})[0], 201, "create allowed")
+    t.eq(bot(sim, "GET", APPCM + "/c")[0], 200, "get allowed")
+    st, body, _ = bot(sim, "GET", APPCM + "?watch=true&timeoutSeconds=1")
+    t.eq((st, body["message"]), (403, forbidden("configmaps", None, "watch", "configmaps", "", "app")),
+         "watch=true is verb watch")
+    st, body, _ = bot(sim, "GET", "/api/v1/watch/namespaces/app/configmaps/c")
+    t.eq((st, body["message"]), (403, forbidden("configmaps", "c", "watch", "configmaps", "", "app")),
+         "/watch/ path is verb watch with the name")
+    t.eq(bot(sim, "PUT", APPCM + "/c", {"metadata": {"name": "c"}})[0], 403, "update denied")
+    t.eq(bot(sim, "PATCH", APPCM + "/c", {"data": {"a": "b"}}, content_type="application/merge-patch+json")[0],
+         403, "patch denied")
+    st, body, _ = bot(sim, "DELETE", APPCM + "/c")
+    t.eq((st, body["message"]), (403, forbidden("configmaps", "c", "delete", "configmaps", "", "app")), "delete")
+    st, body, _ = bot(sim, "DELETE", APPCM)
+    t.eq((st, body["message"]), (403, forbidden("configmaps", None, "deletecollection", "configmaps", "", "app")),
+         "DELETE on the collection is deletecollection")
+    t.eq(bot(sim, "GET", "/api/v1/namespaces/default/configmaps")[0], 403, "other namespace")
+    t.eq(bot(sim, "GET", "/api/v1/configmaps")[0], 403, "all namespaces")
+    # The RBAC objects are read at request time: removing the binding revokes at once.
+    sim.ok("DELETE", RBAC + "/namespaces/app/rolebindings/cm")
+    t.eq(bot(sim, "GET", APPCM)[0], 403, "binding deleted")
+    binding(sim, "app", "cm", "Role", "cm")
+    t.eq(bot(sim, "GET", APPCM)[0], 200, "binding back")
+    sim.ok("PUT", RBAC + "/namespaces/app/roles/cm", dict(
+        sim.ok("GET", RBAC + "/namespaces/app/roles/cm"),
+        rules=[{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["*"]}]))
+    t.eq(bot(sim, "DELETE", APPCM + "/c")[0], 200, "verb * after the Role update")
+    # The admin token is never restricted; denials are in the request log with status 403.
+    t.eq(sim.get("/api/v1/nodes")[0], 404, "admin is not authorized by RBAC")
+    denied = [(e["method"], e["path"]) for e in sim.requests() if e["token"] == SA and e["status"] == 403]
+    t.check(("GET", "/metrics") in denied and ("DELETE", APPCM) in denied and len(denied) >= 13,
+            "403s in the request log: %s" % denied)
+
+
+@case
+def rbac_resource_names_and_subresources(t):
+    sim = rbac_sim(t)
+    sa_setup(sim)
+    for n in ("one", "two"):
+        sim.ok("POST", APPCM, {"metadata": {"name": n}})
+    sim.ok("POST", "/apis/apps/v1/namespaces/app/deployments", {
+        "metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+            "metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}})
+    role(sim, "app", "r", [
+        {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["one"],
+         "verbs": ["get", "list", "watch", "create", "update"]},
+        {"apiGroups": ["apps"], "resources": ["*/scale"], "verbs": ["get"]},
+        {"apiGroups": ["apps"], "resources": ["deployments/status"], "verbs": ["get"]}])
+    binding(sim, "app", "r", "Role", "r")
+    t.eq(bot(sim, "GET", APPCM + "/one")[0], 200, "named object allowed")
+    st, body, _ = bot(sim, "GET", APPCM + "/two")
+    t.eq((st, body["message"]), (403, forbidden("configmaps", "two", "get", "configmaps", "", "app")), "other name")
+    t.eq(bot(sim, "GET", APPCM)[0], 403, "list without a name is not covered by resourceNames")
+    st, body, _ = bot(sim, "GET", APPCM + "?fieldSelector=metadata.name%3Done")
+    t.eq((st, [i["metadata"]["name"] for i in body.get("items", [])]), (200, ["one"]),
+         "list narrowed to the name by a field selector")
+    t.eq(bot(sim, "GET", APPCM + "?fieldSelector=metadata.name%3Dtwo")[0], 403, "field selector other name")
+    t.eq(bot(sim, "POST", APPCM, {"metadata": {"name": "one-b"}})[0], 403,
+         "create has no name in its attributes, so resourceNames never allow it")
+    t.eq(bot(sim, "PUT", APPCM + "/one", sim.ok("GET", APPCM + "/one"))[0], 200, "update of the named object")
+    D = "/apis/apps/v1/namespaces/app/deployments/d"
+    t.eq(bot(sim, "GET", D + "/scale")[0], 200, "*/scale matches deployments/scale")
+    t.eq(bot(sim, "GET", D + "/status")[0], 200, "deployments/status")
+    st, body, _ = bot(sim, "GET", D)
+    t.eq((st, body["message"]), (403, forbidden("deployments.apps", "d", "get", "deployments", "apps", "app")),
+         "subresource rules do not cover the main resource")
+    st, body, _ = bot(sim, "PUT", D + "/status", sim.ok("GET", D))
+    t.eq((st, body["message"]), (403, forbidden("deployments.apps", "d", "update", "deployments/status", "apps", "app")),
+         "resource/subresource in the message")
+
+
+@case
+def rbac_rolebinding_to_clusterrole_and_groups(t):
+    sim = rbac_sim(t)
+    sa_setup(sim)
+    sim.ok("POST", "/api/v1/namespaces", {"metadata": {"name": "other"}})
+    # A RoleBinding to a ClusterRole that does not exist yet: denied with the resolution error.
+    binding(sim, "app", "view", "ClusterRole", "viewer")
+    st, body, _ = bot(sim, "GET", APPCM)
+    t.eq((st, body["message"]), (403, forbidden("configmaps", None, "list", "configmaps", "", "app") +
+                                 ': RBAC: clusterrole.rbac.authorization.k8s.io "viewer" not found'),
+         "missing role reference")
+    role(sim, None, "viewer", [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["list"]}],
+         kind="ClusterRole")
+    t.eq(bot(sim, "GET", APPCM)[0], 200, "ClusterRole bound in app by a RoleBinding")
+    t.eq(bot(sim, "GET", "/api/v1/namespaces/other/configmaps")[0], 403, "... grants nothing in other")
+    t.eq(bot(sim, "GET", "/api/v1/configmaps")[0], 403, "... nor at cluster scope")
+    # Group subjects: the ServiceAccount groups and system:authenticated.
+    role(sim, None, "sec", [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}], kind="ClusterRole")
+    binding(sim, None, "sec", "ClusterRole", "sec", [{"kind": "Group", "name": "system:serviceaccounts:other",
+                                                      "apiGroup": "rbac.authorization.k8s.io"}])
+    t.eq(bot(sim, "GET", "/api/v1/secrets")[0], 403, "group of another namespace's ServiceAccounts")
+    binding(sim, None, "sec2", "ClusterRole", "sec", [{"kind": "Group", "name": "system:serviceaccounts:app",
+                                                       "apiGroup": "rbac.authorization.k8s.io"}])
+    t.eq(bot(sim, "GET", "/api/v1/secrets")[0], 200, "system:serviceaccounts:app")
+    t.eq(bot(sim, "GET", "/api/v1/namespaces/other/secrets")[0], 200, "ClusterRoleBinding covers every namespace")
+    t.eq(bot(sim, "GET", "/api/v1/namespaces/other/configmaps")[0], 403, "still not configmaps in other")
+    binding(sim, "other", "cm", "ClusterRole", "viewer", [{"kind": "Group", "name": "system:authenticated",
+                                                           "apiGroup": "rbac.authorization.k8s.io"}])
+    t.eq(bot(sim, "GET", "/api/v1/namespaces/other/configmaps")[0], 200, "system:authenticated in other")
+    # A User subject with the ServiceAccount's name is the same user.
+    sim.ok("DELETE", RBAC + "/namespaces/other/rolebindings/cm")
+    binding(sim, "other", "cm", "ClusterRole", "viewer", [{"kind": "User", "name": SA,
+                                                           "apiGroup": "rbac.authorization.k8s.io"}])
+    t.eq(bot(sim, "GET", "/api/v1/namespaces/other/configmaps")[0], 200, "User subject")
+
+
+@case
+def rbac_escalation_needs_escalate_or_bind(t):
+    sim = rbac_sim(t)
+    sa_setup(sim)
+    role(sim, "app", "rbac", [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+                               "verbs": ["create"]},
+                              {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}])
+    binding(sim, "app", "rbac", "Role", "rbac")
+    held = {"metadata": {"name": "held"}, "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}
+    t.eq(bot(sim, "POST", RBAC + "/namespaces/app/roles", held)[0], 201, "a Role granting only what the user holds")
+    more = {"metadata": {"name": "more"}, "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list"]}]}
+    st, body, _ = bot(sim, "POST", RBAC + "/namespaces/app/roles", more)
+    t.eq(st, 403, "a Role granting more")
+    t.eq((body["details"], body["message"]),
+         ({"name": "more", "group": "rbac.authorization.k8s.io", "kind": "roles"},
+          'roles.rbac.authorization.k8s.io "more" is forbidden: user "%s" (groups=["system:serviceaccounts" '
+          '"system:serviceaccounts:app" "system:authenticated"]) is attempting to grant RBAC permissions not '
+          'currently held:\n{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}\n'
+          '{APIGroups:[""], Resources:["secrets"], Verbs:["list"]}' % SA), "escalation message")
+    sim.ok("POST", RBAC + "/namespaces/app/roles", more)
+    rb = {"metadata": {"name": "more"}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "more"},
+          "subjects": [{"kind": "User", "name": "someone"}]}
+    t.eq(bot(sim, "POST", RBAC + "/namespaces/app/rolebindings", rb)[0], 403, "binding a Role granting more")
+    role(sim, "app", "esc", [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]},
+                             {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["bind"],
+                              "resourceNames": ["more"]}])
+    binding(sim, "app", "esc", "Role", "esc")
+    t.eq(bot(sim, "POST", RBAC + "/namespaces/app/roles", dict(more, metadata={"name": "more2"}))[0], 201,
+         "escalate allows it")
+    t.eq(bot(sim, "POST", RBAC + "/namespaces/app/rolebindings", rb)[0], 201, "bind on that Role allows it")
+
+
+@case
+def rbac_kubectl_prints_forbidden(t):
+    sim = rbac_sim(t)
+    sa_setup(sim)
+    kc = sim.kubeconfig_for(SA)
+    role(sim, "app", "cm", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create"]}])
+    binding(sim, "app", "cm", "Role", "cm")
+    r = sim.kubectl("get", "configmaps", "-n", "app", "-o", "name", kubeconfig=kc)
+    t.eq(r.stdout.strip(), "", "kubectl list allowed (no configmaps)")
+    r = sim.kubectl("get", "secrets", "-n", "kube-system", kubeconfig=kc, check=False)
+    t.check(r.returncode != 0, "kubectl get secrets should fail")
+    t.check('Error from server (Forbidden): secrets is forbidden: User "%s" cannot list resource "secrets" '
+            'in API group "" in the namespace "kube-system"' % SA in r.stderr, "kubectl stderr: %s" % r.stderr)
+    sim.ok("POST", "/api/v1/namespaces/kube-system/secrets", {"metadata": {"name": "s"}})
+    r = sim.kubectl("delete", "secret", "s", "-n", "kube-system", kubeconfig=kc, check=False)
+    t.check(r.returncode != 0 and 'Error from server (Forbidden): secrets "s" is forbidden: User "%s" cannot '
+            'delete resource "secrets" in API group "" in the namespace "kube-system"' % SA in r.stderr,
+            "kubectl delete stderr: %s" % r.stderr)
+    t.eq(sim.get("/api/v1/namespaces/kube-system/secrets/s")[0], 200, "the secret is still there")
+
+
 main()

@@ -250,10 +250,13 @@ class Sim:
         self.rv = 0
         self.hist_max = max(100, history)
         self.watchers = 0
+        self.rbac_gen = 0       # bumped by every write of an RBAC object (authorizer cache key)
+        self.admit_hook = None  # fn(rt, ns, new, old) for RBAC writes (ks_rbac escalation check)
         self._init_state()
 
     # ------------------------------------------------------------ setup
     def _init_state(self):
+        self.rbac_gen += 1
         self.types = {}       # (group, version, plural) -> RType
         self.by_rkey = {}     # (group, plural) -> RType (storage version)
         self.by_gvk = {}      # (apiVersion, kind) -> RType
@@ -330,6 +333,8 @@ class Sim:
         return (ns if rt.namespaced else "", name)
 
     def _record(self, rv, rt, key, etype, data, labels, old_data=None, old_labels=None):
+        if rt.group == "rbac.authorization.k8s.io":
+            self.rbac_gen += 1
         self.hist.append((rv, rt.rkey, key[0] if rt.namespaced else None, key[1], etype, data, labels,
                           old_data, old_labels))
         self.hist_rvs.append(rv)
@@ -718,6 +723,8 @@ class Sim:
                 elif rt.kind in ("Pod", "PersistentVolumeClaim", "PersistentVolume"):
                     body["status"] = {"phase": "Pending"}
             self._type_fixups(rt, body)
+            if self.admit_hook is not None and rt.group == "rbac.authorization.k8s.io":
+                self.admit_hook(rt, ns, body, None)
             if rt.kind == "CustomResourceDefinition" and not dry_run:
                 self._register_crd(body)
             if dry_run:
@@ -755,6 +762,8 @@ class Sim:
         md, omd = res["metadata"], old["metadata"]
         name = omd["name"]
         md["name"] = name
+        if self.admit_hook is not None and rt.group == "rbac.authorization.k8s.io":
+            self.admit_hook(rt, key[0] if rt.namespaced else None, res, old)
         if rt.namespaced:
             md["namespace"] = omd["namespace"]
         if rt.has_generation:

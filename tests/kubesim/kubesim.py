@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ks_core import Sim, ApiError, STATUS_REASONS, dumps, loads, bad_request  # noqa: E402
 from ks_select import parse_label_selector, parse_field_selector, SelectorError  # noqa: E402
 from ks_types import make_table, partial_meta  # noqa: E402
+from ks_rbac import Authorizer, user_for  # noqa: E402
 
 try:
     import yaml  # optional, for YAML seeds / bodies / apply patches
@@ -148,6 +149,8 @@ class Server(ThreadingHTTPServer):
     def __init__(self, addr, sim, tokens, ssl_ctx, opts):
         self.sim = sim
         self.tokens = tokens            # token -> name
+        self.users = {n: user_for(n) for n in tokens.values()}  # name -> restricted ks_rbac.User or None
+        self.authz = Authorizer(sim)
         self.ssl_ctx = ssl_ctx
         self.opts = opts
         self.faults = Faults()
@@ -278,6 +281,7 @@ class Handler(BaseHTTPRequestHandler):
                 auth_ok = True
         method = self.command.upper()
         entry = None
+        srv.authz.set_user(None)
         try:
             try:
                 body = self.read_body()
@@ -313,6 +317,12 @@ class Handler(BaseHTTPRequestHandler):
                     raise ApiError(code, fault.get("reason") or STATUS_REASONS.get(code, ""), msg, details, hdrs)
             if not auth_ok:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            user = srv.users.get(token_name) if token_name is not None else None
+            srv.authz.set_user(user)
+            if user is not None:
+                if not srv.authz.sa_exists(user):
+                    raise ApiError(401, "Unauthorized", "Unauthorized")
+                srv.authz.authorize(user, method, path, self.q)
             self.route(method, path, body)
         except DropConnection:
             self.close_connection = True

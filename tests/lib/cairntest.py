@@ -148,6 +148,18 @@ class Kubesim:
         self._ctx.verify_mode = ssl.CERT_NONE
         self.cache_dir = os.path.join(self.dir, "kubectl-cache")
 
+    def kubeconfig_for(self, name, path=None):
+        """A kubeconfig whose current context uses token NAME (kubesim writes a context
+        `kubesim-NAME` for every token after the first). Returns its path."""
+        with open(self.kubeconfig) as f:
+            text = f.read()
+        if name != next(iter(self.tokens)):
+            text = text.replace("current-context: kubesim\n", "current-context: kubesim-%s\n" % name)
+        path = path or os.path.join(self.dir, "kubeconfig-" + name.replace(":", "_"))
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
     def request(self, method, path, body=None, token=None, content_type=None,
                 headers=None, timeout=30):
         """Return (status, parsed JSON or raw text, headers)."""
@@ -205,9 +217,9 @@ class Kubesim:
     def requests(self):
         return self.ok("GET", "/_sim/requests")
 
-    def kubectl(self, *args, check=True, timeout=60, input=None):
+    def kubectl(self, *args, check=True, timeout=60, input=None, kubeconfig=None):
         """Run the real kubectl against this kubesim; returns CompletedProcess."""
-        argv = ["kubectl", "--kubeconfig", self.kubeconfig, "--cache-dir", self.cache_dir] + list(args)
+        argv = ["kubectl", "--kubeconfig", kubeconfig or self.kubeconfig, "--cache-dir", self.cache_dir] + list(args)
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, input=input)
         if check and r.returncode != 0:
             raise CheckFailed("kubectl %s failed (%d): %s" % (" ".join(args), r.returncode,
