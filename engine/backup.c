@@ -14,11 +14,19 @@
  * then mirrored into status.checkpoint with a conditional status write.
  *
  * Resume. The checkpoint is the list of stored parts with the last item
- * key in each. A resumed run checks those parts are still in the upload
- * (list parts, ETags equal), skips the resources before the last key's
- * resource without listing them, skips items up to the last key in that
- * resource, and continues with part last+1. Everything after the last
- * checkpoint is redone: at most one part.
+ * key in each, and (journal only) the continue token of the list page
+ * that held that item. A resumed run checks those parts are still in the
+ * upload (list parts, ETags equal), skips the resources before the last
+ * key's resource without listing them, starts the list of that resource
+ * at the recorded page (the rest of the original list's snapshot), skips
+ * the items of that page up to the last key, and continues with part
+ * last+1. Everything after the last checkpoint is redone (at most one
+ * part); of the items stored before, at most one list page is listed
+ * again. Without a token (a first page, a checkpoint from status, a
+ * journal from before schema version 3, a resource whose earlier items
+ * feed the related cluster-scoped set) or when it expired (410), the
+ * resource is listed from the start and skipped by key, as a fresh list
+ * (docs/protocol.md, "What a resumed backup contains").
  *
  * Memory: one item at a time from the list stream, one tar entry at a
  * time through libarchive, the tarparts batches (8 x 256 KiB), a 64 KiB
@@ -111,6 +119,12 @@ struct bk {
 	/* resume point */
 	char *resume[4];		/* group, resource, ns, name or NULLs */
 	int resume_pass;
+	char *resume_cont;		/* list token of its page; NULL: start */
+	/* where the list is: continue token of the page being delivered */
+	char *page_cont;		/* owned; "" for a first page */
+	uint64_t page_gen;		/* bumped per page announced */
+	char *item_cont;		/* page_cont of last_key's item (owned) */
+	uint64_t item_cont_gen;		/* page_gen item_cont was copied at */
 	/* the walk */
 	struct bk_res *res;
 	size_t nres;
@@ -497,6 +511,9 @@ sink_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 	snprintf(jp.etag, sizeof jp.etag, "%s", etag);
 	snprintf(jp.last_key, sizeof jp.last_key, "%s",
 	    b->last_key ? b->last_key : "");
+	/* A token that does not fit is left out: resume lists from the start. */
+	if (b->item_cont != NULL && strlen(b->item_cont) < sizeof jp.list_continue)
+		strcpy(jp.list_continue, b->item_cont);
 	jp.items = (int64_t)b->part_items;
 	jp.bytes = (int64_t)bytes;
 	/* Journal first ... */
@@ -622,6 +639,24 @@ item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
 	return 1;
 }
 
+/*
+ * Can items of r add to the related cluster-scoped sets (PV names of
+ * PVCs, CRDs of custom resources)? Only when includeClusterResources is
+ * unset and some namespaces are filtered out.
+ */
+static int
+feeds_related(const struct bk *b, const struct kube_resource *r)
+{
+	if (b->spec->cluster != BSPEC_CLUSTER_AUTO || b->spec->all_namespaces ||
+	    !r->namespaced)
+		return 0;
+	if (r->group[0] == '\0')
+		return strcmp(r->resource, "persistentvolumeclaims") == 0;
+	/* built-in groups have no CRD */
+	return strchr(r->group, '.') != NULL &&
+	    !str_has_suffix(r->group, ".k8s.io");
+}
+
 /* Remember what related cluster-scoped items an included item needs. */
 static void
 note_related(struct bk *b, const struct kube_resource *r, const cJSON *item)
@@ -629,19 +664,15 @@ note_related(struct bk *b, const struct kube_resource *r, const cJSON *item)
 	const char *vol;
 	char *kind;
 
-	if (b->spec->cluster != BSPEC_CLUSTER_AUTO || b->spec->all_namespaces)
+	if (!feeds_related(b, r))
 		return;
-	if (r->group[0] == '\0' &&
-	    strcmp(r->resource, "persistentvolumeclaims") == 0) {
+	if (r->group[0] == '\0') {	/* persistentvolumeclaims */
 		vol = json_str(item, "spec.volumeName");
 		if (vol != NULL && vol[0] != '\0')
 			strv_add_sorted_unique(&b->pv_names, &b->npv, &b->apv,
 			    vol);
 		return;
 	}
-	if (r->group[0] == '\0' || strchr(r->group, '.') == NULL ||
-	    str_has_suffix(r->group, ".k8s.io"))
-		return;		/* built-in groups have no CRD */
 	kind = xasprintf("%s.%s", r->resource, r->group);
 	strv_add_sorted_unique(&b->cr_kinds, &b->ncr, &b->acr, kind);
 	free(kind);
@@ -760,6 +791,11 @@ write_item(struct bk *b, const struct kube_resource *r, const char *json,
 	    putc('\n', b->rlspool) == EOF))
 		return cairn_err_errno(err, CAIRN_EIO, errno,
 		    "resource list spool");
+	if (b->item_cont_gen != b->page_gen) {	/* once per page */
+		free(b->item_cont);
+		b->item_cont = xstrdup(b->page_cont != NULL ? b->page_cont : "");
+		b->item_cont_gen = b->page_gen;
+	}
 	b->part_items++;
 	b->items_done++;
 	rc = tarparts_boundary(b->tp, &cut, err);
@@ -885,6 +921,59 @@ bk_estimate_total(struct bk *b)
 }
 
 static int
+on_page(void *arg, const char *cont)
+{
+	struct bk *b = arg;
+
+	free(b->page_cont);
+	b->page_cont = xstrdup(cont);
+	b->page_gen++;
+	return 0;
+}
+
+/* One list of the walk into list_cb; 0 or the list's error in lerr. */
+static int
+bk_list(struct bk *b, const struct kube_gvr *g, const struct kube_list_opts *lo,
+	struct cairn_err *lerr)
+{
+	b->cur_rc = 0;
+	cairn_err_clear(&b->cur_err);
+	cairn_err_clear(lerr);
+	return kube_list_text(b->env->kube, g, NULL, lo, list_cb, b, NULL, lerr);
+}
+
+/*
+ * The checkpoint's continue token expired (the API server compacted its
+ * history while we were away): list the resource again from the start,
+ * in a new snapshot, skipping by key up to the last item written (the
+ * checkpoint's, or a later one if the continued list got that far).
+ */
+static int
+bk_relist_after_gone(struct bk *b, const struct kube_resource *r,
+	const struct kube_gvr *g, struct kube_list_opts *lo,
+	struct cairn_err *lerr)
+{
+	char *key[4] = { NULL, NULL, NULL, NULL };
+
+	if (b->last_key != NULL) {
+		if (bspec_key_split(b->last_key, key) < 0)
+			return cairn_err_set(lerr, CAIRN_EGONE, "continue token "
+			    "expired after %s", b->last_key);
+		for (int i = 0; i < 4; i++) {
+			free(b->resume[i]);
+			b->resume[i] = key[i];
+		}
+	}
+	bk_event(b, "info", "the checkpoint's list position in %s%s%s expired "
+	    "(%s): listing it again from the start, skipping the items up to "
+	    "%s/%s", r->resource, r->group[0] ? "." : "", r->group, lerr->msg,
+	    b->resume[2], b->resume[3]);
+	lo->continue_token = NULL;
+	b->skipping = 1;
+	return bk_list(b, g, lo, lerr);
+}
+
+static int
 bk_walk(struct bk *b, struct cairn_err *err)
 {
 	int has_resume = b->resume[1] != NULL;
@@ -898,6 +987,7 @@ bk_walk(struct bk *b, struct cairn_err *err)
 		struct cairn_err lerr = CAIRN_ERR_INIT;
 		int c = 0;
 
+		memset(&lo, 0, sizeof lo);
 		b->observe_only = 0;
 		b->skipping = 0;
 		if (has_resume) {
@@ -905,28 +995,37 @@ bk_walk(struct bk *b, struct cairn_err *err)
 			    b->resume_pass, b->resume[0], b->resume[1]);
 			if (c < 0) {
 				/* Before the checkpoint: rebuild related sets only. */
-				if (b->spec->cluster != BSPEC_CLUSTER_AUTO ||
-				    b->spec->all_namespaces || !r->namespaced)
+				if (!feeds_related(b, r))
 					continue;
 				b->observe_only = 1;
-			} else if (c == 0)
+			} else if (c == 0) {
 				b->skipping = 1;
+				/*
+				 * Go on in the original list's snapshot at the
+				 * page of the last stored item, unless the items
+				 * before it must be seen for the related sets.
+				 */
+				if (b->resume_cont != NULL &&
+				    b->resume_cont[0] != '\0' &&
+				    !feeds_related(b, r))
+					lo.continue_token = b->resume_cont;
+			}
 		}
-		memset(&lo, 0, sizeof lo);
 		lo.label_selector = (b->spec->sel != NULL && r->group[0] == '\0' &&
 		    strcmp(r->resource, "namespaces") == 0) ? NULL :
 		    b->spec->selector_text;
 		lo.limit = 500;
 		lo.restart_on_gone = 0;
 		lo.stop = b->env->stop;
+		lo.on_page = on_page;
 		b->cur = br;
 		free(b->cur_gvk);
 		b->cur_gvk = r->group[0] ? xasprintf("%s/%s/%s", r->group,
 		    r->version, r->kind) : xasprintf("%s/%s", r->version, r->kind);
-		b->cur_rc = 0;
-		cairn_err_clear(&b->cur_err);
-		rc = kube_list_text(b->env->kube, &g, NULL, &lo, list_cb, b,
-		    NULL, &lerr);
+		rc = bk_list(b, &g, &lo, &lerr);
+		if (rc == CAIRN_EGONE && b->cur_rc == 0 &&
+		    lo.continue_token != NULL)
+			rc = bk_relist_after_gone(b, r, &g, &lo, &lerr);
 		if (b->cur_rc < 0) {
 			cairn_err_copy(err, &b->cur_err);
 			return b->cur_rc;
@@ -981,6 +1080,7 @@ bk_load_checkpoint(struct bk *b)
 			bk_add_part(b, &jp[i]);
 		free(jp);
 		b->upload_id = xstrdup(b->parts[0].upload_id);
+		b->resume_cont = xstrdup(b->parts[n - 1].list_continue);
 		return;
 	}
 	free(jp);
@@ -1044,6 +1144,7 @@ bk_drop_checkpoint(struct bk *b)
 {
 	b->nparts = 0;
 	FREE_NULL(b->upload_id);
+	FREE_NULL(b->resume_cont);
 }
 
 /* Set up the upload and the resume point. */
@@ -1106,8 +1207,11 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 		    strcmp(b->res[i].r->resource, b->resume[1]) == 0)
 			b->resume_pass = b->res[i].pass;
 	bk_event(b, "info", "resuming after part %lld (item %s, %lld items "
-	    "stored)", (long long)b->parts[b->nparts - 1].part_number,
-	    b->parts[b->nparts - 1].last_key, (long long)b->items_stored);
+	    "stored; %s)", (long long)b->parts[b->nparts - 1].part_number,
+	    b->parts[b->nparts - 1].last_key, (long long)b->items_stored,
+	    b->resume_cont != NULL && b->resume_cont[0] != '\0' ?
+	    "the list continue token of its page is recorded" :
+	    "no list continue token: its resource is listed from the start");
 	return 0;
 }
 
@@ -1615,6 +1719,9 @@ bk_free(struct bk *b)
 	free(b->cr_kinds);
 	for (int i = 0; i < 4; i++)
 		free(b->resume[i]);
+	free(b->resume_cont);
+	free(b->page_cont);
+	free(b->item_cont);
 	free(b->parts);
 	free(b->upload_id);
 	free(b->tar_key);

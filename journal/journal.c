@@ -114,10 +114,10 @@ static const char *const stmt_sql[ST__COUNT] = {
 	    "(?3 IS NULL OR holder = ?3) AND (?4 = 0 OR finished_at IS NULL) "
 	    "ORDER BY claimed_at, id LIMIT ?5",
 	[ST_PART_ADD] = "INSERT INTO parts (item_id, part_number, upload_id, "
-	    "etag, last_key, items, bytes, created_at) "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	    "etag, last_key, items, bytes, created_at, list_continue) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[ST_PARTS] = "SELECT part_number, upload_id, etag, last_key, items, "
-	    "bytes, created_at FROM parts WHERE item_id = ?1 "
+	    "bytes, created_at, list_continue FROM parts WHERE item_id = ?1 "
 	    "ORDER BY part_number",
 	[ST_RESTORE_MARK] = "INSERT INTO restore_items (item_id, key, state, "
 	    "at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (item_id, key) DO UPDATE "
@@ -1179,6 +1179,7 @@ journal_part_add(struct journal *j, int64_t id, const struct journal_part *p,
 		sqlite3_bind_int64(st, 6, p->items);
 		sqlite3_bind_int64(st, 7, p->bytes);
 		sqlite3_bind_int64(st, 8, time_now_us());
+		bind_text(st, 9, p->list_continue);
 		rc = step_done(j, &j->w, st, err, what);
 	}
 	return wdone(j, rc, err);
@@ -1210,6 +1211,7 @@ journal_parts(struct journal *j, int64_t id, struct journal_part **out,
 		p->items = sqlite3_column_int64(st, 4);
 		p->bytes = sqlite3_column_int64(st, 5);
 		p->created_at = sqlite3_column_int64(st, 6);
+		col_text(st, 7, p->list_continue, sizeof p->list_continue);
 	}
 	rc = rc == SQLITE_DONE ? 0 : jfail(j, c->db, rc, err, "listing parts");
 	end_stmt(st);

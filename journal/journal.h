@@ -38,6 +38,7 @@ struct journal;
 #define JOURNAL_ID_MAX		320	/* holder (server id), worker */
 #define JOURNAL_KEY_MAX		1024	/* item key in a tarball, file path */
 #define JOURNAL_TEXT_MAX	1024	/* upload id, ETag, message */
+#define JOURNAL_TOKEN_MAX	1024	/* list continue token */
 #define JOURNAL_EVENT_MAX	4096	/* one event line; longer is cut */
 
 #define JOURNAL_KIND_BACKUP	"Backup"
@@ -74,6 +75,11 @@ struct journal_part {
 	char	upload_id[JOURNAL_TEXT_MAX];	/* S3 upload id, "" for fs */
 	char	etag[JOURNAL_TEXT_MAX];
 	char	last_key[JOURNAL_KEY_MAX];	/* last item key in the part */
+	/*
+	 * The continue token that fetched the list page holding last_key's
+	 * item; "" for a first page (or unknown: list from the start).
+	 */
+	char	list_continue[JOURNAL_TOKEN_MAX];
 	int64_t	items;				/* items in this part */
 	int64_t	bytes;				/* bytes of this part */
 	int64_t	created_at;			/* us; output only */

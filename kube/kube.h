@@ -336,6 +336,22 @@ struct kube_list_opts {
 	int restart_on_gone;
 	int (*on_restart)(void *arg);
 	const volatile int *stop;	/* non-zero: stop with CAIRN_ECANCELED */
+	/*
+	 * Start at this continue token (from an earlier list of the same
+	 * collection and selectors) instead of the first page: the list goes
+	 * on as that earlier one would have, in its snapshot. NULL or "":
+	 * the first page. An expired token is handled as any other 410
+	 * (restart_on_gone), and a restart begins at the first page.
+	 */
+	const char *continue_token;
+	/*
+	 * Called before each page is requested with the continue token that
+	 * fetches it ("" for the first page), so a caller can record where
+	 * each item came from; a page fetched again after a break is not
+	 * announced again. Non-zero stops the list with that value. NULL:
+	 * not called.
+	 */
+	int (*on_page)(void *arg, const char *cont);
 };
 
 struct kube_list_info {

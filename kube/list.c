@@ -26,6 +26,11 @@
  * are counted and skipped, so each item is delivered once. An expired
  * continue token (410) either ends the list with CAIRN_EGONE or restarts it
  * (restart_on_gone; the callback then sees items again after on_restart).
+ *
+ * A list may start at a continue token an earlier list handed out
+ * (opts.continue_token: a resumed backup goes on where it was), and
+ * on_page tells the caller the token of each page before it is fetched,
+ * which is what such a caller records.
  */
 #include "config.h"
 #include "kube/internal.h"
@@ -243,6 +248,8 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 	l.err = err;
 	l.gv = r->group && *r->group ? xasprintf("%s/%s", r->group,
 	    r->version) : xstrdup(r->version);
+	if (o.continue_token != NULL && o.continue_token[0] != '\0')
+		cont = xstrdup(o.continue_token);
 	lsplit_init(&l.ls, CAIRN_CAP_API_BODY);
 	buf_init(&l.text, CAIRN_CAP_API_BODY + 1024);
 	base = kube_path(r, ns, NULL, NULL);
@@ -264,6 +271,11 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 			rc = cairn_err_set(err, CAIRN_ETOOBIG,
 			    "list %s: query too long", base);
 			break;
+		}
+		if (o.on_page != NULL) {
+			rc = o.on_page(arg, cont != NULL ? cont : "");
+			if (rc != 0)
+				break;
 		}
 		lsplit_reset(&l.ls);
 		l.page_seen = 0;

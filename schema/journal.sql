@@ -105,3 +105,11 @@ ALTER TABLE items ADD COLUMN message TEXT NOT NULL DEFAULT '';
 -- Pruning looks for finished items older than the retention period.
 CREATE INDEX items_finished ON items (finished_at)
 	WHERE finished_at IS NOT NULL;
+
+-- @version 3
+
+-- Where the paged list of the part's last item was: the continue token that
+-- fetched the page holding that item ('' for a resource's first page, and
+-- for parts recorded before this step). A resumed backup starts the list of
+-- that resource there instead of at its first page.
+ALTER TABLE parts ADD COLUMN list_continue TEXT NOT NULL DEFAULT '';

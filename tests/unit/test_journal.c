@@ -60,6 +60,9 @@ fill_part(struct journal_part *p, int64_t n)
 	snprintf(p->etag, sizeof p->etag, "\"etag-%lld\"", (long long)n);
 	snprintf(p->last_key, sizeof p->last_key, "resources/pods/ns/p%04lld",
 	    (long long)n);
+	if (n > 1)	/* part 1 ends in the first list page */
+		snprintf(p->list_continue, sizeof p->list_continue,
+		    "eyJydiI6%lld", (long long)n);
 	p->items = n * 10;
 	p->bytes = n * 1000;
 }
@@ -249,6 +252,8 @@ test_parts(void)
 	CHECK_STR(parts[1].etag, "\"etag-2\"");
 	CHECK_STR(parts[2].last_key, "resources/pods/ns/p0003");
 	CHECK_STR(parts[0].upload_id, "upload-1");
+	CHECK_STR(parts[0].list_continue, "");
+	CHECK_STR(parts[2].list_continue, "eyJydiI63");
 	free(parts);
 
 	/* The same part twice: EEXIST, and nothing changed. */
@@ -822,8 +827,11 @@ test_migrate_v1(void)
 	CHECK_STR(got.message, "");		/* the new column's default */
 	CHECK_INT(journal_parts(j, 7, &parts, &n, &err), 0);
 	CHECK_INT(n, 1);
-	if (n == 1)
+	if (n == 1) {
 		CHECK_STR(parts[0].etag, "\"e1\"");
+		/* version 3's column: no token, so a resume lists from the start */
+		CHECK_STR(parts[0].list_continue, "");
+	}
 	free(parts);
 	CHECK_INT(journal_restore_lookup(j, 7, "key", &s, &err), 0);
 	CHECK_INT(s, JOURNAL_R_SKIPPED);

@@ -6,6 +6,8 @@
  * brace when the server left them out (as real API servers do on list
  * items), and is cJSON's print when the server put spaces between tokens;
  * in every case the text parses to the same tree the callback gets.
+ * Also: a list that starts at a continue token (a resumed backup), the
+ * tokens on_page announces, and an expired starting token (410).
  */
 #include "config.h"
 
@@ -53,6 +55,7 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 	const char *cont, *body;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
+	unsigned code = 200;
 
 	(void)cls;
 	(void)method;
@@ -63,18 +66,25 @@ handler(void *cls, struct MHD_Connection *c, const char *url,
 		*con_cls = c;
 		return MHD_YES;
 	}
-	if (strcmp(url, "/api/v1/configmaps") != 0)
+	if (strcmp(url, "/api/v1/configmaps") != 0) {
 		body = "{\"kind\":\"Status\",\"code\":404}";
-	else {
+		code = 404;
+	} else {
 		cont = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND,
 		    "continue");
 		body = cont != NULL && strcmp(cont, "p2") == 0 ? page2 : page1;
+		if (cont != NULL && strcmp(cont, "old") == 0) {
+			/* what an API server answers after compaction */
+			body = "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+			    "\"status\":\"Failure\",\"reason\":\"Expired\","
+			    "\"message\":\"too old\",\"code\":410}";
+			code = 410;
+		}
 	}
 	r = MHD_create_response_from_buffer(strlen(body), (void *)body,
 	    MHD_RESPMEM_PERSISTENT);
 	MHD_add_response_header(r, "Content-Type", "application/json");
-	ret = MHD_queue_response(c, strcmp(url, "/api/v1/configmaps") == 0 ?
-	    200 : 404, r);
+	ret = MHD_queue_response(c, code, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -219,6 +229,77 @@ test_take_keeps_item(void)
 	got_clear();
 }
 
+/* on_page's record: the tokens announced, joined with '|'. */
+static char pages_seen[256];
+
+static int
+on_page(void *arg, const char *cont)
+{
+	(void)arg;
+	if (strlen(pages_seen) + strlen(cont) + 2 > sizeof pages_seen)
+		return CAIRN_EFAIL;
+	strcat(pages_seen, "|");
+	strcat(pages_seen, cont);
+	return 0;
+}
+
+static int
+list_from(const char *token, int restart, struct kube_list_info *info,
+	struct cairn_err *err)
+{
+	struct kube_gvr g = { "", "v1", "configmaps" };
+	struct kube_list_opts lo;
+
+	got_clear();
+	pages_seen[0] = '\0';
+	memset(&lo, 0, sizeof lo);
+	lo.continue_token = token;
+	lo.on_page = on_page;
+	lo.restart_on_gone = restart;
+	return kube_list_text(kube_, &g, NULL, &lo, on_text, NULL, info, err);
+}
+
+static void
+test_start_at_token(void)
+{
+	struct kube_list_info info;
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	/* From the start: every page announced with the token fetching it. */
+	REQUIRE(list_from(NULL, 0, &info, &err) == 0);
+	CHECK(got.n == 6);
+	CHECK_STR(pages_seen, "||p2");
+	REQUIRE(list_from("", 0, &info, &err) == 0);
+	CHECK(got.n == 6);
+	/* From the second page: only its items, as the full list had them. */
+	REQUIRE(list_from("p2", 0, &info, &err) == 0);
+	REQUIRE(got.n == 1);
+	CHECK_STR(got.text[0], "{\"apiVersion\":\"v1\","
+	    "\"metadata\":{\"name\":\"e\"}}");
+	CHECK_STR(pages_seen, "|p2");
+	CHECK(info.items == 1 && info.pages == 1);
+	got_clear();
+}
+
+static void
+test_start_at_expired_token(void)
+{
+	struct kube_list_info info;
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	/* No restart: CAIRN_EGONE before any item; the caller lists again. */
+	CHECK(list_from("old", 0, &info, &err) == CAIRN_EGONE);
+	CHECK(got.n == 0 && info.items == 0 && info.pages == 0);
+	CHECK(err.code == CAIRN_EGONE);
+	CHECK_STR(pages_seen, "|old");
+	/* restart_on_gone: from the first page, every item once. */
+	cairn_err_clear(&err);
+	REQUIRE(list_from("old", 1, &info, &err) == 0);
+	CHECK(got.n == 6 && info.restarts == 1);
+	CHECK_STR(pages_seen, "|old||p2");
+	got_clear();
+}
+
 int
 main(void)
 {
@@ -228,6 +309,8 @@ main(void)
 	}
 	RUN(test_text_as_sent_or_filled);
 	RUN(test_take_keeps_item);
+	RUN(test_start_at_token);
+	RUN(test_start_at_expired_token);
 	got_clear();
 	kube_free(kube_);
 	MHD_stop_daemon(daemon_);
