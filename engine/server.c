@@ -12,7 +12,9 @@
  *
  * Scan. One thread (the caller of server_run) refreshes the observation
  * clock of every cairn Lease (lease_watch) and lists the Backups and
- * Restores of the namespace every scan period. It queues, oldest first
+ * Restores of the namespace every scan period, and sooner when one of
+ * two watches (Backups, Restores) sees a New or released item: pickup is
+ * immediate, the periodic scan is the safety net. It queues, oldest first
  * (creation time, then kind and name), what this server may work on:
  *   - New items matching --shard-selector (claim, attempt 1);
  *   - InProgress items it holds itself: a restart with the same id
@@ -65,6 +67,7 @@
 #define SERVER_QUEUE_MAX	10000
 #define SERVER_GRACE_DEFAULT_US	(30 * TIME_US_PER_SEC)
 #define SERVER_RELEASE_TRIES	3
+#define SERVER_NUDGE_GAP_US	(50 * 1000)	/* scans woken by the watches */
 
 enum server_kind { SK_BACKUP, SK_RESTORE, SK__COUNT };
 
@@ -102,6 +105,17 @@ struct server {
 	int scan_kind;
 	struct upkeep *upkeep;		/* schedules, sync, GC thread */
 	int watch_failing;		/* scan thread only */
+	/*
+	 * Watches of Backups and Restores wake the scan loop as soon as
+	 * claimable work appears (pickup without waiting for the next
+	 * periodic scan, which stays the safety net).
+	 */
+	pthread_t item_watch[SK__COUNT];
+	int item_watching[SK__COUNT];
+	volatile int item_watch_stop;
+	pthread_mutex_t nudge_mu;
+	pthread_cond_t nudge_cv;
+	int nudged;			/* under nudge_mu */
 };
 
 static int
@@ -279,6 +293,116 @@ watch_refresh(struct server *s)
 	cJSON_Delete(servers);
 	metrics_set(METRIC_SERVERS_SEEN, live, NULL);
 	return expired;
+}
+
+/* Wake the scan loop now. */
+static void
+server_nudge(struct server *s)
+{
+	pthread_mutex_lock(&s->nudge_mu);
+	s->nudged = 1;
+	pthread_cond_signal(&s->nudge_cv);
+	pthread_mutex_unlock(&s->nudge_mu);
+}
+
+/* Sleep up to us, less if nudged (or stopping). */
+static void
+server_wait(struct server *s, int64_t us)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(us / TIME_US_PER_SEC);
+	ts.tv_nsec += (long)(us % TIME_US_PER_SEC) * 1000;
+	if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000 * 1000 * 1000;
+	}
+	pthread_mutex_lock(&s->nudge_mu);
+	while (!s->nudged && !*s->o->stop &&
+	    pthread_cond_timedwait(&s->nudge_cv, &s->nudge_mu, &ts) == 0)
+		;
+	pthread_mutex_unlock(&s->nudge_mu);
+}
+
+struct item_watch_arg {
+	struct server *s;
+	int kind;
+};
+
+/*
+ * An item worth a scan: new, or InProgress and released (holder "").
+ * Takeovers of dead holders come from the Lease watch instead.
+ */
+static int
+item_event(void *arg, enum kube_event_type type, cJSON *obj)
+{
+	struct server *s = arg;
+	const char *phase = json_str_or(obj, "status.phase", "");
+
+	if (type != KUBE_EV_ADDED && type != KUBE_EV_MODIFIED)
+		return 0;
+	if (phase[0] == '\0' || strcmp(phase, "New") == 0 ||
+	    (strcmp(phase, "InProgress") == 0 &&
+	    json_str_or(obj, "status.claim.holder", "")[0] == '\0'))
+		server_nudge(s);
+	return 0;
+}
+
+static void *
+item_watch_main(void *arg)
+{
+	struct server *s = ((struct item_watch_arg *)arg)->s;
+	int kind = ((struct item_watch_arg *)arg)->kind;
+	struct kube_watch_opts wo;
+
+	free(arg);
+	memset(&wo, 0, sizeof wo);
+	wo.reconnect = 1;
+	wo.stop = &s->item_watch_stop;
+	while (!s->item_watch_stop) {
+		struct cairn_err err = CAIRN_ERR_INIT;
+		int rc = kube_watch(s->o->kube, &server_gvrs[kind],
+		    s->o->namespace, &wo, item_event, s, NULL, &err);
+
+		if (rc == CAIRN_ECANCELED || s->item_watch_stop)
+			break;
+		/* 410 or a failure: the periodic scan covers the gap. */
+		log_debug("watch of %ss in %s ended: %s; restarting",
+		    server_kind_names[kind], s->o->namespace,
+		    err.msg[0] ? err.msg : "closed");
+		time_sleep_us(s->o->scan_period_us, &s->item_watch_stop);
+	}
+	return NULL;
+}
+
+static void
+item_watches_start(struct server *s)
+{
+	for (int k = 0; k < SK__COUNT; k++) {
+		struct item_watch_arg *a = xmalloc(sizeof *a);
+
+		a->s = s;
+		a->kind = k;
+		if (pthread_create(&s->item_watch[k], NULL, item_watch_main,
+		    a) == 0)
+			s->item_watching[k] = 1;
+		else {
+			free(a);
+			log_warn("cannot start the watch of %ss; new ones are "
+			    "picked up by the periodic scan",
+			    server_kind_names[k]);
+		}
+	}
+}
+
+static void
+item_watches_stop(struct server *s)
+{
+	s->item_watch_stop = 1;
+	for (int k = 0; k < SK__COUNT; k++)
+		if (s->item_watching[k])
+			pthread_join(s->item_watch[k], NULL);
 }
 
 struct worker {
@@ -566,6 +690,8 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	s.running = xcalloc((size_t)s.nworkers, sizeof *s.running);
 	pthread_mutex_init(&s.mu, NULL);
 	pthread_cond_init(&s.cv, NULL);
+	pthread_mutex_init(&s.nudge_mu, NULL);
+	pthread_cond_init(&s.nudge_cv, NULL);
 
 	/* No Lease, no claims. */
 	if (server_acquire(&s, lopts.retry_period_us) < 0)
@@ -605,21 +731,38 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	 */
 	{
 		int64_t tick = o->scan_period_us / 4, next_scan = 0;
+		int64_t last_scan = 0;
 		int expired_before = 0;
 
 		if (tick < 20000)
 			tick = 20000;
+		if (started == s.nworkers)
+			item_watches_start(&s);
 		while (started == s.nworkers && !*o->stop) {
-			int expired = watch_refresh(&s);
+			int expired = watch_refresh(&s), nudged, pending;
+			int64_t now = time_mono_us();
 
-			if (expired > expired_before ||
-			    time_mono_us() >= next_scan) {
+			/* A burst of new items: one scan per SERVER_NUDGE_GAP_US. */
+			pthread_mutex_lock(&s.nudge_mu);
+			nudged = s.nudged && now - last_scan >= SERVER_NUDGE_GAP_US;
+			if (nudged)
+				s.nudged = 0;
+			pending = s.nudged;
+			pthread_mutex_unlock(&s.nudge_mu);
+			if (nudged || expired > expired_before ||
+			    now >= next_scan) {
 				server_scan(&s);
+				last_scan = now;
 				next_scan = time_mono_us() + o->scan_period_us;
 			}
 			expired_before = expired;
-			time_sleep_us(tick, o->stop);
+			if (pending)
+				time_sleep_us(SERVER_NUDGE_GAP_US - (time_mono_us()
+				    - last_scan), o->stop);
+			else
+				server_wait(&s, tick);
 		}
+		item_watches_stop(&s);
 	}
 
 	/* Shutdown: no more claims; running items to their next checkpoint. */
@@ -671,6 +814,8 @@ stopped:
 	free(w);
 	pthread_mutex_destroy(&s.mu);
 	pthread_cond_destroy(&s.cv);
+	pthread_mutex_destroy(&s.nudge_mu);
+	pthread_cond_destroy(&s.nudge_cv);
 	lease_free(s.lease);
 	lease_watch_free(s.watch);
 	kube_free(s.lease_kube);
