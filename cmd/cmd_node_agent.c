@@ -6,6 +6,15 @@
  * the hostpath mover or a plugin from --plugin-dir. Restarted with the
  * same --server-id and journal, it resumes its InProgress copies after
  * their last checkpointed file. SIGTERM/SIGINT stop it at the next file.
+ *
+ * Like a server it holds the Lease cairn-<server-id> (engine/lease.h,
+ * --lease-duration/--renew-deadline/--retry-period), acquired before it
+ * claims anything and renewed in its own thread with its own API client;
+ * every status and storage write of its volume work asks the Lease first
+ * (volumes_ctx.may_write), so an agent that cannot renew stops writing,
+ * and another agent of the same node takes its work over once the Lease
+ * expired (docs/protocol.md, "Volume work"). At a clean stop the Lease
+ * is released, so that happens at once.
  */
 #include "config.h"
 #include "cmd/cli.h"
@@ -19,6 +28,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
+#include "engine/lease.h"
 #include "engine/volumes.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
@@ -32,14 +42,49 @@ on_signal(int sig)
 	agent_stop = 1;
 }
 
+static int
+agent_may_write(void *arg)
+{
+	return lease_write_epoch(arg);
+}
+
+/* The Lease's own client: short timeout, no retries (as the server's). */
+static struct kube *
+lease_client(struct flagset *fs, int64_t deadline_us, int64_t retry_us)
+{
+	struct kube_config_opts co;
+	struct kube_client_opts ko;
+	struct kube_config *cfg = NULL;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct kube *k = NULL;
+
+	memset(&co, 0, sizeof co);
+	co.kubeconfig = flag_str(fs, F_KUBECONFIG);
+	co.context = flag_str(fs, F_CONTEXT);
+	memset(&ko, 0, sizeof ko);
+	ko.timeout_us = deadline_us - retry_us;
+	if (ko.timeout_us < 500000)
+		ko.timeout_us = 500000;
+	ko.max_retries = KUBE_RETRIES_NONE;
+	if (kube_config_load(&co, &cfg, &err) < 0 ||
+	    kube_new(cfg, &ko, &k, &err) < 0) {
+		log_warn("lease client: %s; renewing through the main client",
+		    err.msg);
+		return NULL;
+	}
+	return k;
+}
+
 int
 cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct volumes_config vc;
 	struct volumes_ctx ctx;
-	struct kube *k = NULL;
+	struct kube *k = NULL, *lk = NULL;
 	struct journal *j = NULL;
+	struct lease *lease = NULL;
+	struct lease_opts lo;
 	struct sigaction sa;
 	const char *node, *id;
 	char *idbuf = NULL;
@@ -75,6 +120,13 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 	vc.plugin_timeout_us = flag_duration_us(fs, F_PLUGIN_TIMEOUT);
 	vc.claim_timeout_us = flag_duration_us(fs, F_VOLUME_CLAIM_TIMEOUT);
 	vc.part_size = (size_t)flag_int(fs, F_PART_SIZE);
+	memset(&lo, 0, sizeof lo);
+	lo.namespace = flag_str(fs, F_NAMESPACE);
+	lo.identity = id;
+	lo.lease_duration_us = flag_duration_us(fs, F_LEASE_DURATION);
+	lo.renew_deadline_us = flag_duration_us(fs, F_RENEW_DEADLINE);
+	lo.retry_period_us = flag_duration_us(fs, F_RETRY_PERIOD);
+	vc.lease_duration_us = lo.lease_duration_us;
 	if (volumes_configure(&vc, &err) < 0) {
 		cli_fail("%s", err.msg);
 		goto done;
@@ -87,15 +139,41 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 		cli_fail("%s", err.msg);
 		goto done;
 	}
+	lk = lease_client(fs, lo.renew_deadline_us, lo.retry_period_us);
+	if (lease_new(lk ? lk : k, &lo, &lease, &err) < 0) {
+		cli_fail("%s", err.msg);
+		goto done;
+	}
 	period = flag_duration_us(fs, F_RETRY_PERIOD);
 	if (period <= 0 || period > 2 * TIME_US_PER_SEC)
 		period = TIME_US_PER_SEC;
+	/* No Lease, no claims. */
+	for (ran = 0; !agent_stop; ran = 1) {
+		cairn_err_clear(&err);
+		if (lease_try(lease, &err) == 0)
+			break;
+		if (!ran)
+			log_warn("node-agent %s: cannot hold Lease %s%s yet: %s "
+			    "(claiming nothing until it can)", id,
+			    LEASE_NAME_PREFIX, id, err.msg);
+		time_sleep_us(lo.retry_period_us, &agent_stop);
+	}
+	if (agent_stop) {
+		rc = CLI_EXIT_OK;
+		goto done;
+	}
+	if (lease_start(lease, &err) < 0) {
+		cli_fail("%s", err.msg);
+		goto done;
+	}
 	memset(&ctx, 0, sizeof ctx);
 	ctx.kube = k;
 	ctx.journal = j;
 	ctx.namespace = flag_str(fs, F_NAMESPACE);
 	ctx.server_id = id;
 	ctx.stop = &agent_stop;
+	ctx.may_write = agent_may_write;
+	ctx.may_write_arg = lease;
 	log_info("cairn node-agent %s on node %s: api %s, namespace %s, "
 	    "journal %s", id, node, kube_server(k), ctx.namespace,
 	    journal_path(j));
@@ -109,7 +187,14 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 	log_info("cairn node-agent %s stopping", id);
 	rc = CLI_EXIT_OK;
 done:
+	if (lease != NULL) {
+		/* Others of this node may take over at once. */
+		if (rc == CLI_EXIT_OK && lease_release(lease, &err) < 0)
+			log_warn("releasing the Lease: %s", err.msg);
+		lease_free(lease);
+	}
 	journal_close(j);
+	kube_free(lk);
 	kube_free(k);
 	volumes_shutdown();
 	free(idbuf);

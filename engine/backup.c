@@ -1659,7 +1659,8 @@ bk_complete(struct bk *b, struct cairn_err *err)
 	/* Volumes before the tarball completes: a crash resumes both. */
 	{
 		struct volumes_ctx vc = { b->env->kube, b->env->journal,
-		    b->env->namespace, b->env->server_id, b->jid, b->env->stop };
+		    b->env->namespace, b->env->server_id, b->jid, b->env->stop,
+		    b->env->may_write, b->env->may_write_arg };
 		struct volumes_result vr;
 
 		rc = volumes_backup(&vc, b->obj, b->spec, &vr, err);

@@ -93,6 +93,10 @@ hostpath_ckpt_encode(const struct hostpath_ckpt *ck, char *out, size_t n)
 	cJSON_AddStringToObject(o, "f", ck->last_file);
 	cJSON_AddNumberToObject(o, "b", (double)ck->bytes_done);
 	cJSON_AddNumberToObject(o, "n", (double)ck->files_done);
+	if (ck->gap_from > 0) {
+		cJSON_AddNumberToObject(o, "g", ck->gap_from);
+		cJSON_AddNumberToObject(o, "G", ck->gap_to);
+	}
 	s = json_print(o);
 	cJSON_Delete(o);
 	if (strlen(s) >= n)
@@ -125,7 +129,12 @@ hostpath_ckpt_decode(const char *s, struct hostpath_ckpt *ck)
 		ck->parts = (int)json_int(o, "p", 0);
 		ck->bytes_done = (uint64_t)json_int(o, "b", 0);
 		ck->files_done = (uint64_t)json_int(o, "n", 0);
-		rc = 0;
+		ck->gap_from = (int)json_int(o, "g", 0);
+		ck->gap_to = (int)json_int(o, "G", 0);
+		if (ck->gap_from < 0 || ck->gap_to < ck->gap_from ||
+		    ck->gap_to > ck->parts)
+			ck->gap_from = ck->gap_to = -1;
+		rc = ck->gap_from < 0 ? CAIRN_EINVAL : 0;
 	}
 	cJSON_Delete(o);
 	return rc;
@@ -286,6 +295,8 @@ struct hp_writer {
 	uint64_t part_bytes;	/* compressed bytes in the spool */
 	struct store_part *parts;
 	size_t nparts, aparts;
+	int next;		/* number of the next part */
+	int gap_from, gap_to;	/* numbers left out (takeover), 0 0: none */
 	uint64_t bytes_done, bytes_total, files_done, files_total;
 	uint64_t compressed;
 	char last_file[HOSTPATH_PATH_MAX];
@@ -305,6 +316,20 @@ hp_progress(struct hp_writer *w)
 	if (w->o->progress != NULL)
 		w->o->progress(w->o->arg, w->bytes_done, w->bytes_total,
 		    w->files_done, w->files_total);
+}
+
+/* Ask the caller's fence (before writes, between entries, every 4 MiB). */
+static int
+hp_fence(struct hp_writer *w)
+{
+	int rc;
+
+	if (w->o->fence == NULL)
+		return 0;
+	rc = w->o->fence(w->o->arg, &w->err);
+	if (rc < 0 && w->rc == 0)
+		w->rc = rc;
+	return rc < 0 ? rc : 0;
 }
 
 static int
@@ -377,13 +402,16 @@ hp_cut(struct hp_writer *w, int last)
 	struct store_part *p;
 	struct hostpath_ckpt ck;
 	char etag[STORE_ETAG_MAX];
-	int rc, number = (int)w->nparts + 1;
+	int rc, number = w->next;
 
 	if (hp_deflate(w, Z_FINISH) < 0)
 		return w->rc;
 	if (number > STORE_PART_MAX_NUMBER)
 		return cairn_err_set(&w->err, CAIRN_ETOOBIG, "more than %d "
 		    "parts: raise the part size", STORE_PART_MAX_NUMBER);
+	rc = hp_fence(w);
+	if (rc < 0)
+		return rc;
 	rc = store_src_fd(&src, w->spool, 0, (int64_t)w->part_bytes, &w->err);
 	if (rc == 0)
 		rc = store_mpu_put_part(w->s, w->key, w->upload_id, number,
@@ -395,6 +423,7 @@ hp_cut(struct hp_writer *w, int last)
 		w->parts = xreallocarray(w->parts, w->aparts, sizeof *w->parts);
 	}
 	p = &w->parts[w->nparts++];
+	w->next = number + 1;
 	memset(p, 0, sizeof *p);
 	p->number = number;
 	snprintf(p->etag, sizeof p->etag, "%s", etag);
@@ -411,7 +440,9 @@ hp_cut(struct hp_writer *w, int last)
 	if (!last && w->o->checkpoint != NULL) {
 		memset(&ck, 0, sizeof ck);
 		snprintf(ck.upload_id, sizeof ck.upload_id, "%s", w->upload_id);
-		ck.parts = (int)w->nparts;
+		ck.parts = number;
+		ck.gap_from = w->gap_from;
+		ck.gap_to = w->gap_to;
 		snprintf(ck.last_file, sizeof ck.last_file, "%s", w->last_file);
 		ck.bytes_done = w->bytes_done;
 		ck.files_done = w->files_done;
@@ -497,6 +528,8 @@ hp_file_data(struct hp_writer *w, int fd, const char *rel, off_t size)
 			if (since >= (4u << 20)) {
 				hp_progress(w);
 				since = 0;
+				if (hp_fence(w) < 0)
+					return w->rc;
 			}
 		}
 	}
@@ -519,6 +552,8 @@ hp_entry(void *arg, int dirfd, const char *name, const char *rel,
 	if (w->skip_until != NULL && (strcmp(rel, ".") == 0 ||
 	    hostpath_path_cmp(rel, w->skip_until) <= 0))
 		return 0;
+	if (hp_fence(w) < 0)
+		return w->rc;
 	if (S_ISSOCK(st->st_mode))
 		return 0;	/* tar cannot hold a socket; nothing to keep */
 	archive_entry_clear(w->e);
@@ -604,9 +639,19 @@ hp_spool_open(struct hp_writer *w)
 	return 0;
 }
 
+static int
+part_number_cmp(const void *a, const void *b)
+{
+	const struct store_part *x = a, *y = b;
+
+	return (x->number > y->number) - (x->number < y->number);
+}
+
 struct part_list {
 	struct hp_writer *w;
-	int want;
+	int want;		/* keep 1..want ... */
+	int gap_from, gap_to;	/* ... except these */
+	int highest;		/* highest number the upload holds */
 };
 
 static int
@@ -615,8 +660,11 @@ part_cb(void *arg, const struct store_part *p)
 	struct part_list *pl = arg;
 	struct hp_writer *w = pl->w;
 
-	if (p->number > pl->want)
-		return 1;
+	if (p->number > pl->highest)
+		pl->highest = p->number;
+	if (p->number > pl->want || (p->number >= pl->gap_from &&
+	    p->number <= pl->gap_to))
+		return 0;
 	if (w->nparts == w->aparts) {
 		w->aparts = w->aparts ? w->aparts * 2 : 16;
 		w->parts = xreallocarray(w->parts, w->aparts, sizeof *w->parts);
@@ -670,17 +718,45 @@ hostpath_backup(struct store *s, const char *key, const char *dir,
 	if (o->resume != NULL) {
 		snprintf(w.upload_id, sizeof w.upload_id, "%s",
 		    o->resume->upload_id);
+		int want;
+
+		if (o->resume_foreign && o->resume->gap_from > 0) {
+			rc = cairn_err_set(&w.err, CAIRN_ENOTFOUND, "a published "
+			    "checkpoint of %s with a gap cannot be resumed", key);
+			goto out;
+		}
+		memset(&pl, 0, sizeof pl);
 		pl.w = &w;
 		pl.want = o->resume->parts;
+		pl.gap_from = o->resume->gap_from > 0 ? o->resume->gap_from :
+		    INT_MAX;
+		pl.gap_to = o->resume->gap_to;
 		rc = store_mpu_list_parts(s, key, w.upload_id, part_cb, &pl,
 		    &w.err);
 		if (rc < 0)
 			goto out;
-		if ((int)w.nparts != o->resume->parts) {
+		want = o->resume->parts - (o->resume->gap_from > 0 ?
+		    o->resume->gap_to - o->resume->gap_from + 1 : 0);
+		if ((int)w.nparts != want) {
 			rc = cairn_err_set(&w.err, CAIRN_ENOTFOUND, "upload of "
 			    "%s has %zu of the %d checkpointed parts", key,
-			    w.nparts, o->resume->parts);
+			    w.nparts, want);
 			goto out;
+		}
+		qsort(w.parts, w.nparts, sizeof *w.parts, part_number_cmp);
+		w.gap_from = o->resume->gap_from;
+		w.gap_to = o->resume->gap_to;
+		w.next = o->resume->parts + 1;
+		if (o->resume_foreign) {
+			/*
+			 * The old owner may have stored parts after the
+			 * checkpoint it published and have one more in
+			 * flight: leave all those numbers unused.
+			 */
+			w.gap_from = o->resume->parts + 1;
+			w.gap_to = (pl.highest > o->resume->parts ?
+			    pl.highest : o->resume->parts) + 1;
+			w.next = w.gap_to + 1;
 		}
 		for (size_t i = 0; i < w.nparts; i++)
 			w.compressed += w.parts[i].size;
@@ -691,7 +767,15 @@ hostpath_backup(struct store *s, const char *key, const char *dir,
 		    o->resume->last_file);
 		log_info("resuming %s after part %d (last file %s)",
 		    key, o->resume->parts, o->resume->last_file);
+		if (o->resume_foreign)
+			log_info("%s: another owner's upload: parts %d..%d "
+			    "left out, continuing at part %d", key, w.gap_from,
+			    w.gap_to, w.next);
 	} else {
+		w.next = 1;
+		rc = hp_fence(&w);
+		if (rc < 0)
+			goto out;
 		rc = store_mpu_create(s, key, &id, &w.err);
 		if (rc < 0)
 			goto out;
@@ -739,6 +823,9 @@ hostpath_backup(struct store *s, const char *key, const char *dir,
 		goto out;
 	}
 	rc = hp_cut(&w, 1);
+	if (rc < 0)
+		goto out;
+	rc = hp_fence(&w);
 	if (rc < 0)
 		goto out;
 	rc = store_mpu_complete(s, key, w.upload_id, w.parts, w.nparts,
@@ -839,7 +926,7 @@ hostpath_restore(struct store *s, const char *key, const char *dir,
 	const void *blk;
 	size_t blen;
 	la_int64_t off;
-	uint64_t done = 0, total, files = 0, entry_base;
+	uint64_t done = 0, total, files = 0, entry_base, since = 0;
 	int flags, rc = 0, have_root = 0, lr;
 	mode_t root_mode = 0;
 	uid_t root_uid = 0;
@@ -886,6 +973,8 @@ hostpath_restore(struct store *s, const char *key, const char *dir,
 			rc = cairn_err_set(&r.err, CAIRN_ECANCELED, "stopped");
 			goto out;
 		}
+		if (o->fence != NULL && (rc = o->fence(o->arg, &r.err)) < 0)
+			goto out;
 		lr = archive_read_next_header(a, &e);
 		if (lr == ARCHIVE_EOF)
 			break;
@@ -961,6 +1050,13 @@ hostpath_restore(struct store *s, const char *key, const char *dir,
 				if (o->progress != NULL)
 					o->progress(o->arg, done, total, files,
 					    0);
+				since += blen;
+				if (since >= (4u << 20) && o->fence != NULL) {
+					since = 0;
+					rc = o->fence(o->arg, &r.err);
+					if (rc < 0)
+						goto out;
+				}
 			}
 			done = entry_base + (uint64_t)archive_entry_size(e);
 		}

@@ -19,6 +19,19 @@
  * continues with the first file after last_file. Work redone after a
  * crash is at most one part.
  *
+ * Takeover (another process's checkpoint, opts.resume_foreign): the
+ * previous owner may have stored parts after the checkpoint it published
+ * and may still have one upload in flight, so the parts kept are 1..k and
+ * the copy continues at (highest part number the upload holds) + 2; the
+ * numbers in between are a gap that never enters the object (recorded in
+ * the checkpoint as gap_from..gap_to). Part numbers only ever grow, so a
+ * late write of the old owner can never replace a part of the new one.
+ *
+ * Fencing: opts.fence is asked before every storage write (upload create,
+ * each part, complete), between entries and every 4 MiB of file data; a
+ * negative answer stops the copy with that error before anything more is
+ * written (docs/protocol.md, volume work).
+ *
  * Restore: the object is streamed through libarchive into a target
  * directory with modes, owners (when run as root), times, symlinks and
  * sparse files restored; names that are absolute or hold "..", and any
@@ -53,7 +66,8 @@ int hostpath_path_cmp(const char *a, const char *b);
 /* Resume point of a volume copy. */
 struct hostpath_ckpt {
 	char upload_id[STORE_UPLOAD_ID_MAX];
-	int parts;				/* parts stored: 1..parts */
+	int parts;				/* highest part number stored */
+	int gap_from, gap_to;			/* parts not in the object (0 0: none) */
 	char last_file[HOSTPATH_PATH_MAX];	/* last path in part `parts` */
 	uint64_t bytes_done;			/* file bytes in those parts */
 	uint64_t files_done;			/* entries in those parts */
@@ -81,8 +95,21 @@ struct hostpath_opts {
 	 */
 	int (*checkpoint)(void *arg, const struct hostpath_ckpt *ck,
 	    struct cairn_err *err);
+	/*
+	 * Asked before every storage write, between entries and every
+	 * 4 MiB of data (backup and restore); < 0 stops the copy with that
+	 * error (err filled). NULL: never stops.
+	 */
+	int (*fence)(void *arg, struct cairn_err *err);
 	void *arg;
 	const struct hostpath_ckpt *resume;	/* NULL: start afresh */
+	/*
+	 * resume is another owner's published checkpoint (takeover, or a
+	 * restart without its journal): keep parts 1..resume->parts only and
+	 * continue after every number the upload holds, plus one. It must
+	 * have no gap.
+	 */
+	int resume_foreign;
 	const volatile int *stop;	/* non-zero: CAIRN_ECANCELED at the next file */
 	uint64_t expect_total;		/* restore: file bytes the backup had (progress total) */
 };

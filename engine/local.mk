@@ -42,7 +42,7 @@ endif
 check_PROGRAMS += tests/helpers/restore_runner
 tests_helpers_restore_runner_SOURCES = tests/helpers/restore_runner.c
 tests_helpers_restore_runner_LDADD = engine/libengine.a storage/libstorage.a \
-	journal/libjournal.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
+	journal/libjournal.a web/libweb.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
 # Operations (issue 12): cron, schedules, garbage collection, sync, BSL health.
 engine_libengine_a_SOURCES += \
@@ -80,7 +80,7 @@ tests_helpers_volume_mover_LDADD = engine/libengine.a storage/libstorage.a \
 check_PROGRAMS += tests/helpers/volume_tool
 tests_helpers_volume_tool_SOURCES = tests/helpers/volume_tool.c
 tests_helpers_volume_tool_LDADD = engine/libengine.a storage/libstorage.a \
-	journal/libjournal.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
+	journal/libjournal.a web/libweb.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
 # The web endpoint's view of the server (issue 10): status document,
 # readiness probes, outcome metrics from the journal. Links web/.

@@ -554,7 +554,8 @@ converse(struct prun *r, const volatile int *stop, struct cairn_err *err)
 	struct buf b;
 
 	for (;;) {
-		if (stop != NULL && *stop)
+		if ((stop != NULL && *stop) || (r->cbs != NULL &&
+		    r->cbs->cancel != NULL && r->cbs->cancel(r->cbs->arg)))
 			return cairn_err_set(err, CAIRN_ECANCELED,
 			    "plugin %s: stopped", r->path);
 		now = time_mono_us();

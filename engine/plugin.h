@@ -62,6 +62,12 @@ int plugin_hello_handles(const struct plugin_hello *h, const char *type);
 struct plugin_cbs {
 	void (*progress)(void *arg, int64_t done, int64_t total);
 	void (*property)(void *arg, const char *key, const char *value);
+	/*
+	 * Polled at least every 100 ms: non-zero stops the plugin like
+	 * *stop does (CAIRN_ECANCELED), e.g. when the operation's claim or
+	 * Lease is lost. May be NULL.
+	 */
+	int (*cancel)(void *arg);
 	void *arg;
 };
 

@@ -522,7 +522,8 @@ prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
 		if (!cJSON_IsFalse(json_get(rs->obj, "spec.restorePVs"))) {
 			struct volumes_ctx vc = { rs->env->kube,
 			    rs->env->journal, rs->env->namespace,
-			    rs->env->server_id, rs->jid, rs->env->stop };
+			    rs->env->server_id, rs->jid, rs->env->stop,
+			    rs->env->may_write, rs->env->may_write_arg };
 			struct cairn_err ve = CAIRN_ERR_INIT;
 			cJSON *me = cJSON_CreateObject();
 			int vrc;

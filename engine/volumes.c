@@ -10,6 +10,15 @@
  * label, or the server when no node is known), then updated only by its
  * holder, every write conditional on the resourceVersion it read. A 409
  * whose re-read shows another holder stops the operation (fencing).
+ * Before every status write and storage write the process's Lease is
+ * asked (volumes_ctx.may_write, the same hook as engine_env.may_write);
+ * after a pause or a new holding period the object is re-read first
+ * (struct vfence). An InProgress operation whose holder's Lease expired
+ * (this module's lease_watch, refreshed at most every 250 ms when a
+ * decision needs it) is claimed again with attempt+1 through
+ * engine_claim() and resumed from status.checkpoint: the hostpath mover
+ * keeps the parts the checkpoint vouches for and leaves every later
+ * number of the upload, plus one, unused (hostpath.h, "Takeover").
  *
  * Progress from the mover (hostpath) or the plugin (progress lines) goes
  * to status.progress at most once a second; the hostpath mover's
@@ -47,8 +56,10 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 #include "engine/bsl.h"
+#include "engine/backup.h"
 #include "engine/bspec.h"
 #include "engine/hostpath.h"
+#include "engine/lease.h"
 #include "engine/plugin.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
@@ -61,6 +72,8 @@
 #define VOL_LABEL_MAX		63
 #define VOL_FILE_CAP		(64u << 20)	/* a -volumepluginbackups file */
 #define VOL_RETRIES		5
+#define VOL_WATCH_EVERY_US	(250LL * 1000)	/* lease_watch refreshes */
+#define VOL_LEASE_DEFAULT_US	(15LL * TIME_US_PER_SEC)
 
 static const struct kube_gvr vpb_gvr = { "cairn.io", "v1", "volumepluginbackups" };
 static const struct kube_gvr vpr_gvr = { "cairn.io", "v1", "volumepluginrestores" };
@@ -79,6 +92,12 @@ static struct {
 } vcfg;
 
 static volumes_observer_fn vol_observer;
+
+/* Other processes' Leases, for takeover (see holder_gone). */
+static pthread_mutex_t vwatch_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct lease_watch *vwatch;
+static struct kube *vwatch_kube;
+static int64_t vwatch_at;
 
 void
 volumes_set_observer(volumes_observer_fn fn)
@@ -118,6 +137,12 @@ volumes_configure(const struct volumes_config *c, struct cairn_err *err)
 void
 volumes_shutdown(void)
 {
+	pthread_mutex_lock(&vwatch_mu);
+	lease_watch_free(vwatch);
+	vwatch = NULL;
+	vwatch_kube = NULL;
+	vwatch_at = 0;
+	pthread_mutex_unlock(&vwatch_mu);
 	plugin_dir_free(vcfg.pd);
 	free(vcfg.plugin_dir);
 	free(vcfg.node_name);
@@ -347,6 +372,145 @@ gzip_put(struct store *s, const char *key, const char *text,
 	return rc;
 }
 
+/* ---- Fencing and takeover ---------------------------------------------- */
+
+/*
+ * Is the process `holder` gone: its Lease released, unchanged for its
+ * leaseDurationSeconds on our observation clock, or missing for a lease
+ * duration (lease_watch_expired(), the server's takeover test)?
+ */
+static int
+holder_gone(const struct volumes_ctx *c, const char *holder)
+{
+	struct cairn_err e = CAIRN_ERR_INIT;
+	int64_t now = time_mono_us();
+	int gone;
+
+	if (holder == NULL || holder[0] == '\0')
+		return 1;	/* released at a clean shutdown */
+	pthread_mutex_lock(&vwatch_mu);
+	if (vwatch == NULL || vwatch_kube != c->kube) {
+		lease_watch_free(vwatch);
+		vwatch = lease_watch_new(c->kube, c->namespace,
+		    vcfg.c.lease_duration_us > 0 ? vcfg.c.lease_duration_us :
+		    VOL_LEASE_DEFAULT_US);
+		vwatch_kube = c->kube;
+		vwatch_at = 0;
+	}
+	if (vwatch_at == 0 || now - vwatch_at >= VOL_WATCH_EVERY_US) {
+		if (lease_watch_refresh(vwatch, &e) == 0)
+			vwatch_at = now;
+		else
+			log_warn("volume work: listing Leases: %s", e.msg);
+	}
+	gone = lease_watch_expired(vwatch, holder);
+	pthread_mutex_unlock(&vwatch_mu);
+	return gone;
+}
+
+/*
+ * The fence of one claim: the Lease's write epoch, and the claim
+ * (holder, attempt) that must still stand on the object when the Lease
+ * lapsed or its epoch changed since the last check.
+ */
+struct vfence {
+	const struct volumes_ctx *c;
+	const struct kube_gvr *gvr;
+	const char *what;
+	char name[VOL_NAME_MAX + 1];
+	char holder[VOL_NAME_MAX + 1];	/* "": the Lease only */
+	int64_t attempt;
+	int epoch;			/* may_write() of the last check; 0: re-read */
+	int fenced;
+};
+
+static void
+vf_init(struct vfence *f, const struct volumes_ctx *c,
+    const struct kube_gvr *gvr, const char *what, const cJSON *obj)
+{
+	memset(f, 0, sizeof *f);
+	f->c = c;
+	f->gvr = gvr;
+	f->what = what;
+	snprintf(f->name, sizeof f->name, "%s",
+	    json_str_or(obj, "metadata.name", ""));
+	snprintf(f->holder, sizeof f->holder, "%s",
+	    json_str_or(obj, "status.claim.holder", ""));
+	f->attempt = json_int(obj, "status.claim.attempt", 0);
+}
+
+static int
+vf_ours(const struct vfence *f, const cJSON *obj)
+{
+	return strcmp(json_str_or(obj, "status.claim.holder", ""),
+	    f->holder) == 0 &&
+	    json_int(obj, "status.claim.attempt", 0) == f->attempt;
+}
+
+/*
+ * May the holder of f write now? Waits while the Lease is not renewed
+ * (self-fencing); after such a pause, a new epoch, or on the first check
+ * of a fence without a known epoch, re-reads the object and stops with
+ * CAIRN_EFENCED unless the claim is still the same. CAIRN_ECANCELED when
+ * stopped meanwhile.
+ */
+static int
+vf_check(struct vfence *f, struct cairn_err *err)
+{
+	const struct volumes_ctx *c = f->c;
+	cJSON *fresh = NULL;
+	int waited = 0, ep, rc;
+
+	if (f->fenced)
+		return cairn_err_set(err, CAIRN_EFENCED, "ownership of %s %s "
+		    "lost", f->what, f->name);
+	if (c->may_write == NULL)
+		return 0;
+	for (;;) {
+		while ((ep = c->may_write(c->may_write_arg)) == 0) {
+			if (c->stop != NULL && *c->stop)
+				return cairn_err_set(err, CAIRN_ECANCELED,
+				    "stopped");
+			if (!waited)
+				log_warn("%s %s: Lease not renewed in time: "
+				    "writes paused", f->what, f->name);
+			waited = 1;
+			time_sleep_us(100000, c->stop);
+		}
+		if (!waited && f->epoch != 0 && ep == f->epoch)
+			return 0;
+		if (f->holder[0] == '\0') {
+			f->epoch = ep;
+			return 0;
+		}
+		rc = kube_get(c->kube, f->gvr, c->namespace, f->name, &fresh,
+		    NULL);
+		if (rc == 0 && vf_ours(f, fresh)) {
+			cJSON_Delete(fresh);
+			if (waited || f->epoch != 0)
+				log_info("%s %s: Lease renewed, claim still "
+				    "ours: writes resume", f->what, f->name);
+			f->epoch = ep;
+			return 0;
+		}
+		if (rc == 0 || rc == CAIRN_ENOTFOUND) {
+			log_warn("%s %s: claim lost to %s attempt %lld while "
+			    "writes were paused: stopping", f->what, f->name,
+			    json_str_or(fresh, "status.claim.holder", "(none)"),
+			    (long long)json_int(fresh, "status.claim.attempt",
+			    0));
+			cJSON_Delete(fresh);
+			f->fenced = 1;
+			return cairn_err_set(err, CAIRN_EFENCED, "ownership of "
+			    "%s %s lost", f->what, f->name);
+		}
+		/* Not verified yet (API error): keep waiting. */
+		time_sleep_us(200000, c->stop);
+		if (c->stop != NULL && *c->stop)
+			return cairn_err_set(err, CAIRN_ECANCELED, "stopped");
+	}
+}
+
 /* ---- One operation: status writes with fencing ------------------------- */
 
 struct vop {
@@ -358,6 +522,9 @@ struct vop {
 	cJSON *status;			/* ours (owned) */
 	int64_t attempt;
 	int fenced;
+	int claimed;			/* claimed by this call (not a resume of ours) */
+	struct vfence f;		/* our claim */
+	char ckpt[HOSTPATH_CKPT_MAX];	/* last mover checkpoint (journal) */
 	int64_t last_write;		/* mono us */
 	int64_t jid;
 	char volume[JOURNAL_NAME_MAX];
@@ -383,9 +550,18 @@ vop_write(struct vop *v, struct cairn_err *err)
 	cJSON *body, *out = NULL, *fresh = NULL;
 	int rc = CAIRN_EFAIL, i;
 
-	if (v->fenced)
-		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
+	if (v->fenced || v->f.fenced) {
+		v->fenced = 1;
+		return cairn_err_set(err, CAIRN_EFENCED, "ownership of %s %s "
+		    "lost", v->what, v->name);
+	}
 	for (i = 0; i < VOL_RETRIES; i++) {
+		rc = vf_check(&v->f, err);
+		if (rc < 0) {
+			if (rc == CAIRN_EFENCED)
+				v->fenced = 1;
+			return rc;
+		}
 		body = cJSON_Duplicate(v->obj, 1);
 		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
 		cJSON_AddItemToObject(body, "status",
@@ -399,10 +575,20 @@ vop_write(struct vop *v, struct cairn_err *err)
 			v->last_write = time_mono_us();
 			return 0;
 		}
+		if (rc == CAIRN_ENOTFOUND) {
+			v->fenced = v->f.fenced = 1;
+			return cairn_err_set(err, CAIRN_EFENCED, "%s %s was "
+			    "deleted", v->what, v->name);
+		}
 		if (rc != CAIRN_ECONFLICT)
 			return rc;
 		rc = kube_get(v->c->kube, v->gvr, v->c->namespace, v->name,
 		    &fresh, &e2);
+		if (rc == CAIRN_ENOTFOUND) {
+			v->fenced = v->f.fenced = 1;
+			return cairn_err_set(err, CAIRN_EFENCED, "%s %s was "
+			    "deleted", v->what, v->name);
+		}
 		if (rc < 0)
 			return cairn_err_copy(err, &e2);
 		if (!vop_ours(v, fresh)) {
@@ -410,7 +596,7 @@ vop_write(struct vop *v, struct cairn_err *err)
 			    v->name, json_str_or(fresh, "status.claim.holder",
 			    "(none)"));
 			cJSON_Delete(fresh);
-			v->fenced = 1;
+			v->fenced = v->f.fenced = 1;
 			return cairn_err_set(err, CAIRN_EFENCED, "ownership of "
 			    "%s %s lost", v->what, v->name);
 		}
@@ -430,8 +616,12 @@ vop_free(struct vop *v)
 }
 
 /*
- * Claim obj (New, or ours after a restart). 0: ours now (v filled),
- * 1: not ours to run (someone else, or final), < 0: error.
+ * Claim obj: New (attempt 1), ours after a restart (resume, same
+ * attempt), or InProgress under a holder whose Lease is gone (takeover,
+ * attempt+1). The claim write is engine_claim(), conditional on the
+ * resourceVersion read, and only made while our Lease is held. 0: ours
+ * now (v filled), 1: not ours to run (someone else, final, or no Lease
+ * now), < 0: error.
  */
 static int
 vop_claim(struct vop *v, const struct volumes_ctx *c,
@@ -439,9 +629,11 @@ vop_claim(struct vop *v, const struct volumes_ctx *c,
     struct cairn_err *err)
 {
 	const char *phase = json_str_or(obj, "status.phase", "New");
-	char ts[TIME_STR_MAX];
-	cJSON *claim;
-	int rc;
+	const char *holder = json_str_or(obj, "status.claim.holder", "");
+	struct engine_env env;
+	char ts[TIME_STR_MAX], *worker;
+	cJSON *body, *out = NULL;
+	int rc, ep = 0, takeover = 0;
 
 	memset(v, 0, sizeof *v);
 	v->c = c;
@@ -452,46 +644,63 @@ vop_claim(struct vop *v, const struct volumes_ctx *c,
 	v->status = cJSON_Duplicate(json_get(obj, "status"), 1);
 	if (v->status == NULL)
 		v->status = cJSON_CreateObject();
+	vf_init(&v->f, c, gvr, what, obj);
 	if (is_final(phase))
 		return 1;
-	if (strcmp(phase, "InProgress") == 0) {
-		if (strcmp(json_str_or(obj, "status.claim.holder", ""),
-		    c->server_id) != 0)
-			return 1;
+	if (strcmp(phase, "InProgress") == 0 &&
+	    strcmp(holder, c->server_id) == 0) {
 		v->attempt = json_int(obj, "status.claim.attempt", 1);
 		log_info("%s %s: resuming (attempt %lld)", what, v->name,
 		    (long long)v->attempt);
 		if (vol_observer != NULL)
 			vol_observer(gvr == &vpr_gvr, "attempt", 0);
-		return 0;
+		return 0;	/* the fence re-reads before the first write */
 	}
+	if (strcmp(phase, "InProgress") == 0) {
+		if (!holder_gone(c, holder))
+			return 1;	/* alive: its work */
+		takeover = 1;
+	}
+	/* No Lease, no claim. */
+	if (c->may_write != NULL && (ep = c->may_write(c->may_write_arg)) == 0)
+		return 1;
 	v->attempt = json_int(obj, "status.claim.attempt", 0) + 1;
-	json_set_str(v->status, "phase", "InProgress");
-	time_format_rfc3339(time_now_us(), ts);
-	json_set_str(v->status, "startTimestamp", ts);
-	claim = cJSON_CreateObject();
-	cJSON_AddStringToObject(claim, "holder", c->server_id);
-	cJSON_AddNumberToObject(claim, "attempt", (double)v->attempt);
-	cJSON_AddStringToObject(claim, "claimedAt", ts);
-	json_set_item(v->status, "claim", claim);
-	{
-		cJSON *body = cJSON_Duplicate(v->obj, 1), *out = NULL;
-
-		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
-		cJSON_AddItemToObject(body, "status",
-		    cJSON_Duplicate(v->status, 1));
-		rc = kube_update_status(c->kube, gvr, c->namespace, body, &out,
-		    err);
-		cJSON_Delete(body);
-		if (rc == CAIRN_ECONFLICT)
-			return 1;	/* someone else won */
-		if (rc < 0)
-			return rc;
-		cJSON_Delete(v->obj);
-		v->obj = out;
+	body = cJSON_Duplicate(v->obj, 1);
+	if (!takeover) {
+		time_format_rfc3339(time_now_us(), ts);
+		json_set_str(body, "status.startTimestamp", ts);
 	}
-	log_info("%s %s: claimed (attempt %lld)", what, v->name,
-	    (long long)v->attempt);
+	memset(&env, 0, sizeof env);
+	env.kube = c->kube;
+	env.journal = c->journal;
+	env.server_id = c->server_id;
+	env.namespace = c->namespace;
+	worker = xasprintf("%s/volumes", c->server_id);
+	rc = engine_claim(&env, gvr, body, worker, v->attempt, &out, err);
+	free(worker);
+	cJSON_Delete(body);
+	if (rc == CAIRN_ECONFLICT) {
+		cJSON_Delete(out);
+		return 1;	/* someone else won */
+	}
+	if (rc < 0) {
+		cJSON_Delete(out);
+		return rc;
+	}
+	cJSON_Delete(v->obj);
+	v->obj = out;
+	cJSON_Delete(v->status);
+	v->status = cJSON_Duplicate(json_get(out, "status"), 1);
+	vf_init(&v->f, c, gvr, what, out);
+	v->f.epoch = ep;
+	v->claimed = 1;
+	if (takeover)
+		log_info("%s %s: taken over from %s (attempt %lld)", what,
+		    v->name, holder[0] ? holder : "(released)",
+		    (long long)v->attempt);
+	else
+		log_info("%s %s: claimed (attempt %lld)", what, v->name,
+		    (long long)v->attempt);
 	if (vol_observer != NULL)
 		vol_observer(gvr == &vpr_gvr, "attempt", 0);
 	return 0;
@@ -519,8 +728,9 @@ vop_journal(struct vop *v, const char *phase, const char *ckpt)
 	jv.bytes_total = (int64_t)v->total;
 	jv.files_done = (int64_t)v->files;
 	jv.files_total = (int64_t)v->files_total;
-	if (ckpt != NULL)
-		snprintf(jv.last_file, sizeof jv.last_file, "%s", ckpt);
+	/* Progress rows keep the last checkpoint: it is the resume point. */
+	snprintf(jv.last_file, sizeof jv.last_file, "%s",
+	    ckpt != NULL ? ckpt : v->ckpt);
 	if (journal_volume_set(v->c->journal, v->jid, &jv, &e) < 0)
 		log_warn("%s %s: journal: %s", v->what, v->name, e.msg);
 }
@@ -624,7 +834,19 @@ hp_ckpt_cb(void *arg, const struct hostpath_ckpt *ck, struct cairn_err *err)
 	if (hostpath_ckpt_encode(ck, enc, sizeof enc) < 0)
 		return 0;	/* too long to keep: the next part will do */
 	/* Journal first, cluster second. */
+	snprintf(v->ckpt, sizeof v->ckpt, "%s", enc);
 	vop_journal(v, "InProgress", enc);
+	if (ck->gap_from > 0) {
+		/*
+		 * Parts with a gap (we took the copy over): status keeps the
+		 * old owner's gapless checkpoint, from which any later owner
+		 * can resume (its parts are still in the upload).
+		 */
+		vop_set_progress(v);
+		if (time_mono_us() - v->last_write < VOL_STATUS_EVERY_US)
+			return 0;
+		return vop_write(v, err) == CAIRN_EFENCED ? CAIRN_EFENCED : 0;
+	}
 	cp = cJSON_CreateObject();
 	cJSON_AddStringToObject(cp, "uploadID", ck->upload_id);
 	cJSON_AddNumberToObject(cp, "parts", ck->parts);
@@ -641,25 +863,50 @@ hp_ckpt_cb(void *arg, const struct hostpath_ckpt *ck, struct cairn_err *err)
 	return 0;
 }
 
-/* The resume point of volume v: journal first, else status.checkpoint. */
+/* The mover asks before every write, between files and every 4 MiB. */
 static int
-find_resume(struct vop *v, struct hostpath_ckpt *ck)
+hp_fence_cb(void *arg, struct cairn_err *err)
+{
+	struct vop *v = arg;
+	int rc;
+
+	if (v->fenced)
+		return cairn_err_set(err, CAIRN_EFENCED, "ownership of %s %s "
+		    "lost", v->what, v->name);
+	rc = vf_check(&v->f, err);
+	if (rc == CAIRN_EFENCED)
+		v->fenced = 1;
+	return rc;
+}
+
+/*
+ * The resume point of volume v: our journal when we resume our own claim
+ * (*foreign 0), else the checkpoint published in status.checkpoint
+ * (*foreign 1: a takeover, or our journal lost).
+ */
+static int
+find_resume(struct vop *v, struct hostpath_ckpt *ck, int *foreign)
 {
 	struct journal_volume *vols = NULL;
 	size_t n = 0, i;
 	int found = 0;
 	const cJSON *cp;
 
-	if (v->jid > 0 && journal_volumes(v->c->journal, v->jid, &vols, &n,
-	    NULL) == 0) {
+	*foreign = 0;
+	if (!v->claimed && v->jid > 0 && journal_volumes(v->c->journal,
+	    v->jid, &vols, &n, NULL) == 0) {
 		for (i = 0; i < n; i++)
 			if (strcmp(vols[i].volume, v->volume) == 0 &&
 			    hostpath_ckpt_decode(vols[i].last_file, ck) == 0)
 				found = 1;
 		free(vols);
 	}
-	if (found)
+	if (found) {
+		snprintf(v->ckpt, sizeof v->ckpt, "%s", "");
+		(void)hostpath_ckpt_encode(ck, v->ckpt, sizeof v->ckpt);
 		return 1;
+	}
+	*foreign = 1;
 	cp = json_get(v->obj, "status.checkpoint");
 	if (cp != NULL && json_str(cp, "uploadID") != NULL &&
 	    json_str(cp, "lastFile") != NULL && json_int(cp, "parts", 0) > 0) {
@@ -689,6 +936,45 @@ plug_progress(void *arg, int64_t done, int64_t total)
 	vop_progress(p->v, (uint64_t)done, (uint64_t)total, 0, 0, 0);
 }
 
+/* Stop the plugin when the claim is lost or the Lease lapsed. */
+static int
+plug_cancel(void *arg)
+{
+	struct plug_arg *p = arg;
+	const struct volumes_ctx *c = p->v->c;
+	int ep;
+
+	if (p->v->fenced)
+		return 1;
+	if (c->may_write == NULL)
+		return 0;
+	ep = c->may_write(c->may_write_arg);
+	return ep == 0 || (p->v->f.epoch != 0 && ep != p->v->f.epoch);
+}
+
+/*
+ * A plugin run ended by plug_cancel or stop: CAIRN_EFENCED when the claim
+ * is gone, CAIRN_ECANCELED when stopped, else (the Lease came back and
+ * the claim is still ours) an error that leaves the operation InProgress
+ * to be run again.
+ */
+static int
+plug_canceled(struct vop *v, int rc, struct cairn_err *e)
+{
+	struct cairn_err e2 = CAIRN_ERR_INIT;
+
+	if (v->c->stop != NULL && *v->c->stop)
+		return rc;
+	rc = vf_check(&v->f, &e2);
+	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED) {
+		if (rc == CAIRN_EFENCED)
+			v->fenced = 1;
+		return cairn_err_copy(e, &e2);
+	}
+	return cairn_err_set(e, CAIRN_EFAIL, "%s %s: the plugin was stopped "
+	    "while the Lease lapsed; it runs again", v->what, v->name);
+}
+
 static void
 plug_property(void *arg, const char *k, const char *val)
 {
@@ -715,7 +1001,7 @@ vpb_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
 	const char *provider = json_str_or(obj, "spec.provider", "");
 	const char *vpath = json_str(obj, "spec.volumePath");
 	char *key = NULL, *dir = NULL;
-	int rc, pi;
+	int rc, pi, canceled;
 
 	rc = vop_claim(&v, c, &vpb_gvr, "VolumePluginBackup", obj, err);
 	if (rc != 0) {
@@ -730,6 +1016,8 @@ vpb_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
 		goto out;
 	}
 	v.jid = item_jid(c, JOURNAL_KIND_BACKUP, backup);
+	if (v.claimed)
+		vop_journal(&v, "InProgress", NULL);	/* forget older attempts */
 	v.done = (uint64_t)json_int(v.obj, "status.progress.bytesDone", 0);
 	v.total = (uint64_t)json_int(v.obj, "status.progress.totalBytes", 0);
 	pi = plugin_index(provider);
@@ -748,21 +1036,26 @@ vpb_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
 		ho.spool_dir = vcfg.spool_dir;
 		ho.progress = hp_progress_cb;
 		ho.checkpoint = hp_ckpt_cb;
+		ho.fence = hp_fence_cb;
 		ho.arg = &v;
 		ho.stop = c->stop;
-		if (find_resume(&v, &ck))
+		if (find_resume(&v, &ck, &ho.resume_foreign))
 			ho.resume = &ck;
 		rc = hostpath_backup(bsl_store(loc), key, dir, &ho, &hs, &e);
-		if (rc == CAIRN_ENOTFOUND && ho.resume != NULL) {
+		if (rc == CAIRN_ENOTFOUND && ho.resume != NULL && !v.fenced) {
 			log_warn("VolumePluginBackup %s: cannot resume (%s): "
 			    "starting again", v.name, e.msg);
 			ho.resume = NULL;
+			ho.resume_foreign = 0;
 			v.done = 0;
+			v.ckpt[0] = '\0';
 			rc = hostpath_backup(bsl_store(loc), key, dir, &ho, &hs,
 			    &e);
 		}
-		if (rc == CAIRN_ECANCELED || rc == CAIRN_EFENCED) {
+		if (rc == CAIRN_ECANCELED || rc == CAIRN_EFENCED || v.fenced) {
 			cairn_err_copy(err, &e);
+			if (v.fenced)
+				rc = CAIRN_EFENCED;
 			goto out;	/* stays InProgress: resumes later */
 		}
 		if (rc < 0) {
@@ -816,13 +1109,17 @@ vpb_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
 	pa.props = cJSON_CreateObject();
 	cbs.progress = plug_progress;
 	cbs.property = plug_property;
+	cbs.cancel = plug_cancel;
 	cbs.arg = &pa;
 	rc = plugin_run(plugin_dir_path(vcfg.pd, (size_t)pi), req, &vcfg.lim,
 	    &cbs, NULL, c->stop, NULL, &res, &e);
+	canceled = rc == CAIRN_ECANCELED;
+	if (canceled)
+		rc = plug_canceled(&v, rc, &e);
 	json_set_item(v.status, "backupProperties", pa.props);
-	if (rc == CAIRN_ECANCELED) {
+	if (canceled) {
 		cairn_err_copy(err, &e);
-		goto out;
+		goto out;	/* stays InProgress */
 	}
 	if (rc < 0 || json_str(res, "snapshotID") == NULL) {
 		rc = vop_finish(&v, "Failed", rc < 0 ? e.msg :
@@ -850,6 +1147,7 @@ out:
 struct pv_walk {
 	const struct volumes_ctx *c;
 	const cJSON *backup;
+	struct vfence *bf;		/* the Backup's claim */
 	const struct bspec *spec;
 	cJSON *made;		/* array of VPB names created or found */
 	int rc;
@@ -878,6 +1176,11 @@ pv_cb(void *arg, cJSON *pv)
 		log_info("backup %s: volume %s (%s) has no plugin: skipped",
 		    bname, pvname, type);
 		return 0;
+	}
+	rc = vf_check(w->bf, &w->err);
+	if (rc < 0) {
+		w->rc = rc;
+		return rc;
 	}
 	name = op_name(bname, pvname);
 	node = pv_node(w->c->kube, pv);
@@ -974,10 +1277,13 @@ list_ops(const struct volumes_ctx *c, const struct kube_gvr *gvr,
 	return 0;
 }
 
-/* Fail a New operation nobody claimed in time (conditional write). */
+/*
+ * Fail a New operation nobody claimed in time (conditional write, made
+ * for the Backup/Restore whose claim f is).
+ */
 static void
 expire_unclaimed(const struct volumes_ctx *c, const struct kube_gvr *gvr,
-    cJSON *op)
+    cJSON *op, struct vfence *f)
 {
 	int64_t created = 0, limit = vcfg.c.claim_timeout_us > 0 ?
 	    vcfg.c.claim_timeout_us : VOL_CLAIM_TIMEOUT_US;
@@ -987,6 +1293,8 @@ expire_unclaimed(const struct volumes_ctx *c, const struct kube_gvr *gvr,
 
 	if (time_parse(json_str_or(op, "metadata.creationTimestamp", ""),
 	    &created) < 0 || time_now_us() - created < limit)
+		return;
+	if (vf_check(f, NULL) < 0)
 		return;
 	msg = xasprintf("no cairn node-agent on node %s claimed it",
 	    json_str_or(op, "spec.node", "(none)"));
@@ -1044,6 +1352,7 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 {
 	struct pv_walk w;
 	struct bsl *loc = NULL;
+	struct vfence bf;
 	const char *bname = json_str_or(backup, "metadata.name", "");
 	const cJSON *sv = json_get(backup, "spec.snapshotVolumes");
 	cJSON *items = NULL, *op;
@@ -1052,7 +1361,9 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 
 	memset(res, 0, sizeof *res);
 	memset(&w, 0, sizeof w);
+	vf_init(&bf, c, &backups_gvr, "Backup", backup);
 	w.made = cJSON_CreateArray();
+	w.bf = &bf;
 	if (!cJSON_IsFalse(sv)) {
 		w.c = c;
 		w.backup = backup;
@@ -1064,12 +1375,15 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 			goto out;
 		}
 	}
-	/* Run ours, wait for the others. */
+	/* Run ours, wait for the others (and take over the dead's). */
 	for (;;) {
 		if (c->stop != NULL && *c->stop) {
 			rc = cairn_err_set(err, CAIRN_ECANCELED, "stopped");
 			goto out;
 		}
+		rc = vf_check(&bf, err);	/* still the Backup's owner? */
+		if (rc < 0)
+			goto out;
 		cJSON_Delete(items);
 		items = NULL;
 		rc = list_ops(c, &vpb_gvr, VOLUMES_LABEL_BACKUP, bname, &items,
@@ -1087,13 +1401,14 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 			pending++;
 			if (may_run(label_of(op, VOLUMES_LABEL_NODE))) {
 				rc = vpb_run(c, op, err);
-				if (rc == CAIRN_ECANCELED || rc == CAIRN_EFENCED)
+				if (rc == CAIRN_ECANCELED)
 					goto out;
+				/* EFENCED: the operation is someone else's now */
 				if (rc < 0)
 					log_warn("backup %s: %s", bname,
 					    err->msg);
 			} else if (strcmp(phase, "New") == 0) {
-				expire_unclaimed(c, &vpb_gvr, op);
+				expire_unclaimed(c, &vpb_gvr, op, &bf);
 			}
 		}
 		if (pending == 0)
@@ -1123,7 +1438,9 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 		goto out;
 	text = cJSON_PrintUnformatted(items);
 	key = bsl_backup_key(loc, bname, LAYOUT_BACKUP_VOLUMEPLUGINBACKUPS);
-	rc = gzip_put(bsl_store(loc), key, text, err);
+	rc = vf_check(&bf, err);
+	if (rc == 0)
+		rc = gzip_put(bsl_store(loc), key, text, err);
 	if (rc < 0)
 		goto out;
 	free(text);
@@ -1135,7 +1452,9 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 		cJSON_Delete(snaps);
 	}
 	key = bsl_backup_key(loc, bname, LAYOUT_BACKUP_VOLUMESNAPSHOTS);
-	rc = gzip_put(bsl_store(loc), key, text, err);
+	rc = vf_check(&bf, err);
+	if (rc == 0)
+		rc = gzip_put(bsl_store(loc), key, text, err);
 	if (rc == 0 && res->total > 0)
 		log_info("backup %s: %d volume(s): %d completed, %d failed",
 		    bname, res->total, res->completed, res->failed);
@@ -1165,7 +1484,7 @@ vpr_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
 	const char *provider = json_str_or(obj, "spec.provider", "");
 	const char *target = json_str(obj, "spec.targetPath");
 	char *dir = NULL;
-	int rc, pi;
+	int rc, pi, canceled;
 
 	rc = vop_claim(&v, c, &vpr_gvr, "VolumePluginRestore", obj, err);
 	if (rc != 0) {
@@ -1195,13 +1514,20 @@ vpr_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
 		}
 		memset(&ho, 0, sizeof ho);
 		ho.progress = hp_progress_cb;
+		ho.fence = hp_fence_cb;
 		ho.arg = &v;
 		ho.stop = c->stop;
 		ho.expect_total = v.total;
+		/*
+		 * A takeover extracts the whole archive again into the same
+		 * directory: entries already there are replaced.
+		 */
 		rc = hostpath_restore(bsl_store(loc),
 		    json_str_or(obj, "spec.snapshotID", ""), dir, &ho, &hs, &e);
-		if (rc == CAIRN_ECANCELED) {
+		if (rc == CAIRN_ECANCELED || rc == CAIRN_EFENCED || v.fenced) {
 			cairn_err_copy(err, &e);
+			if (v.fenced)
+				rc = CAIRN_EFENCED;
 			goto out;
 		}
 		if (rc < 0) {
@@ -1241,13 +1567,17 @@ vpr_run(const struct volumes_ctx *c, const cJSON *obj, struct cairn_err *err)
 	pa.props = cJSON_CreateObject();
 	cbs.progress = plug_progress;
 	cbs.property = plug_property;
+	cbs.cancel = plug_cancel;
 	cbs.arg = &pa;
 	rc = plugin_run(plugin_dir_path(vcfg.pd, (size_t)pi), req, &vcfg.lim,
 	    &cbs, NULL, c->stop, NULL, &res, &e);
+	canceled = rc == CAIRN_ECANCELED;
+	if (canceled)
+		rc = plug_canceled(&v, rc, &e);
 	json_set_item(v.status, "restoreProperties", pa.props);
-	if (rc == CAIRN_ECANCELED) {
+	if (canceled) {
 		cairn_err_copy(err, &e);
-		goto out;
+		goto out;	/* stays InProgress */
 	}
 	if (rc < 0) {
 		rc = vop_finish(&v, "Failed", e.msg, err);
@@ -1413,8 +1743,10 @@ volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
 	const char *pvname = json_str_or(pv, "metadata.name", "");
 	const char *type, *path, *phase;
 	char *name = NULL, *target = NULL, *node = NULL, *lv;
+	struct vfence rf;
 	int rc;
 
+	vf_init(&rf, c, &restores_gvr, "Restore", restore);
 	rc = kube_get(c->kube, &backups_gvr, c->namespace, backup_name, &backup,
 	    err);
 	if (rc < 0)
@@ -1474,7 +1806,9 @@ volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
 	if (json_get(vpb, "status.backupProperties") != NULL)
 		cJSON_AddItemToObject(spec, "backupProperties", cJSON_Duplicate(
 		    json_get(vpb, "status.backupProperties"), 1));
-	rc = kube_create(c->kube, &vpr_gvr, c->namespace, o, NULL, err);
+	rc = vf_check(&rf, err);
+	if (rc == 0)
+		rc = kube_create(c->kube, &vpr_gvr, c->namespace, o, NULL, err);
 	cJSON_Delete(o);
 	if (rc < 0 && rc != CAIRN_EEXIST)
 		goto out;
@@ -1488,14 +1822,22 @@ volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
 		phase = json_str_or(cur, "status.phase", "New");
 		if (is_final(phase))
 			break;
+		rc = vf_check(&rf, err);	/* still the Restore's owner? */
+		if (rc < 0)
+			goto out;
 		if (may_run(label_of(cur, VOLUMES_LABEL_NODE))) {
 			rc = vpr_run(c, cur, err);
-			if (rc == CAIRN_ECANCELED || rc == CAIRN_EFENCED)
+			if (rc == CAIRN_ECANCELED)
 				goto out;
+			/* EFENCED: the operation is someone else's now */
+			if (rc < 0 && rc != CAIRN_EFENCED)
+				log_warn("%s: %s", name, err->msg);
+			if (rc < 0 || strcmp(phase, "InProgress") == 0)
+				time_sleep_us(VOL_WAIT_POLL_US, c->stop);
 			continue;
 		}
 		if (strcmp(phase, "New") == 0)
-			expire_unclaimed(c, &vpr_gvr, cur);
+			expire_unclaimed(c, &vpr_gvr, cur, &rf);
 		if (c->stop != NULL && *c->stop) {
 			rc = cairn_err_set(err, CAIRN_ECANCELED, "stopped");
 			goto out;
@@ -1548,8 +1890,11 @@ poll_kind(const struct volumes_ctx *c, const struct kube_gvr *gvr,
 		    VOLUMES_LABEL_NODE)))
 			continue;
 		if (strcmp(phase, "InProgress") == 0 && strcmp(json_str_or(op,
-		    "status.claim.holder", ""), c->server_id) != 0)
-			continue;
+		    "status.claim.holder", ""), c->server_id) != 0 &&
+		    !holder_gone(c, json_str_or(op, "status.claim.holder", "")))
+			continue;	/* its holder is alive */
+		if (c->may_write != NULL && c->may_write(c->may_write_arg) == 0)
+			break;		/* no Lease: no claims, no writes */
 		rc = run(c, op, err);
 		if (ran != NULL)
 			(*ran)++;

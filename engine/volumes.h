@@ -13,6 +13,19 @@
  * backups: a status write phase=InProgress + status.claim with the
  * resourceVersion read; 409 means someone else has it.
  *
+ * Fencing and takeover (docs/protocol.md, "Volume work"): the holder is
+ * the process's server id, whose Lease is cairn-<id>. Every storage
+ * write and status write of an operation first asks volumes_ctx.may_write
+ * (the Lease's write epoch, as engine_env.may_write); after a pause or a
+ * new epoch the object is re-read and the work stops (CAIRN_EFENCED)
+ * unless the claim is still ours. Status writes are conditional on the
+ * resourceVersion read; a 409 whose re-read shows another holder stops
+ * the work too. The hostpath mover asks between files and every 4 MiB.
+ * An InProgress operation whose holder's Lease expired (lease_watch, the
+ * test the server uses for Backups) or was released is claimed again with
+ * attempt+1 by a process that may run it (same node; no node: a server)
+ * and resumed from its published status.checkpoint.
+ *
  * Plugins never see cluster credentials; cairn writes the objects on
  * their behalf from what they report (docs/plugins.md).
  *
@@ -48,6 +61,8 @@ struct volumes_config {
 	int64_t claim_timeout_us;	/* node-named work not claimed by then fails; 0: 10 min */
 	size_t part_size;		/* hostpath part size; 0: HOSTPATH_PART_SIZE */
 	const char *spool_dir;		/* hostpath part spool; NULL: $TMPDIR */
+	/* judges holders whose Lease is missing (takeover); 0: 15 s */
+	int64_t lease_duration_us;
 };
 
 /*
@@ -65,6 +80,13 @@ struct volumes_ctx {
 	const char *server_id;		/* claim holder */
 	int64_t jid;			/* journal item of the Backup/Restore; 0: make one */
 	const volatile int *stop;
+	/*
+	 * Self-fencing hook, as engine_env.may_write (the Lease's
+	 * lease_write_epoch()): 0 pauses writes; a new value makes the work
+	 * re-read its claim before writing. NULL: always allowed (tools).
+	 */
+	int (*may_write)(void *arg);
+	void *may_write_arg;
 };
 
 struct volumes_result {
@@ -86,8 +108,9 @@ struct volumes_result {
  * ended) and <name>-volumesnapshots.json.gz (Velero's Volume snapshot
  * list). res counts the outcomes: the backup is PartiallyFailed when
  * res->failed > 0. Returns 0, CAIRN_ECANCELED when stopped (VPBs stay
- * InProgress and resume), or an error (API, storage) that leaves the
- * backup to be retried.
+ * InProgress and resume), CAIRN_EFENCED when the Backup's claim
+ * (backup's status.claim) or an operation's was lost, or an error (API,
+ * storage) that leaves the backup to be retried.
  */
 int volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 	const struct bspec *spec, struct volumes_result *res,
@@ -118,8 +141,9 @@ int volumes_delete_backup(const struct volumes_ctx *c, const cJSON *backup,
 
 /*
  * One pass of the node-agent (and of the server for node-less work left
- * behind): claim and run every New VPB/VPR this process may run, and
- * resume those it holds. *ran (may be NULL) counts the operations run.
+ * behind): claim and run every New VPB/VPR this process may run, resume
+ * those it holds, and take over those whose holder's Lease expired.
+ * *ran (may be NULL) counts the operations run.
  */
 int volumes_poll(const struct volumes_ctx *c, int *ran, struct cairn_err *err);
 

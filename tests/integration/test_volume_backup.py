@@ -9,7 +9,9 @@ the restore controller: each PV points at a fresh directory holding a
 byte-identical tree (modes, times, symlinks, sparse files, odd names).
 Also: plugins that exit early, print garbage or hang fail only their own
 volume; kill -9 during a copy and a restart resume it; node-agents claim
-only their node's work.
+only their node's work; a dead node-agent's copy is taken over by another
+agent of its node once its Lease expired, and an agent whose Lease lapsed
+(SIGSTOP) never writes again after the takeover (fencing).
 
 CAIRN_VOLUME_TEST_MB (default 200) is the total data size of the main case.
 """
@@ -21,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import urllib.request
@@ -58,8 +61,8 @@ def random_dir(path, mb, seed):
         i += 1
 
 
-def setup(t):
-    sim = t.kubesim()
+def setup(t, tokens=None):
+    sim = t.kubesim(tokens=tokens)
     sim.install_crds(NS)
     store = t.mkdir("store")
     sim.ok("POST", BSL, {"apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
@@ -482,6 +485,203 @@ def deleting_a_backup_deletes_its_volume_snapshots(t):
     t.check(os.path.exists(snapfiles["kept"]), "snapshot kept")
     t.eq(len(folder("kept")), n, "the folder (the record of the snapshot id) is kept")
     t.eq(sim.get(BK + "/kept")[0], 200, "the Backup is kept")
+
+
+# ---- Takeover and fencing of volume work (docs/protocol.md, "Volume work") ----
+
+LEASE = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "500ms"]
+STATUS_RE = re.compile(r"^/apis/cairn\.io/v1/namespaces/%s/(volumepluginbackups|volumepluginrestores|backups)/" % NS)
+
+
+def agent(t, sim, aid, node="node-a", log_level="info"):
+    """A node-agent talking through its own token (kubesim context kubesim-<aid>)."""
+    return t.spawn([BIN, "node-agent", "--kubeconfig", sim.kubeconfig, "--context", "kubesim-" + aid,
+                    "--namespace", NS, "--node-name", node, "--server-id", aid,
+                    "--journal", t.path("journal-%s.db" % aid), "--part-size", str(1 << 20),
+                    "--log-level", log_level] + LEASE, name="agent-" + aid)
+
+
+def vpb_status(sim, backup, pv):
+    return (vpbs(sim, backup).get(pv) or {}).get("status", {})
+
+
+class PartWatch:
+    """Polls the fs store's multipart uploads of keys ending in `suffix` (each
+    upload directory names its key in a file `key`): part number -> (first
+    seen, last mtime)."""
+
+    def __init__(self, root, suffix):
+        self.root, self.suffix, self.seen, self.stop = root, suffix, {}, False
+        self.th = threading.Thread(target=self.run, daemon=True)
+        self.th.start()
+
+    def run(self):
+        while not self.stop:
+            for d, _, files in os.walk(self.root):
+                if ".cairn-uploads" not in d or "key" not in files:
+                    continue
+                try:
+                    with open(os.path.join(d, "key")) as kf:
+                        if not kf.read().strip().endswith(self.suffix):
+                            continue
+                except OSError:
+                    continue
+                for f in files:
+                    m = re.match(r"part-(\d+)$", f)
+                    if not m:
+                        continue
+                    try:
+                        mt = os.stat(os.path.join(d, f)).st_mtime
+                    except OSError:
+                        continue
+                    n = int(m.group(1))
+                    first, last = self.seen.get(n, (time.time(), mt))
+                    self.seen[n] = (first, max(last, mt))
+            time.sleep(0.02)
+
+    def close(self):
+        self.stop = True
+        self.th.join()
+
+
+def takeover_setup(t, name):
+    sim, store = setup(t, tokens={"admin": "admin-token", "s1": "tok-s1", "ax": "tok-ax", "ay": "tok-ay"})
+    vols = t.mkdir("volumes")
+    data = os.path.join(vols, "pv-take")
+    random_dir(data, max(TOTAL_MB / 2, 60), 13)
+    add_volume(sim, "pv-take", data, node="node-a")
+    srv = server(t, sim)
+    x = agent(t, sim, "ax")
+    wait_for(lambda: sim.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/cairn-ax" % NS)[0] == 200,
+             20, "ax's Lease")
+    create_backup(sim, name)
+    wait_for(lambda: vpb_status(sim, name, "pv-take").get("claim", {}).get("holder") == "ax", 30,
+             "ax claims the copy")
+    # the second agent of node-a starts after the claim: it may only take over
+    y = agent(t, sim, "ay")
+    wait_for(lambda: sim.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/cairn-ay" % NS)[0] == 200,
+             20, "ay's Lease")
+
+    def mid_copy():
+        st = vpb_status(sim, name, "pv-take")
+        p = st.get("progress", {})
+        if st.get("phase") in FINAL:
+            raise CheckFailed("the copy ended before it could be interrupted (raise CAIRN_VOLUME_TEST_MB)")
+        return st if st.get("checkpoint") and 0 < p.get("bytesDone", 0) < 0.7 * p.get("totalBytes", 1) else None
+    wait_for(mid_copy, 120, "ax mid-copy with a checkpoint in status", interval=0.02)
+    return sim, store, srv, x, y, data
+
+
+def check_taken_over(t, sim, store, name, y, data, ck):
+    phase = sample_until_final(sim, name, None, timeout=240)
+    t.eq(phase, "Completed", "backup phase after the takeover")
+    st = vpb_status(sim, name, "pv-take")
+    t.eq(st["phase"], "Completed", "volume phase (%s)" % st.get("message"))
+    t.eq((st["claim"]["holder"], st["claim"]["attempt"]), ("ay", 2), "final claim")
+    out = y.output()
+    t.check(re.search(r"VolumePluginBackup %s-pv-take: taken over from ax \(attempt 2\)" % name, out),
+            "ay logs the takeover: %s" % out[-1500:])
+    m = re.search(r"resuming \S+ after part (\d+) \(last file ([^)]*)\)", out)
+    t.check(m is not None, "ay resumed the copy from storage: %s" % out[-1500:])
+    t.eq((int(m.group(1)), m.group(2)), (ck["parts"], ck["lastFile"]),
+         "ay resumed from the checkpoint ax published")
+    g = re.search(r"parts (\d+)\.\.(\d+) left out, continuing at part (\d+)", out)
+    t.check(g is not None and int(g.group(1)) == ck["parts"] + 1 and int(g.group(3)) == int(g.group(2)) + 1,
+            "ay leaves ax's later part numbers unused: %s" % (g.group(0) if g else out[-1500:]))
+    x = t.mkdir("x-" + name)
+    r = subprocess.run(["tar", "-C", x, "-xzf", stored_volume(store, name, "pv-take")],
+                       capture_output=True, text=True)
+    t.check(r.returncode == 0, "GNU tar: %s" % r.stderr)
+    same_tree(t, data, x)
+    return int(g.group(3))
+
+
+@case
+def dead_node_agent_is_taken_over(t):
+    sim, store, srv, x, y, data = takeover_setup(t, "bt")
+    x.kill9()
+    t_kill = time.monotonic()
+    ck = vpb_status(sim, "bt", "pv-take")["checkpoint"]
+
+    def taken():
+        st = vpb_status(sim, "bt", "pv-take")
+        return st if st.get("claim", {}).get("holder") == "ay" else None
+    st = wait_for(taken, 60, "ay to take the copy over", interval=0.05)
+    print("# kill -9 to takeover of the volume copy: %.2fs (lease 3s)" % (time.monotonic() - t_kill))
+    t.eq(st["claim"]["attempt"], 2, "attempt after the takeover")
+    check_taken_over(t, sim, store, "bt", y, data, ck)
+    t.eq(backup_phase(sim, "bt"), "Completed", "the Backup the volume belongs to completed")
+    srv.stop()
+    # Restored by cairn (the VolumePluginRestore runs on node-a: ay) into a
+    # fresh directory: byte-identical to the original.
+    sim.ok("DELETE", "/api/v1/namespaces/%s/persistentvolumeclaims/claim-pv-take" % APP)
+    sim.ok("DELETE", "/api/v1/persistentvolumes/pv-take")
+    runner = t.spawn([RUNNER, "--kubeconfig", sim.kubeconfig, "--namespace", NS,
+                      "--journal", t.path("restore.db"), "--server-id", "r1",
+                      "--period-ms", "100"], name="runner")
+    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                        "metadata": {"name": "rt", "namespace": NS}, "spec": {"backupName": "bt"}})
+
+    def restored():
+        if not runner.alive():
+            raise CheckFailed("restore runner exited: %s" % runner.output()[-2000:])
+        r = sim.ok("GET", "%s/rt" % RS)
+        return r if r.get("status", {}).get("phase") in FINAL else None
+    r = wait_for(restored, 240, "restore rt")
+    t.eq(r["status"]["phase"], "Completed", "restore phase (%s)" % r["status"])
+    vpr = sim.ok("GET", "%s/rt-pv-take" % VPR)
+    t.eq(vpr["status"]["claim"]["holder"], "ay", "the restore ran on node-a's live agent")
+    newp = sim.ok("GET", "/api/v1/persistentvolumes/pv-take")["spec"]["hostPath"]["path"]
+    t.eq(newp, data + "-rt", "the PV points at the restored data")
+    same_tree(t, data, newp)
+    runner.stop()
+    y.stop()
+
+
+@case
+def stalled_node_agent_is_fenced(t):
+    sim, store, srv, x, y, data = takeover_setup(t, "bf")
+    watch = PartWatch(store, "/volumes/pv-take.tar.gz")
+    t.on_cleanup(watch.close)
+    x.signal(signal.SIGSTOP)
+    t_stop = time.time()
+    ck = vpb_status(sim, "bf", "pv-take")["checkpoint"]
+
+    def taken():
+        st = vpb_status(sim, "bf", "pv-take")
+        return st if st.get("claim", {}).get("holder") == "ay" else None
+    wait_for(taken, 60, "ay to take the copy over while ax is stopped", interval=0.05)
+    t_take = time.time()
+    time.sleep(0.5)
+    x.signal(signal.SIGCONT)
+    t_cont = time.time()
+    print("# ax stopped %.2fs; taken over after %.2fs" % (t_cont - t_stop, t_take - t_stop))
+    wait_for(lambda: re.search(r"claim lost to ay|ownership of VolumePluginBackup \S+ lost", x.output()),
+             30, "ax to stand down after SIGCONT")
+    cont_at = check_taken_over(t, sim, store, "bf", y, data, ck)
+    watch.close()
+    t.check(x.alive(), "ax keeps running (it stood down from one copy)")
+    # kubesim: ax wrote nothing to any volume operation or backup after the
+    # takeover (a write it had decided before SIGSTOP may only fail: 409)
+    late = [(r["method"], r["path"], r["status"], round(r["time"] - t_take, 2)) for r in sim.requests()
+            if r["token"] == "ax" and r["time"] > t_take and r["method"] in ("PUT", "POST", "PATCH", "DELETE")
+            and STATUS_RE.match(r["path"])]
+    t.check(all(code == 409 for _, _, code, _ in late) and len(late) <= 1,
+            "ax's writes after the takeover: %s" % late)
+    ok_ax = [r for r in sim.requests() if r["token"] == "ax" and r["time"] > t_stop and r["status"] // 100 == 2
+             and r["method"] != "GET" and STATUS_RE.match(r["path"])]
+    t.eq(ok_ax, [], "ax's successful writes after it was stopped")
+    # storage: ax's part numbers end below ay's; after SIGCONT (plus the one
+    # upload ax may have had in flight) no part file below ay's was written,
+    # and no part ax checkpointed was ever rewritten
+    late_parts = {n: v for n, v in watch.seen.items() if n < cont_at and v[1] > t_cont + 1.0}
+    t.check(not late_parts, "part files below ay's first (%d) written after SIGCONT: %s" % (cont_at, late_parts))
+    rewritten = {n: v for n, v in watch.seen.items() if n <= ck["parts"] and v[1] > t_stop + 0.5}
+    t.check(not rewritten, "checkpointed parts rewritten: %s" % rewritten)
+    t.check(any(n >= cont_at for n in watch.seen), "ay's parts seen: %s" % sorted(watch.seen))
+    x.stop()
+    y.stop()
+    srv.stop()
 
 
 main()

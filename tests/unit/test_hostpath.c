@@ -118,6 +118,16 @@ test_ckpt_encoding(void)
 	CHECK_INT(b.parts, 3);
 	CHECK(b.bytes_done == 123456789012ULL);
 	CHECK_INT(b.files_done, 42);
+	CHECK_INT(b.gap_from, 0);
+	CHECK_INT(b.gap_to, 0);
+	a.gap_from = 2;
+	a.gap_to = 3;
+	CHECK_INT(hostpath_ckpt_encode(&a, enc, sizeof enc), 0);
+	CHECK_INT(hostpath_ckpt_decode(enc, &b), 0);
+	CHECK_INT(b.gap_from, 2);
+	CHECK_INT(b.gap_to, 3);
+	CHECK_INT(hostpath_ckpt_decode("{\"u\":\"x\",\"p\":3,\"f\":\"a\","
+	    "\"g\":2,\"G\":4}", &b), CAIRN_EINVAL);	/* gap past the parts */
 	CHECK_INT(hostpath_ckpt_decode("", &b), CAIRN_EINVAL);
 	CHECK_INT(hostpath_ckpt_decode("plain/path", &b), CAIRN_EINVAL);
 	memset(a.last_file, 'x', 2000);
@@ -261,6 +271,82 @@ test_resume(void)
 	store_free(s);
 }
 
+/*
+ * Takeover: another owner published checkpoint 1 but stored part 2 too
+ * (and may have more in flight); resuming its checkpoint as foreign keeps
+ * part 1, leaves 2..3 unused and continues at 4; a restart of the new
+ * owner from its own checkpoint (with the gap) finishes the object.
+ */
+static void
+test_takeover_resume(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct store *s = NULL;
+	struct hostpath_opts o;
+	struct hostpath_stats st;
+	struct rec r;
+	struct hostpath_ckpt published, ck;
+	char *src, *dst, *root, *key;
+
+	src = xasprintf("%s/src-takeover", tmp);
+	dst = xasprintf("%s/dst-takeover", tmp);
+	/* Incompressible files larger than a part: one part per file. */
+	REQUIRE(sh("mkdir -p '%s' && for i in 1 2 3 4 5 6 7 8; do "
+	    "head -c 100000 /dev/urandom > '%s'/f$i || exit 1; done", src,
+	    src) == 0);
+	root = xasprintf("%s/store-takeover", tmp);
+	REQUIRE(store_open_fs(root, 1, &s, &err) == 0);
+	key = hostpath_key("pfx", "b3", "pv-c");
+	memset(&r, 0, sizeof r);
+	r.monotonic = 1;
+	r.stop_after = 1;
+	memset(&o, 0, sizeof o);
+	o.part_size = 8 << 10;
+	o.checkpoint = rec_ckpt;
+	o.progress = rec_progress;
+	o.arg = &r;
+	CHECK_INT(hostpath_backup(s, key, src, &o, &st, &err), CAIRN_ECANCELED);
+	published = r.ck;
+	CHECK_INT(published.parts, 1);
+	/* The old owner goes on to store part 2, unpublished. */
+	memset(&r, 0, sizeof r);
+	r.stop_after = 1;
+	o.resume = &published;
+	CHECK_INT(hostpath_backup(s, key, src, &o, &st, &err), CAIRN_ECANCELED);
+	CHECK_INT(r.ck.parts, 2);
+	/* The new owner: from the published checkpoint, as foreign. */
+	memset(&r, 0, sizeof r);
+	r.stop_after = 1;
+	o.resume_foreign = 1;
+	CHECK_INT(hostpath_backup(s, key, src, &o, &st, &err), CAIRN_ECANCELED);
+	CHECK_INT(r.ck.parts, 4);
+	CHECK_INT(r.ck.gap_from, 2);
+	CHECK_INT(r.ck.gap_to, 3);
+	ck = r.ck;
+	/* A foreign checkpoint with a gap is refused (status never has one). */
+	o.resume = &ck;
+	CHECK_INT(hostpath_backup(s, key, src, &o, &st, &err), CAIRN_ENOTFOUND);
+	/* The new owner restarts from its own checkpoint and finishes. */
+	memset(&r, 0, sizeof r);
+	r.monotonic = 1;
+	o.resume = &ck;
+	o.resume_foreign = 0;
+	cairn_err_clear(&err);
+	CHECK_INT(hostpath_backup(s, key, src, &o, &st, &err), 0);
+	if (err.code)
+		fprintf(stderr, "takeover resume: %s\n", err.msg);
+	CHECK(st.bytes_done == st.bytes_total);
+	o.resume = NULL;
+	o.checkpoint = NULL;
+	CHECK_INT(hostpath_restore(s, key, dst, &o, NULL, &err), 0);
+	CHECK(tree_same(src, dst));
+	free(key);
+	free(src);
+	free(dst);
+	free(root);
+	store_free(s);
+}
+
 static void
 test_hostile_archives(void)
 {
@@ -335,6 +421,7 @@ main(void)
 	RUN(test_ckpt_encoding);
 	RUN(test_roundtrip);
 	RUN(test_resume);
+	RUN(test_takeover_resume);
 	RUN(test_hostile_archives);
 	RUN(test_missing_dir);
 	return unit_done();

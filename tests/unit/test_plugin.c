@@ -127,6 +127,7 @@ test_example_plugin(void)
 	CHECK(system(cmd) == 0);
 	free(cmd);
 
+	memset(&cbs, 0, sizeof cbs);
 	cbs.progress = on_progress;
 	cbs.property = on_prop;
 	cbs.arg = &pg;
