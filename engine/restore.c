@@ -528,7 +528,12 @@ prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
 			cJSON *me = cJSON_CreateObject();
 			int vrc;
 
+			/* The claim the volume work fences on (rs->obj may be
+			 * replaced meanwhile by another thread's status write). */
 			json_set_str(me, "metadata.name", rs->name);
+			json_set_str(me, "status.claim.holder",
+			    rs->env->server_id);
+			json_set_int(me, "status.claim.attempt", rs->attempt);
 			vrc = volumes_restore_pv(&vc, me, rs->backup, obj, &ve);
 			cJSON_Delete(me);
 			if (vrc < 0 && vrc != CAIRN_ENOTFOUND)
