@@ -38,6 +38,12 @@ COPY --from=build /build/cairn /usr/bin/cairn
 # The journal and the fs provider's directory (volumes in the StatefulSet).
 RUN mkdir -p /var/lib/cairn/journal /var/lib/cairn/backups \
  && chown -R 65532:65532 /var/lib/cairn
+# The journal where `cairn install` puts it (its StatefulSet also passes
+# --journal), so a plain `docker run` of the image works too: the default,
+# cairn-journal.db in the working directory, is not writable at / for this
+# user. Relative paths (e.g. `cairn backup download`) land in /var/lib/cairn.
+ENV CAIRN_JOURNAL=/var/lib/cairn/journal/journal.db
+WORKDIR /var/lib/cairn
 USER 65532:65532
 EXPOSE 8085
 ENTRYPOINT ["/usr/bin/cairn"]
