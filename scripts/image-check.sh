@@ -36,7 +36,7 @@ base_mode=${CAIRN_IMAGE_BASE:-auto}
 base=docker.io/library/debian:12-slim
 
 # --- tools -----------------------------------------------------------------
-packages=(buildah crun runc debootstrap git ca-certificates)
+packages=(buildah crun runc debootstrap git ca-certificates python3 openssl curl)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
@@ -221,8 +221,12 @@ ctrs+=("$ctr")
 run() { buildah run "${iso[@]}" --user 65532:65532 "$ctr" -- "$@"; }
 expect() { # expect PATTERN CMD...: the output of CMD in the image matches
 	local pat=$1; shift
+	hexpect "$pat" run "$@"
+}
+hexpect() { # hexpect PATTERN CMD...: the output of the host command CMD matches
+	local pat=$1; shift
 	local out
-	out=$(run "$@" 2>&1) || { printf '%s\n' "$out"; return 1; }
+	out=$("$@" 2>&1) || { printf '%s\n' "$out"; return 1; }
 	printf '%s\n' "$out" | grep -qE -e "$pat" || { printf 'no /%s/ in:\n%s\n' "$pat" "$out"; return 1; }
 }
 no_missing_libs() {
@@ -240,6 +244,75 @@ check "CA certificates present" run test -s /etc/ssl/certs/ca-certificates.crt
 check "journal dir writable by 65532" run sh -c 'touch /var/lib/cairn/journal/.w && rm /var/lib/cairn/journal/.w'
 check "backups dir writable by 65532" run sh -c 'touch /var/lib/cairn/backups/.w && rm /var/lib/cairn/backups/.w'
 check "no compiler in the runtime image" run sh -c '! command -v cc && ! command -v gcc' 
+
+# End to end against kubesim (the project's Kubernetes API stand-in) on the
+# host's loopback, TLS on, so the image's libcurl and CA handling are used.
+# Every cairn here is the image's, as uid 65532, in the host's network
+# namespace: `cairn install`, then `cairn server` with the image's defaults
+# (journal, fs location /var/lib/cairn/backups) and a second container's
+# `cairn backup create --wait`. The server is stopped with SIGTERM through a
+# stop file (SIGTERM to `buildah run` kills the container outright).
+e2e_dir=$work/e2e
+rm -rf "$e2e_dir"
+mkdir -p "$e2e_dir/kube" "$e2e_dir/ctl"
+chmod 777 "$e2e_dir/ctl"
+python3 - "$e2e_dir/seed.json" <<'PY'
+import json, sys
+items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}]
+items += [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-%02d" % i, "namespace": "shop"},
+           "data": {"k": "v%d" % i}} for i in range(10)]
+json.dump({"apiVersion": "v1", "kind": "List", "items": items}, open(sys.argv[1], "w"))
+PY
+python3 "$work/src/tests/kubesim/kubesim.py" --tls --seed "$e2e_dir/seed.json" \
+	--kubeconfig-out "$e2e_dir/kube/config" --ready-file "$e2e_dir/ready" >"$e2e_dir/kubesim.log" 2>&1 &
+kubesim_pid=$!
+server_pid=
+stop_e2e() {
+	[ -z "$server_pid" ] || { touch "$e2e_dir/ctl/stop"; wait "$server_pid" 2>/dev/null || true; server_pid=; }
+	[ -z "$kubesim_pid" ] || { kill "$kubesim_pid" 2>/dev/null || true; wait "$kubesim_pid" 2>/dev/null || true; kubesim_pid=; }
+}
+trap 'stop_e2e; cleanup' EXIT
+for _ in $(seq 100); do [ -s "$e2e_dir/ready" ] && break; sleep 0.1; done
+[ -s "$e2e_dir/ready" ] || { cat "$e2e_dir/kubesim.log" >&2; die "kubesim did not start"; }
+chmod 644 "$e2e_dir/kube/config"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+net=(--network host -v "$e2e_dir/kube:/kube:ro" -v "$e2e_dir/ctl:/ctl")
+e2e() { buildah run "${iso[@]}" "${net[@]}" --user 65532:65532 "$1" -- "${@:2}"; }
+srv_ctr=$(buildah from --pull=never "$image"); ctrs+=("$srv_ctr")
+cli_ctr=$(buildah from --pull=never "$image"); ctrs+=("$cli_ctr")
+check "e2e: cairn install against kubesim (TLS)" \
+	hexpect 'cairn installed' e2e "$cli_ctr" /usr/bin/cairn install --kubeconfig /kube/config
+e2e "$srv_ctr" sh -c '/usr/bin/cairn server --kubeconfig /kube/config --server-id image-check \
+	--listen 127.0.0.1:'"$port"' & p=$!
+	while [ ! -e /ctl/stop ] && kill -0 $p 2>/dev/null; do sleep 0.2; done
+	kill -TERM $p 2>/dev/null; wait $p; echo "server exit $?"' >"$e2e_dir/server.log" 2>&1 &
+server_pid=$!
+ready() {
+	local i
+	for i in $(seq 300); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ] && return 0
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.2
+	done
+	tail -n 20 "$e2e_dir/server.log"; return 1
+}
+check "e2e: server /readyz answers 200" ready
+check "e2e: cairn backup create --wait completes" \
+	hexpect 'Completed' timeout 300 buildah run "${iso[@]}" "${net[@]}" --user 65532:65532 "$cli_ctr" -- \
+	/usr/bin/cairn backup create img1 --include-namespaces shop --wait --kubeconfig /kube/config
+tarball_owned() {
+	local mnt f list
+	mnt=$(buildah mount "$srv_ctr")
+	f=$(find "$mnt/var/lib/cairn/backups" -name 'img1.tar.gz' | head -n1)
+	[ -n "$f" ] || { echo "no img1.tar.gz under /var/lib/cairn/backups"; find "$mnt/var/lib/cairn" | head; return 1; }
+	[ "$(stat -c %u "$f")" = 65532 ] || { stat "$f"; return 1; }
+	list=$(tar -tzf "$f") || return 1
+	grep -qx 'resources/configmaps/namespaces/shop/cm-03.json' <<<"$list" || { head <<<"$list"; return 1; }
+	[ -s "$mnt/var/lib/cairn/journal/journal.db" ] || { ls -la "$mnt/var/lib/cairn/journal"; return 1; }
+}
+check "e2e: tarball in /var/lib/cairn/backups, owned by 65532, journal in /var/lib/cairn/journal" tarball_owned
+stop_e2e
+check "e2e: server stops on SIGTERM with exit 0" grep -q '^server exit 0$' "$e2e_dir/server.log"
 
 say "cairn version in the image:"
 run /usr/bin/cairn version | sed 's/^/    /'
