@@ -322,7 +322,13 @@ run ldd /usr/bin/cairn | sed 's/^/    /'
 size=$(buildah images --format '{{.Size}}' "$image" | head -n1)
 base_size=$(buildah images --format '{{.Size}}' "$base" | head -n1)
 bin_size=$(run stat -c %s /usr/bin/cairn)
-say "image $image: $size (base $base: $base_size; /usr/bin/cairn: $bin_size bytes); build ${build_s}s"
+# What a registry would store and a node pull: the layers gzip-compressed.
+rm -rf "$work/push"
+buildah push --quiet --compression-format gzip "$image" "dir:$work/push" >/dev/null 2>&1 ||
+	die "cannot export $image"
+gz=$(find "$work/push" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.1f MB", s / 1e6}')
+rm -rf "$work/push"
+say "image $image: $size, $gz compressed (base $base: $base_size; /usr/bin/cairn: $bin_size bytes); build ${build_s}s"
 
 if [ "$fails" -gt 0 ]; then
 	die "$fails check(s) failed"
