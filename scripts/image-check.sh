@@ -282,14 +282,15 @@ srv_ctr=$(buildah from --pull=never "$image"); ctrs+=("$srv_ctr")
 cli_ctr=$(buildah from --pull=never "$image"); ctrs+=("$cli_ctr")
 check "e2e: cairn install against kubesim (TLS)" \
 	hexpect 'cairn installed' e2e "$cli_ctr" /usr/bin/cairn install --kubeconfig /kube/config
+# shellcheck disable=SC2016 # $p expands in the container's shell
 e2e "$srv_ctr" sh -c '/usr/bin/cairn server --kubeconfig /kube/config --server-id image-check \
 	--listen 127.0.0.1:'"$port"' & p=$!
 	while [ ! -e /ctl/stop ] && kill -0 $p 2>/dev/null; do sleep 0.2; done
 	kill -TERM $p 2>/dev/null; wait $p; echo "server exit $?"' >"$e2e_dir/server.log" 2>&1 &
 server_pid=$!
 ready() {
-	local i
-	for i in $(seq 300); do
+	local _
+	for _ in $(seq 300); do
 		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ] && return 0
 		kill -0 "$server_pid" 2>/dev/null || break
 		sleep 0.2
