@@ -988,6 +988,7 @@ bk_walk(struct bk *b, struct cairn_err *err)
 		int c = 0;
 
 		memset(&lo, 0, sizeof lo);
+		lo.prefetch = 1;	/* the API server works while we tar */
 		b->observe_only = 0;
 		b->skipping = 0;
 		if (has_resume) {

@@ -31,6 +31,12 @@
  * (opts.continue_token: a resumed backup goes on where it was), and
  * on_page tells the caller the token of each page before it is fetched,
  * which is what such a caller records.
+ *
+ * With opts.prefetch a second thread (struct pf) fetches the next page
+ * whole into memory while the caller's callback works through this one;
+ * the two hand pages over one at a time (pf_post / pf_take). Pages over
+ * LIST_PREFETCH_MAX are left to the caller's thread to stream, as without
+ * prefetch, so memory stays bounded for lists of big objects.
  */
 #include "config.h"
 #include "kube/internal.h"
@@ -39,9 +45,11 @@
 #include "base/mem.h"
 #include "base/util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LIST_DEFAULT_LIMIT 500
 #define LIST_MAX_RESTARTS 3
@@ -213,6 +221,252 @@ rewind_page(void *arg)
 	return 0;
 }
 
+/* The query of one page: base?limit=&selectors&continue= (or RV). */
+static int
+page_query(struct buf *q, const char *base, int limit,
+    const struct kube_list_opts *o, const char *cont, struct cairn_err *err)
+{
+	buf_reset(q);
+	buf_puts(q, base);
+	if (limit > 0)
+		buf_printf(q, "?limit=%d", limit);
+	kube_query_add(q, "labelSelector", o->label_selector);
+	kube_query_add(q, "fieldSelector", o->field_selector);
+	if (cont != NULL)
+		kube_query_add(q, "continue", cont);
+	else
+		kube_query_add(q, "resourceVersion", o->resource_version);
+	if (q->len >= q->cap)
+		return cairn_err_set(err, CAIRN_ETOOBIG, "list %s: query too "
+		    "long", base);
+	return 0;
+}
+
+/* ---- Prefetch: the next page is fetched while this one is processed ---- */
+
+/*
+ * A page bigger than this is not prefetched: the consumer streams it
+ * itself (memory stays bounded by two of these plus one item).
+ */
+#define LIST_PREFETCH_MAX (4u << 20)
+
+enum pf_state { PF_EMPTY, PF_PAGE, PF_STREAM, PF_END };
+
+struct pf {
+	struct kube *k;
+	const char *base;
+	int limit;
+	const struct kube_list_opts *o;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* Handed to the consumer (under mu). */
+	enum pf_state state;
+	struct buf page;	/* PF_PAGE: the whole reply */
+	char *tok;		/* the token that fetches it; NULL: first page */
+	int rc;			/* PF_END: 0 (no more pages) or the error */
+	struct cairn_err err;
+	volatile int quit;	/* consumer: stop now */
+	/* The fetcher's own. */
+	char *cont;		/* next page to fetch; NULL: first */
+	struct buf fb;
+	struct lsplit scan;	/* finds metadata.continue */
+};
+
+static int
+pf_sink(void *arg, const char *p, size_t n)
+{
+	return buf_append(arg, p, n);
+}
+
+static int
+pf_rewind(void *arg)
+{
+	buf_reset(arg);
+	return 0;
+}
+
+static int
+pf_noitem(void *arg, const char *text, size_t len)
+{
+	(void)arg;
+	(void)text;
+	(void)len;
+	return 0;
+}
+
+/* Hand a state to the consumer once it took the previous one. */
+static int
+pf_post(struct pf *f, enum pf_state st)
+{
+	int quit;
+
+	pthread_mutex_lock(&f->mu);
+	while (f->state != PF_EMPTY && !f->quit)
+		pthread_cond_wait(&f->cv, &f->mu);
+	quit = f->quit;
+	if (!quit) {
+		struct buf t = f->page;
+
+		f->page = f->fb;	/* swap: the consumer's old buffer is reused */
+		f->fb = t;
+		free(f->tok);
+		f->tok = f->cont != NULL ? xstrdup(f->cont) : NULL;
+		f->state = st;
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return quit;
+}
+
+static void *
+pf_main(void *arg)
+{
+	struct pf *f = arg;
+	struct buf q;
+
+	buf_init(&q, 64u << 10);
+	for (;;) {
+		struct kube_call c;
+		cJSON *env;
+		const char *next;
+		int rc;
+
+		rc = page_query(&q, f->base, f->limit, f->o, f->cont, &f->err);
+		buf_reset(&f->fb);
+		if (rc == 0) {
+			memset(&c, 0, sizeof c);
+			c.method = "GET";
+			c.path = buf_cstr(&q);
+			c.idempotent = 1;
+			c.idle_timeout = 1;
+			c.stop = &f->quit;
+			c.sink = pf_sink;
+			c.rewind = pf_rewind;
+			c.sink_arg = &f->fb;
+			rc = kube_call_do(f->k, &c, &f->err);
+			if (rc == CAIRN_ETOOBIG && c.sink_rc == CAIRN_ETOOBIG) {
+				kube_call_done(&c);
+				cairn_err_clear(&f->err);
+				buf_reset(&f->fb);
+				pf_post(f, PF_STREAM);	/* the consumer fetches it */
+				break;
+			}
+			kube_call_done(&c);
+		}
+		if (rc != 0) {
+			f->rc = rc;
+			pf_post(f, PF_END);
+			break;
+		}
+		lsplit_reset(&f->scan);
+		env = NULL;
+		if (lsplit_feed(&f->scan, f->fb.data != NULL ? f->fb.data : "",
+		    f->fb.len, pf_noitem, NULL) == 0)
+			env = lsplit_finish(&f->scan, NULL);
+		next = json_str(env, "metadata.continue");
+		if (pf_post(f, PF_PAGE)) {
+			cJSON_Delete(env);
+			break;
+		}
+		free(f->cont);
+		f->cont = next != NULL && *next != '\0' ? xstrdup(next) : NULL;
+		cJSON_Delete(env);
+		if (f->cont == NULL) {	/* last page (or unparsable: the consumer says) */
+			pf_post(f, PF_END);
+			break;
+		}
+	}
+	buf_free(&q);
+	return NULL;
+}
+
+static struct pf *
+pf_start(struct kube *k, const char *base, int limit,
+    const struct kube_list_opts *o, const char *cont)
+{
+	struct pf *f = xcalloc(1, sizeof *f);
+
+	f->k = k;
+	f->base = base;
+	f->limit = limit;
+	f->o = o;
+	f->cont = cont != NULL ? xstrdup(cont) : NULL;
+	buf_init(&f->page, LIST_PREFETCH_MAX);
+	buf_init(&f->fb, LIST_PREFETCH_MAX);
+	lsplit_init(&f->scan, LIST_PREFETCH_MAX);
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	if (pthread_create(&f->th, NULL, pf_main, f) != 0) {
+		buf_free(&f->page);
+		buf_free(&f->fb);
+		lsplit_free(&f->scan);
+		pthread_mutex_destroy(&f->mu);
+		pthread_cond_destroy(&f->cv);
+		free(f->cont);
+		free(f);
+		return NULL;	/* the caller streams every page itself */
+	}
+	return f;
+}
+
+static void
+pf_stop(struct pf *f)
+{
+	if (f == NULL)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->quit = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	pthread_join(f->th, NULL);
+	buf_free(&f->page);
+	buf_free(&f->fb);
+	lsplit_free(&f->scan);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	free(f->tok);
+	free(f->cont);
+	free(f);
+}
+
+/*
+ * Wait for the fetcher's next state; PF_PAGE moves the page into *page.
+ * *tok gets its token (owned). Polls stop every 100 ms.
+ */
+static enum pf_state
+pf_take(struct pf *f, struct buf *page, char **tok, const volatile int *stop)
+{
+	enum pf_state st;
+
+	pthread_mutex_lock(&f->mu);
+	while (f->state == PF_EMPTY && !(stop != NULL && *stop)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000 * 1000 * 1000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000 * 1000 * 1000;
+		}
+		pthread_cond_timedwait(&f->cv, &f->mu, &ts);
+	}
+	st = f->state;
+	if (st == PF_PAGE) {
+		struct buf t = *page;
+
+		*page = f->page;
+		f->page = t;
+	}
+	*tok = f->tok;
+	f->tok = NULL;
+	if (st != PF_END)	/* PF_END stays: nothing follows it */
+		f->state = PF_EMPTY;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	return st;
+}
+
 static int
 list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
     const struct kube_list_opts *opts, kube_item_fn fn, kube_item_text_fn tfn,
@@ -222,10 +476,11 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 	struct kube_list_info info0;
 	struct kube_call c;
 	struct lst l;
-	struct buf q;
+	struct buf q, page;
+	struct pf *f = NULL;
 	char *base, *cont = NULL;
 	cJSON *env;
-	int rc = 0, limit;
+	int rc = 0, limit, prefetch;
 
 	if (opts != NULL)
 		o = *opts;
@@ -238,6 +493,7 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 		return cairn_err_set(err, CAIRN_EINVAL,
 		    "list: version and resource are required");
 	limit = o.limit == 0 ? LIST_DEFAULT_LIMIT : o.limit;
+	prefetch = o.prefetch && limit > 0;
 	memset(&l, 0, sizeof l);
 	l.k = k;
 	l.r = r;
@@ -254,25 +510,47 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 	buf_init(&l.text, CAIRN_CAP_API_BODY + 1024);
 	base = kube_path(r, ns, NULL, NULL);
 	buf_init(&q, 64u << 10);
+	buf_init(&page, LIST_PREFETCH_MAX);
 
 	for (;;) {
-		buf_reset(&q);
-		buf_puts(&q, base);
-		if (limit > 0)
-			buf_printf(&q, "?limit=%d", limit);
-		kube_query_add(&q, "labelSelector", o.label_selector);
-		kube_query_add(&q, "fieldSelector", o.field_selector);
-		if (cont != NULL)
-			kube_query_add(&q, "continue", cont);
-		else
-			kube_query_add(&q, "resourceVersion",
-			    o.resource_version);
-		if (q.len >= q.cap) {
-			rc = cairn_err_set(err, CAIRN_ETOOBIG,
-			    "list %s: query too long", base);
-			break;
+		enum pf_state st = PF_STREAM;
+
+		if (prefetch && f == NULL)
+			f = pf_start(k, base, limit, &o, cont);
+		if (f != NULL) {
+			char *tok = NULL;
+
+			st = pf_take(f, &page, &tok, o.stop);
+			if (st == PF_EMPTY) {	/* stopped while waiting */
+				free(tok);
+				rc = cairn_err_set(err, CAIRN_ECANCELED,
+				    "list %s: canceled", base);
+				break;
+			}
+			free(cont);
+			cont = tok;
+			if (st != PF_PAGE) {
+				/* Pages this big: stream the rest one by one. */
+				if (st == PF_STREAM)
+					prefetch = 0;
+				rc = f->rc;
+				if (rc != 0)
+					cairn_err_copy(err, &f->err);
+				pf_stop(f);
+				f = NULL;
+				if (st == PF_END && rc == 0) {
+					/* the page before said there were more */
+					rc = cairn_err_set(err, CAIRN_EPROTO,
+					    "list %s: last page unreadable",
+					    base);
+					break;
+				}
+			}
 		}
-		if (o.on_page != NULL) {
+		if (st == PF_STREAM && (rc = page_query(&q, base, limit, &o,
+		    cont, err)) != 0)
+			break;
+		if (st != PF_END && o.on_page != NULL) {
 			rc = o.on_page(arg, cont != NULL ? cont : "");
 			if (rc != 0)
 				break;
@@ -280,17 +558,22 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 		lsplit_reset(&l.ls);
 		l.page_seen = 0;
 		l.page_done = 0;
-		memset(&c, 0, sizeof c);
-		c.method = "GET";
-		c.path = buf_cstr(&q);
-		c.idempotent = 1;
-		c.idle_timeout = 1;
-		c.stop = o.stop;
-		c.sink = sink;
-		c.rewind = rewind_page;
-		c.sink_arg = &l;
-		rc = kube_call_do(k, &c, err);
-		kube_call_done(&c);
+		if (st == PF_PAGE) {
+			rc = lsplit_feed(&l.ls, page.data != NULL ? page.data :
+			    "", page.len, on_item, &l);
+		} else if (st == PF_STREAM) {
+			memset(&c, 0, sizeof c);
+			c.method = "GET";
+			c.path = buf_cstr(&q);
+			c.idempotent = 1;
+			c.idle_timeout = 1;
+			c.stop = o.stop;
+			c.sink = sink;
+			c.rewind = rewind_page;
+			c.sink_arg = &l;
+			rc = kube_call_do(k, &c, err);
+			kube_call_done(&c);
+		}
 		if (rc == CAIRN_EGONE && cont != NULL) {
 			if (!o.restart_on_gone ||
 			    info->restarts >= LIST_MAX_RESTARTS) {
@@ -302,6 +585,8 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 			log_info("list %s: continue token expired after %llu "
 			    "items; restarting", base,
 			    (unsigned long long)info->items);
+			cairn_err_clear(err);
+			rc = 0;
 			info->restarts++;
 			FREE_NULL(cont);
 			if (o.on_restart != NULL) {
@@ -334,11 +619,13 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 			break;
 		}
 	}
+	pf_stop(f);
 	free(cont);
 	free(base);
 	free(l.gv);
 	free(l.disc_kind);
 	buf_free(&q);
+	buf_free(&page);
 	buf_free(&l.text);
 	lsplit_free(&l.ls);
 	return rc;

@@ -3,8 +3,9 @@
 For N ConfigMaps in kubesim (N = 10k and 100k, or $CAIRN_BENCH_BACKUP_SIZES):
   - cairn backup wall time (Backup created -> Completed, fs storage, default
     8 MiB parts), as a ratio to a plain paged list of the same objects
-    through the same client (tests/helpers/kube_tool list, limit 500), and to
-    `kubectl get configmaps -A -o json | gzip > file`;
+    through the same client (tests/helpers/kube_tool list, limit 500), to
+    the same list with the prefetch backups use (kube_list_opts.prefetch),
+    and to `kubectl get configmaps -A -o json | gzip > file`;
   - the server's peak RSS (VmHWM) after each backup, each backup in a fresh
     server process;
   - CPU seconds of the cairn process and of kubesim for the list and for the
@@ -82,10 +83,10 @@ def perf_read(path):
     return None
 
 
-def plain_list(t, sim, tag):
+def plain_list(t, sim, tag, prefetch=False):
     """The baseline: the same paged list through the same client."""
     argv = [TOOL, "--kubeconfig", sim.kubeconfig, "list", "core", "v1", "configmaps", "-",
-            "limit=500"]
+            "limit=500"] + (["prefetch"] if prefetch else [])
     pf = t.path("perf-list-%s.txt" % tag)
     if PERF:
         argv = ["perf", "stat", "-x,", "-e", "instructions:u", "-o", pf, "--"] + argv
@@ -206,15 +207,18 @@ def one(t, n, bins):
                        (sim.kubeconfig, t.path("kc-cache-%d" % n), out), shell=True, check=True)
         t_kubectl = time.monotonic() - t0
 
-    lists = []
+    lists, pflists = [], []
     runs = {label: [] for label, _ in bins}
     for rep in range(REPS):
         for label, binary in bins:
             # A plain list right before each backup: the pair sees the same load.
             lst = plain_list(t, sim, "%d-%d-%s" % (n, rep, label))
             lists.append(lst)
+            pf = plain_list(t, sim, "%d-%d-%s-pf" % (n, rep, label), prefetch=True)
+            pflists.append(pf)
             r = backup(t, sim, binary, "b%d-%d-%s" % (n, rep, label))
             r["ratio"] = r["wall"] / lst["wall"]
+            r["pf_ratio"] = r["wall"] / pf["wall"]
             if r["insn"] is not None and lst["insn"]:
                 r["insn_ratio"] = r["insn"] / lst["insn"]
             runs[label].append(r)
@@ -227,6 +231,8 @@ def one(t, n, bins):
     print("  plain paged list (kube_tool): %.2fs, client CPU %.2fs, kubesim CPU %.2fs, %s insn  [%s]" % (
         med(lists, "wall"), med(lists, "cpu"), med(lists, "sim_cpu"), fmt_insn(med(lists, "insn")),
         lists[-1]["out"]))
+    print("  the same list with prefetch (the next page fetched while one is processed, as "
+          "backups list): %.2fs, client CPU %.2fs" % (med(pflists, "wall"), med(pflists, "cpu")))
     if t_kubectl is not None:
         print("  kubectl get -A -o json | gzip: %.2fs" % t_kubectl)
     for label, _ in bins:
@@ -234,8 +240,8 @@ def one(t, n, bins):
         w = med(rs, "wall")
         print("  %s: phase=%s items=%s parts=%d" % (label, rs[-1]["phase"], rs[-1]["items"],
                                                     rs[-1]["parts"]))
-        print("    backup %.2fs  ratio to list %.2f (goal <= 1.3)%s" % (
-            w, med(rs, "ratio"),
+        print("    backup %.2fs  ratio to list %.2f (goal <= 1.3), to the prefetching list %.2f%s" % (
+            w, med(rs, "ratio"), med(rs, "pf_ratio"),
             ", kubectl/cairn %.2f (goal >= 3)" % (t_kubectl / w) if t_kubectl else ""))
         print("    server CPU %.2fs, kubesim CPU %.2fs, server %s insn (%s x the list's)" % (
             med(rs, "cpu"), med(rs, "sim_cpu"), fmt_insn(med(rs, "insn")),

@@ -18,7 +18,7 @@
  *   update-status G V R NS FILE|-        (PUT .../status)
  *   patch G V R NS NAME merge|json|strategic PATCH [status]
  *   delete G V R NS NAME [uid=U] [rv=RV] [propagation=P]
- *   list G V R NS [limit=N] [labels=S] [fields=S] [names] [restart] [maxitems=N]
+ *   list G V R NS [limit=N] [labels=S] [fields=S] [names] [restart] [prefetch] [maxitems=N]
  *        [sleepms=N] (the callback sleeps N ms per item: a slow consumer)
  *                                        "items=N pages=P rv=RV restarts=R"
  *   watch G V R NS [rv=RV] [bookmarks] [reconnect] [max=N] [timeout=S] [labels=S]
@@ -486,6 +486,7 @@ main(int argc, char **argv)
 			lo.field_selector = opt(argc, argv, 4, "fields");
 			lo.resource_version = opt(argc, argv, 4, "rv");
 			lo.restart_on_gone = has(argc, argv, 4, "restart");
+			lo.prefetch = has(argc, argv, 4, "prefetch");
 			lo.on_restart = list_restart;
 			lo.stop = &stop_flag;
 			print_names = has(argc, argv, 4, "names");
