@@ -686,7 +686,7 @@ class Sim:
 
     # ------------------------------------------------------------ create
     def create(self, rt, ns, body, dry_run=False):
-        """-> (code, obj dict)"""
+        """-> (code, obj dict or its JSON bytes)"""
         with self.lock:
             md = self._body_meta(rt, ns, body)
             if rt.namespaced and not ns:
@@ -730,8 +730,8 @@ class Sim:
             if dry_run:
                 body["metadata"]["resourceVersion"] = str(self.rv)
                 return 201, normalize(body)
-            obj, _ = self._put(rt, key, body, "ADDED")
-            return 201, obj
+            _, data = self._put(rt, key, body, "ADDED")
+            return 201, data        # the stored bytes: the handler sends them as they are
 
     # ------------------------------------------------------------ update
     def _merge_update(self, rt, old, new, sub):

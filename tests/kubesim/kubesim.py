@@ -10,6 +10,7 @@ the /_sim/ test API."""
 import argparse
 import atexit
 import base64
+import email.utils
 import gzip
 import hashlib
 import itertools
@@ -22,6 +23,7 @@ import shutil
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -97,6 +99,8 @@ class Faults:
             return [{k: v for k, v in r.items() if not k.startswith("_")} for r in self.rules]
 
     def match(self, method, path, query, token):
+        if not self.rules:
+            return None
         with self.lock:
             for r in self.rules:
                 if r["remaining"] is not None and r["remaining"] <= 0:
@@ -189,18 +193,140 @@ class DropConnection(Exception):
     pass
 
 
+class Headers(dict):
+    """Request headers by lower-case name (the first of repeated ones, as
+    email.message.Message.get answers); get() is case-insensitive."""
+    __slots__ = ()
+
+    def get(self, name, default=None):
+        return dict.get(self, name.lower(), default)
+
+    def __getitem__(self, name):
+        return dict.get(self, name.lower())
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name.lower())
+
+
+_date_cache = [0, ""]
+
+
+def http_date():
+    """The Date header value, formatted once per second."""
+    now = int(time.time())
+    if _date_cache[0] != now:
+        _date_cache[1] = email.utils.formatdate(now, usegmt=True)
+        _date_cache[0] = now
+    return _date_cache[1]
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "kubesim"
     sys_version = ""
-    timeout = 600
+    # Idle plain-HTTP connections are closed after 600 s by SO_RCVTIMEO on a
+    # blocking socket, not by a Python socket timeout: with one, CPython polls
+    # before every recv and send (two more syscalls and GIL round trips a
+    # request). TLS connections keep the Python timeout.
+    timeout = None
+    idle_timeout = 600
 
     def setup(self):
         super().setup()
         self.conn_id = next(self.server.conn_ids)
+        if isinstance(self.connection, ssl.SSLSocket):
+            # the ssl module retries a blocking read that SO_RCVTIMEO ends
+            self.connection.settimeout(self.idle_timeout)
+        else:
+            tv = struct.pack("ll", self.idle_timeout, 0)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
 
     def log_message(self, fmt, *args):
         pass
+
+    def date_time_string(self, timestamp=None):
+        return http_date() if timestamp is None else super().date_time_string(timestamp)
+
+    def parse_request(self):
+        """BaseHTTPRequestHandler.parse_request with the same rules and answers
+        (400, 505, 431, Connection, Expect: 100-continue) but without the
+        email package: its header parser was half of kubesim's CPU time per
+        request."""
+        self.command = None
+        self.request_version = version = self.default_request_version
+        self.close_connection = True
+        requestline = str(self.raw_requestline, "iso-8859-1").rstrip("\r\n")
+        self.requestline = requestline
+        words = requestline.split()
+        if not words:
+            return False
+        if len(words) >= 3:
+            version = words[-1]
+            try:
+                if not version.startswith("HTTP/"):
+                    raise ValueError
+                vn = version.split("/", 1)[1].split(".")
+                if len(vn) != 2 or not all(x.isdigit() and len(x) <= 10 for x in vn):
+                    raise ValueError
+                vn = int(vn[0]), int(vn[1])
+            except (ValueError, IndexError):
+                self.send_error(400, "Bad request version (%r)" % version)
+                return False
+            if vn >= (1, 1) and self.protocol_version >= "HTTP/1.1":
+                self.close_connection = False
+            if vn >= (2, 0):
+                self.send_error(505, "Invalid HTTP version (%s)" % version[5:])
+                return False
+            self.request_version = version
+        if not 2 <= len(words) <= 3:
+            self.send_error(400, "Bad request syntax (%r)" % requestline)
+            return False
+        command, path = words[:2]
+        if len(words) == 2:
+            self.close_connection = True
+            if command != "GET":
+                self.send_error(400, "Bad HTTP/0.9 request type (%r)" % command)
+                return False
+        self.command, self.path = command, path
+        if self.path.startswith("//"):
+            self.path = "/" + self.path.lstrip("/")
+        headers = Headers()
+        last = None
+        readline = self.rfile.readline
+        for _ in range(101):
+            line = readline(65537)
+            if line == b"\r\n" or line == b"\n" or not line:
+                break
+            if len(line) > 65536:
+                self.send_error(431, "Line too long")
+                return False
+            if line[0] in b" \t":
+                if last is not None:
+                    dict.__setitem__(headers, last, dict.__getitem__(headers, last) + " " + line.strip().decode("iso-8859-1"))
+                continue
+            name, sep, value = line.partition(b":")
+            if not sep:
+                continue
+            last = name.strip().lower().decode("iso-8859-1")
+            if dict.__contains__(headers, last):
+                last = None
+            else:
+                dict.__setitem__(headers, last, value.strip().decode("iso-8859-1"))
+        else:
+            self.send_error(431, "Too many headers")
+            return False
+        self.headers = headers
+        conntype = (headers.get("Connection") or "").lower()
+        if conntype == "close":
+            self.close_connection = True
+        elif conntype == "keep-alive" and self.protocol_version >= "HTTP/1.1":
+            self.close_connection = False
+        if ((headers.get("Expect") or "").lower() == "100-continue" and self.protocol_version >= "HTTP/1.1"
+                and self.request_version >= "HTTP/1.1"):
+            if not self.handle_expect_100():
+                return False
+        return True
 
     def do_GET(self):
         self.dispatch()
@@ -269,9 +395,13 @@ class Handler(BaseHTTPRequestHandler):
     def dispatch(self):
         t0 = time.time()
         self.status_code = 0
-        url = urlsplit(self.path)
-        path = url.path
-        self.q = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        if self.path.startswith("/"):
+            path, _, query = self.path.partition("?")
+            query = query.partition("#")[0]
+        else:
+            url = urlsplit(self.path)
+            path, query = url.path, url.query
+        self.q = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()} if query else {}
         srv = self.server
         token_name, auth_ok = None, not srv.tokens
         authz = self.headers.get("Authorization") or ""
@@ -291,11 +421,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.sim_api(method, path, body)
                 return
             entry = {"time": t0, "conn": self.conn_id, "token": token_name, "method": method, "path": path,
-                     "query": url.query, "status": 0,
+                     "query": query, "status": 0,
                      "contentType": self.headers.get("Content-Type") or "",
                      "userAgent": self.headers.get("User-Agent") or ""}
             self.log_entry = entry
-            fault = srv.faults.match(method, path, url.query, token_name)
+            fault = srv.faults.match(method, path, query, token_name)
             if fault:
                 entry["fault"] = fault["id"]
                 if fault.get("delay"):
@@ -438,7 +568,7 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/openapi/"):
             self.openapi(path)
             return
-        segs = [unquote(s) for s in path.strip("/").split("/") if s != ""]
+        segs = [unquote(s) if "%" in s else s for s in path.strip("/").split("/") if s != ""]
         if not segs or segs[0] not in ("api", "apis"):
             if not segs:
                 self.send(200, {"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3",
