@@ -427,6 +427,10 @@ bk_set_checkpoint(struct bk *b)
 		cJSON_AddItemToArray(parts, p);
 	}
 	cJSON_AddNumberToObject(c, "itemsDone", (double)b->items_stored);
+	/* Only the last part's token: a taker-over goes on from there. */
+	if (b->nparts > 0 && b->parts[b->nparts - 1].list_continue[0] != '\0')
+		cJSON_AddStringToObject(c, "listContinue",
+		    b->parts[b->nparts - 1].list_continue);
 	json_set_item(b->status, "checkpoint", c);
 }
 
@@ -1074,6 +1078,7 @@ bk_load_checkpoint(struct bk *b)
 	struct journal_part *jp = NULL;
 	size_t n = 0;
 	const cJSON *cp, *p;
+	int idx = 0, last;
 
 	if (journal_parts(b->env->journal, b->jid, &jp, &n, NULL) == 0 &&
 	    n > 0) {
@@ -1088,6 +1093,7 @@ bk_load_checkpoint(struct bk *b)
 	cp = json_get(b->obj, "status.checkpoint");
 	if (cp == NULL || json_str(cp, "uploadID") == NULL)
 		return;
+	last = cJSON_GetArraySize(json_get(cp, "parts")) - 1;
 	cJSON_ArrayForEach(p, json_get(cp, "parts")) {
 		struct journal_part x;
 
@@ -1102,6 +1108,10 @@ bk_load_checkpoint(struct bk *b)
 		x.bytes = json_int(p, "bytes", 0);
 		if (x.part_number < 1 || x.etag[0] == '\0')
 			break;
+		if (idx++ == last && strlen(json_str_or(cp, "listContinue", "")) <
+		    sizeof x.list_continue)
+			snprintf(x.list_continue, sizeof x.list_continue, "%s",
+			    json_str_or(cp, "listContinue", ""));
 		/*
 		 * Vouched for by the checkpoint in status (another server's,
 		 * or a journal that lost it): recorded in ours too. EEXIST
@@ -1112,6 +1122,7 @@ bk_load_checkpoint(struct bk *b)
 	}
 	if (b->nparts > 0) {
 		b->upload_id = xstrdup(json_str_or(cp, "uploadID", ""));
+		b->resume_cont = xstrdup(b->parts[b->nparts - 1].list_continue);
 		b->from_status = 1;
 	}
 }

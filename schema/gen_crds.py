@@ -114,6 +114,10 @@ CHECKPOINT_BACKUP = obj({
         "bytes": i("Compressed bytes of this part."),
     }, required=["number"]), "Completed tarball parts, in order."),
     "itemsDone": i("Items in all completed parts."),
+    "listContinue": s("Continue token of the list page holding the last item "
+                      "of the last part: a resumed backup lists on from there "
+                      "(expired: the resource is listed again from the start, "
+                      "skipping up to lastItem)."),
 }, "Enough to resume: every completed part and the last item it holds. "
    "Written after the part is stored and recorded in the server's journal.")
 

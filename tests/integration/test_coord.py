@@ -11,6 +11,7 @@ request log, the part files in storage, the tarballs, the Leases.
 import json
 import os
 import re
+import urllib.parse
 import subprocess
 import tarfile
 import threading
@@ -302,6 +303,15 @@ def coord_kill9_takeover(t):
     legacy = check_every_item_once(t, root, "big", "bulk", 2500)
     t.eq(len(legacy), 2500, "every item once")
     t.check(re.search(r"taken over from a by b/0 \(attempt 2\)", b.output()), "b logs the takeover")
+    # b went on with a's list where a's last part ended (status.checkpoint
+    # .listContinue), not from the first page
+    tok = before["checkpoint"].get("listContinue")
+    t.check(tok, "status.checkpoint.listContinue at the kill: %s" % before["checkpoint"])
+    lists = [q for q in sim.requests() if q["method"] == "GET" and
+             q["path"] == "/api/v1/configmaps" and q["time"] >= w_kill and
+             urllib.parse.parse_qs(q["query"]).get("limit") != ["1"]]
+    t.check(lists and urllib.parse.parse_qs(lists[0]["query"]).get("continue") == [tok],
+            "b's first list after the takeover: %s" % (lists[:1],))
 
 
 @case
