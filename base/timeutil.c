@@ -258,6 +258,18 @@ duration_format(int64_t us, char *out)
 }
 
 void
+time_deadline(struct timespec *ts, int64_t us)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += (time_t)(us / TIME_US_PER_SEC);
+	ts->tv_nsec += (long)(us % TIME_US_PER_SEC) * 1000;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+void
 time_sleep_us(int64_t us, const volatile int *stop)
 {
 	int64_t end = time_mono_us() + us;

@@ -11,6 +11,7 @@
 #define CAIRN_TIMEUTIL_H
 
 #include <stdint.h>
+#include <time.h>
 
 #define TIME_US_PER_SEC 1000000LL
 #define TIME_STR_MAX 40		/* room for any string formatted here */
@@ -37,6 +38,12 @@ int time_parse(const char *s, int64_t *us);
 int duration_parse(const char *s, int64_t *us);
 /* Shortest Go-like form: "500ms", "3s", "1h30m0s" is written "1h30m". */
 void duration_format(int64_t us, char *out);
+
+/*
+ * The CLOCK_REALTIME instant us from now, as pthread_cond_timedwait()
+ * takes its deadline.
+ */
+void time_deadline(struct timespec *ts, int64_t us);
 
 /* Sleep, returning early if *stop becomes non-zero (checked every 50 ms). */
 void time_sleep_us(int64_t us, const volatile int *stop);

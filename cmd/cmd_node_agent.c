@@ -48,33 +48,6 @@ agent_may_write(void *arg)
 	return lease_write_epoch(arg);
 }
 
-/* The Lease's own client: short timeout, no retries (as the server's). */
-static struct kube *
-lease_client(struct flagset *fs, int64_t deadline_us, int64_t retry_us)
-{
-	struct kube_config_opts co;
-	struct kube_client_opts ko;
-	struct kube_config *cfg = NULL;
-	struct cairn_err err = CAIRN_ERR_INIT;
-	struct kube *k = NULL;
-
-	memset(&co, 0, sizeof co);
-	co.kubeconfig = flag_str(fs, F_KUBECONFIG);
-	co.context = flag_str(fs, F_CONTEXT);
-	memset(&ko, 0, sizeof ko);
-	ko.timeout_us = deadline_us - retry_us;
-	if (ko.timeout_us < 500000)
-		ko.timeout_us = 500000;
-	ko.max_retries = KUBE_RETRIES_NONE;
-	if (kube_config_load(&co, &cfg, &err) < 0 ||
-	    kube_new(cfg, &ko, &k, &err) < 0) {
-		log_warn("lease client: %s; renewing through the main client",
-		    err.msg);
-		return NULL;
-	}
-	return k;
-}
-
 int
 cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 {
@@ -139,7 +112,8 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 		cli_fail("%s", err.msg);
 		goto done;
 	}
-	lk = lease_client(fs, lo.renew_deadline_us, lo.retry_period_us);
+	lk = lease_client_new(flag_str(fs, F_KUBECONFIG),
+	    flag_str(fs, F_CONTEXT), lo.renew_deadline_us, lo.retry_period_us);
 	if (lease_new(lk ? lk : k, &lo, &lease, &err) < 0) {
 		cli_fail("%s", err.msg);
 		goto done;

@@ -104,13 +104,7 @@ store_read(void *arg, const void **p, struct cairn_err *err)
 
 	pthread_mutex_lock(&ss->mu);
 	FREE_NULL(ss->current);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(ss->stall_us / TIME_US_PER_SEC);
-	ts.tv_nsec += (long)(ss->stall_us % TIME_US_PER_SEC) * 1000;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	time_deadline(&ts, ss->stall_us);
 	while (ss->count == 0 && !ss->finished && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&ss->cv, &ss->mu, &ts);
 	if (ss->count > 0) {

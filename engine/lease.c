@@ -533,3 +533,30 @@ lease_watch_free(struct lease_watch *w)
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }
+
+struct kube *
+lease_client_new(const char *kubeconfig, const char *context,
+	int64_t renew_deadline_us, int64_t retry_period_us)
+{
+	struct kube_config_opts co;
+	struct kube_client_opts ko;
+	struct kube_config *cfg = NULL;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct kube *k = NULL;
+
+	memset(&co, 0, sizeof co);
+	co.kubeconfig = kubeconfig;
+	co.context = context;
+	memset(&ko, 0, sizeof ko);
+	ko.timeout_us = renew_deadline_us - retry_period_us;
+	if (ko.timeout_us < 500000)
+		ko.timeout_us = 500000;
+	ko.max_retries = KUBE_RETRIES_NONE;
+	if (kube_config_load(&co, &cfg, &err) < 0 ||
+	    kube_new(cfg, &ko, &k, &err) < 0) {
+		log_warn("lease client: %s; renewing through the main client",
+		    err.msg);
+		return NULL;
+	}
+	return k;
+}

@@ -55,6 +55,16 @@ struct lease_opts {
 };
 
 /*
+ * The Lease's own API client, from the same kubeconfig/context as the main
+ * one (NULL: the usual search): a request timeout of renew deadline minus
+ * retry period (at least 500 ms) and no retries, so a hung renewal cannot
+ * hide a lost Lease. NULL (logged) when it cannot be made: the caller
+ * renews through its main client then.
+ */
+struct kube *lease_client_new(const char *kubeconfig, const char *context,
+	int64_t renew_deadline_us, int64_t retry_period_us);
+
+/*
  * Validate opts (durations ordered retry < renew deadline < lease
  * duration; identity a valid name part) and make a lease; nothing is sent
  * yet. k is borrowed and must outlive the lease.

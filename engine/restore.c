@@ -835,12 +835,7 @@ pool_drain(struct rs *rs, struct cairn_err *err)
 			pthread_mutex_unlock(&rs->mu);
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		time_deadline(&ts, 100000);
 		pthread_cond_timedwait(&rs->cv_idle, &rs->mu, &ts);
 		pthread_mutex_unlock(&rs->mu);
 		if (rc == 0)
@@ -991,12 +986,7 @@ feed_row(void *arg, struct restore_row *row)
 	while (rs->qcount == rs->qcap) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		time_deadline(&ts, 50000);
 		pthread_cond_timedwait(&rs->cv_space, &rs->mu, &ts);
 		if (rs->qcount == rs->qcap) {
 			pthread_mutex_unlock(&rs->mu);

@@ -311,13 +311,7 @@ server_wait(struct server *s, int64_t us)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(us / TIME_US_PER_SEC);
-	ts.tv_nsec += (long)(us % TIME_US_PER_SEC) * 1000;
-	if (ts.tv_nsec >= 1000 * 1000 * 1000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000 * 1000 * 1000;
-	}
+	time_deadline(&ts, us);
 	pthread_mutex_lock(&s->nudge_mu);
 	while (!s->nudged && !*s->o->stop &&
 	    pthread_cond_timedwait(&s->nudge_cv, &s->nudge_mu, &ts) == 0)
@@ -586,31 +580,6 @@ worker_main(void *arg)
 	return NULL;
 }
 
-/* The Lease's own client: short timeout, no retries (see server.h). */
-static struct kube *
-lease_client(const struct server_opts *o, int64_t deadline_us,
-	int64_t retry_us)
-{
-	struct kube_config_opts co = { o->kubeconfig, o->context };
-	struct kube_client_opts ko;
-	struct kube_config *cfg = NULL;
-	struct cairn_err err = CAIRN_ERR_INIT;
-	struct kube *k = NULL;
-
-	memset(&ko, 0, sizeof ko);
-	ko.timeout_us = deadline_us - retry_us;
-	if (ko.timeout_us < 500000)
-		ko.timeout_us = 500000;
-	ko.max_retries = KUBE_RETRIES_NONE;
-	if (kube_config_load(&co, &cfg, &err) < 0 ||
-	    kube_new(cfg, &ko, &k, &err) < 0) {
-		log_warn("lease client: %s; renewing through the main client",
-		    err.msg);
-		return NULL;
-	}
-	return k;
-}
-
 /* Block until the Lease is held (0) or stop (CAIRN_ECANCELED). */
 static int
 server_acquire(struct server *s, int64_t retry_us)
@@ -664,8 +633,8 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	    o->renew_deadline_us : 10 * TIME_US_PER_SEC;
 	lopts.retry_period_us = o->retry_period_us > 0 ?
 	    o->retry_period_us : 2 * TIME_US_PER_SEC;
-	s.lease_kube = lease_client(o, lopts.renew_deadline_us,
-	    lopts.retry_period_us);
+	s.lease_kube = lease_client_new(o->kubeconfig, o->context,
+	    lopts.renew_deadline_us, lopts.retry_period_us);
 	rc = lease_new(s.lease_kube ? s.lease_kube : o->kube, &lopts, &s.lease,
 	    err);
 	if (rc < 0) {
@@ -779,12 +748,7 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	while (running_count(&s) > 0 && time_mono_us() - t0 < grace) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000 * 1000 * 1000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000 * 1000 * 1000;
-		}
+		time_deadline(&ts, 100000);
 		pthread_cond_timedwait(&s.cv, &s.mu, &ts);
 	}
 	if (running_count(&s) > 0)

@@ -43,6 +43,7 @@
 #include "base/jsonutil.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/timeutil.h"
 #include "base/util.h"
 
 #include <pthread.h>
@@ -443,12 +444,7 @@ pf_take(struct pf *f, struct buf *page, char **tok, const volatile int *stop)
 	while (f->state == PF_EMPTY && !(stop != NULL && *stop)) {
 		struct timespec ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000 * 1000 * 1000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000 * 1000 * 1000;
-		}
+		time_deadline(&ts, 100000);
 		pthread_cond_timedwait(&f->cv, &f->mu, &ts);
 	}
 	st = f->state;

@@ -106,6 +106,22 @@ test_time_parse(void)
 }
 
 static void
+test_time_deadline(void)
+{
+	struct timespec now, ts;
+	int64_t d;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	time_deadline(&ts, 2500000);	/* 2.5 s: carries into tv_sec */
+	CHECK(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
+	d = (int64_t)(ts.tv_sec - now.tv_sec) * 1000000 +
+	    (ts.tv_nsec - now.tv_nsec) / 1000;
+	CHECK(d >= 2500000 && d < 2600000);
+	time_deadline(&ts, 999999);
+	CHECK(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
+}
+
+static void
 test_duration(void)
 {
 	int64_t us;
@@ -301,6 +317,7 @@ main(void)
 	RUN(test_time_format);
 	RUN(test_time_parse);
 	RUN(test_duration);
+	RUN(test_time_deadline);
 	RUN(test_flags_parse);
 	RUN(test_flags_errors);
 	RUN(test_escape);
