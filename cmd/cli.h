@@ -50,6 +50,32 @@ void cli_add_list(struct cJSON *obj, const char *key, char **list);
 /* 1 when s is a DNS-1123 subdomain (what the API server checks names for). */
 int cli_valid_name(const char *s);
 
+/* Shared by the commands (cmd/specflags.c). */
+/* spec's included/excluded namespaces and resources from their flags. */
+void cli_add_scope(struct cJSON *spec, const struct flagset *fs);
+/*
+ * A Backup spec (or a Schedule's spec.template) from the flags: the scope,
+ * includeClusterResources, labelSelector, ttl, storageLocation and
+ * snapshotVolumes. 0, or 2 after printing the usage error.
+ */
+int cli_backup_spec(const struct cli_command *cmd, const struct flagset *fs,
+	struct cJSON *spec);
+/*
+ * *obj = the object `name` of gvr in ns: 0, or 1 after printing
+ * `<kind> "<name>" not found in namespace <ns>` or the API error.
+ */
+struct kube_gvr;
+int cli_get_named(struct kube *k, const struct kube_gvr *gvr, const char *ns,
+	const char *kind, const char *name, struct cJSON **obj);
+/* The objects of a list: a kube_list() callback takes each into items. */
+struct cli_collect {
+	struct cJSON **items;	/* owned */
+	size_t n, alloc;
+	size_t cap;		/* > 0: item cap+1 stops with CAIRN_ETOOBIG */
+};
+int cli_collect_item(void *arg, struct cJSON *item);
+void cli_collect_free(struct cli_collect *c);
+
 /* Commands. */
 int cmd_version(const struct cli_command *cmd, struct flagset *fs);
 int cmd_location_create(const struct cli_command *cmd, struct flagset *fs);

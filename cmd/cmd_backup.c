@@ -280,22 +280,6 @@ bk_location_open(struct kube *k, const char *ns, const cJSON *b,
 
 /* ---- backup create ---------------------------------------------------- */
 
-/* A true|false flag into spec[key] when given; 2 on a bad word. */
-static int
-add_bool_flag(const struct cli_command *cmd, const struct flagset *fs,
-    enum flag_id id, cJSON *spec, const char *key)
-{
-	int v;
-
-	if (!flag_given(fs, id) || flag_str(fs, id) == NULL)
-		return 0;
-	if (flags_parse_bool(flag_str(fs, id), &v) < 0)
-		return cli_usage_error(cmd, "--%s wants true or false, not \"%s\"",
-		    flag_table[id].name, flag_str(fs, id));
-	cJSON_AddBoolToObject(spec, key, v);
-	return 0;
-}
-
 /*
  * Build the Backup object from the flags. Returns 0 with *out owned, or
  * the exit code (2) after printing the usage error.
@@ -304,9 +288,7 @@ static int
 build_backup(const struct cli_command *cmd, const struct flagset *fs,
     const char *name, const char *ns, cJSON **out)
 {
-	cJSON *b = cJSON_CreateObject(), *meta, *spec;
-	const char *selstr = flag_str(fs, F_SELECTOR);
-	char ttl[TIME_STR_MAX];
+	cJSON *b = cJSON_CreateObject(), *meta;
 	int rc;
 
 	cJSON_AddStringToObject(b, "apiVersion", "cairn.io/v1");
@@ -317,37 +299,7 @@ build_backup(const struct cli_command *cmd, const struct flagset *fs,
 	/* Storage is cleaned before the object goes, however it is deleted. */
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(meta, "finalizers"),
 	    cJSON_CreateString(GC_FINALIZER));
-	spec = cJSON_AddObjectToObject(b, "spec");
-	cli_add_list(spec, "includedNamespaces",
-	    flag_list(fs, F_INCLUDE_NAMESPACES));
-	cli_add_list(spec, "excludedNamespaces",
-	    flag_list(fs, F_EXCLUDE_NAMESPACES));
-	cli_add_list(spec, "includedResources",
-	    flag_list(fs, F_INCLUDE_RESOURCES));
-	cli_add_list(spec, "excludedResources",
-	    flag_list(fs, F_EXCLUDE_RESOURCES));
-	rc = add_bool_flag(cmd, fs, F_INCLUDE_CLUSTER_RESOURCES, spec,
-	    "includeClusterResources");
-	if (rc == 0 && selstr != NULL && selstr[0] != '\0') {
-		struct cairn_err err = CAIRN_ERR_INIT;
-		cJSON *sel;
-
-		if (kube_selector_object(selstr, &sel, &err) < 0)
-			rc = cli_usage_error(cmd, "invalid label selector "
-			    "\"%s\": %s", selstr, err.msg);
-		else
-			cJSON_AddItemToObject(spec, "labelSelector", sel);
-	}
-	if (rc == 0) {
-		duration_format(flag_duration_us(fs, F_TTL), ttl);
-		cJSON_AddStringToObject(spec, "ttl", ttl);
-		if (flag_str(fs, F_STORAGE_LOCATION) != NULL &&
-		    flag_str(fs, F_STORAGE_LOCATION)[0] != '\0')
-			cJSON_AddStringToObject(spec, "storageLocation",
-			    flag_str(fs, F_STORAGE_LOCATION));
-		rc = add_bool_flag(cmd, fs, F_SNAPSHOT_VOLUMES, spec,
-		    "snapshotVolumes");
-	}
+	rc = cli_backup_spec(cmd, fs, cJSON_AddObjectToObject(b, "spec"));
 	if (rc != 0) {
 		cJSON_Delete(b);
 		return rc;
@@ -576,34 +528,6 @@ out:
 
 /* ---- backup get ------------------------------------------------------- */
 
-struct bk_collect {
-	cJSON **items;		/* owned */
-	size_t n, alloc;
-};
-
-static int
-collect_item(void *arg, cJSON *item)
-{
-	struct bk_collect *c = arg;
-
-	if (c->n >= BK_CAP_LIST_ITEMS)
-		return CAIRN_ETOOBIG;
-	if (c->n == c->alloc) {
-		c->alloc = c->alloc ? c->alloc * 2 : 32;
-		c->items = xreallocarray(c->items, c->alloc, sizeof *c->items);
-	}
-	c->items[c->n++] = item;
-	return KUBE_TAKE;
-}
-
-static void
-collect_free(struct bk_collect *c)
-{
-	for (size_t i = 0; i < c->n; i++)
-		cJSON_Delete(c->items[i]);
-	free(c->items);
-}
-
 static void
 table_add_backup(struct out_table *t, const cJSON *b, int64_t now)
 {
@@ -640,12 +564,13 @@ cmd_backup_get(const struct cli_command *cmd, struct flagset *fs)
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE);
 	enum out_format fmt;
-	struct bk_collect c;
+	struct cli_collect c;
 	struct kube *k = NULL;
 	cJSON *one = NULL, *doc = NULL;
 	int rc;
 
 	memset(&c, 0, sizeof c);
+	c.cap = BK_CAP_LIST_ITEMS;
 	if (fs->nargs > 1)
 		return cli_usage_error(cmd, "backup get takes at most one NAME");
 	if (out_parse_format(flag_str(fs, F_OUTPUT), &fmt, &err) < 0)
@@ -653,20 +578,14 @@ cmd_backup_get(const struct cli_command *cmd, struct flagset *fs)
 	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	if (fs->nargs == 1) {
-		rc = kube_get(k, &gvr_backups, ns, fs->args[0], &one, &err);
-		if (rc == CAIRN_ENOTFOUND) {
-			rc = cli_fail("backup \"%s\" not found in namespace %s",
-			    fs->args[0], ns);
+		rc = cli_get_named(k, &gvr_backups, ns, "backup", fs->args[0],
+		    &one);
+		if (rc != 0)
 			goto out;
-		}
-		if (rc < 0) {
-			rc = cli_fail("%s", err.msg);
-			goto out;
-		}
-		collect_item(&c, one);
+		cli_collect_item(&c, one);
 	} else {
-		rc = kube_list(k, &gvr_backups, ns, NULL, collect_item, &c, NULL,
-		    &err);
+		rc = kube_list(k, &gvr_backups, ns, NULL, cli_collect_item, &c,
+		    NULL, &err);
 		if (rc < 0) {
 			rc = cli_fail("listing backups in namespace %s: %s", ns,
 			    rc == CAIRN_ETOOBIG ? "too many backups" : err.msg);
@@ -693,7 +612,7 @@ cmd_backup_get(const struct cli_command *cmd, struct flagset *fs)
 		rc = CLI_EXIT_OK;
 	}
 out:
-	collect_free(&c);
+	cli_collect_free(&c);
 	kube_free(k);
 	esc_free();
 	return rc;
@@ -924,7 +843,7 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 int
 cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 {
-	struct cairn_err err = CAIRN_ERR_INIT, lerr = CAIRN_ERR_INIT;
+	struct cairn_err lerr = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE);
 	struct bk_location loc;
 	struct kube *k = NULL;
@@ -935,16 +854,9 @@ cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 		return cli_usage_error(cmd, "backup describe needs one NAME");
 	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
-	rc = kube_get(k, &gvr_backups, ns, fs->args[0], &b, &err);
-	if (rc == CAIRN_ENOTFOUND) {
-		rc = cli_fail("backup \"%s\" not found in namespace %s",
-		    fs->args[0], ns);
+	rc = cli_get_named(k, &gvr_backups, ns, "backup", fs->args[0], &b);
+	if (rc != 0)
 		goto out;
-	}
-	if (rc < 0) {
-		rc = cli_fail("%s", err.msg);
-		goto out;
-	}
 	/* The location is only needed for the key prefix: never fatal. */
 	have_loc = bk_location_open(k, ns, b, &loc, &lerr) == 0;
 	describe_backup(stdout, b, ns, have_loc ? &loc : NULL,
@@ -978,12 +890,9 @@ open_backup(const struct cli_command *cmd, const struct flagset *fs,
 		return cli_usage_error(cmd, "backup %s needs one NAME", verb);
 	if (cli_open_kube(fs, k) < 0)
 		return CLI_EXIT_FAIL;
-	rc = kube_get(*k, &gvr_backups, ns, fs->args[0], b, &err);
-	if (rc == CAIRN_ENOTFOUND)
-		return cli_fail("backup \"%s\" not found in namespace %s",
-		    fs->args[0], ns);
-	if (rc < 0)
-		return cli_fail("%s", err.msg);
+	rc = cli_get_named(*k, &gvr_backups, ns, "backup", fs->args[0], b);
+	if (rc != 0)
+		return rc;
 	if (bk_location_open(*k, ns, *b, loc, &err) < 0)
 		return cli_fail("backup %s: %s", fs->args[0], err.msg);
 	return 0;
@@ -1369,16 +1278,9 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 	}
 	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
-	rc = kube_get(k, &gvr_backups, ns, fs->args[0], &b, &err);
-	if (rc == CAIRN_ENOTFOUND) {
-		rc = cli_fail("backup \"%s\" not found in namespace %s",
-		    fs->args[0], ns);
+	rc = cli_get_named(k, &gvr_backups, ns, "backup", fs->args[0], &b);
+	if (rc != 0)
 		goto out;
-	}
-	if (rc < 0) {
-		rc = cli_fail("%s", err.msg);
-		goto out;
-	}
 	rc = bk_location_open(k, ns, b, &loc, &err);
 	if (rc == 0)
 		have_loc = 1;

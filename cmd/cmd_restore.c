@@ -102,14 +102,7 @@ build_restore(const struct cli_command *cmd, const struct flagset *fs,
 	json_set_str(r, "metadata.namespace", ns);
 	spec = cJSON_AddObjectToObject(r, "spec");
 	cJSON_AddStringToObject(spec, "backupName", backup);
-	cli_add_list(spec, "includedNamespaces",
-	    flag_list(fs, F_INCLUDE_NAMESPACES));
-	cli_add_list(spec, "excludedNamespaces",
-	    flag_list(fs, F_EXCLUDE_NAMESPACES));
-	cli_add_list(spec, "includedResources",
-	    flag_list(fs, F_INCLUDE_RESOURCES));
-	cli_add_list(spec, "excludedResources",
-	    flag_list(fs, F_EXCLUDE_RESOURCES));
+	cli_add_scope(spec, fs);
 	if (maps[0] != NULL) {
 		cJSON *m = cJSON_AddObjectToObject(spec, "namespaceMapping");
 
@@ -400,16 +393,10 @@ cmd_restore_get(const struct cli_command *cmd, struct flagset *fs)
 	if (fmt != OUT_TABLE)
 		g.items = cJSON_CreateArray();
 	if (fs->nargs == 1) {
-		rc = kube_get(k, &gvr_restores, ns, fs->args[0], &one, &err);
-		if (rc == CAIRN_ENOTFOUND) {
-			rc = cli_fail("restore %s not found in namespace %s",
-			    fs->args[0], ns);
+		rc = cli_get_named(k, &gvr_restores, ns, "restore", fs->args[0],
+		    &one);
+		if (rc != 0)
 			goto out;
-		}
-		if (rc < 0) {
-			rc = cli_fail("%s", err.msg);
-			goto out;
-		}
 		if (fmt != OUT_TABLE) {
 			rc = out_print_doc(stdout, fmt, one, &err) < 0 ?
 			    cli_fail("%s", err.msg) : CLI_EXIT_OK;
@@ -470,12 +457,9 @@ open_restore(const struct cli_command *cmd, struct flagset *fs,
 		return cli_usage_error(cmd, "needs exactly one NAME");
 	if (cli_open_kube(fs, k) < 0)
 		return CLI_EXIT_FAIL;
-	rc = kube_get(*k, &gvr_restores, ns, fs->args[0], r, &err);
-	if (rc == CAIRN_ENOTFOUND)
-		return cli_fail("restore %s not found in namespace %s",
-		    fs->args[0], ns);
-	if (rc < 0)
-		return cli_fail("%s", err.msg);
+	rc = cli_get_named(*k, &gvr_restores, ns, "restore", fs->args[0], r);
+	if (rc != 0)
+		return rc;
 	rc = kube_get(*k, &gvr_backups, ns, json_str_or(*r, "spec.backupName",
 	    ""), &b, &err);
 	if (rc == 0)

@@ -28,30 +28,14 @@
 static const struct kube_gvr sched_gvr = { "cairn.io", "v1", "schedules" };
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
 
-static int
-add_tristate(const struct cli_command *cmd, const struct flagset *fs,
-	enum flag_id id, cJSON *spec, const char *key)
-{
-	int v;
-
-	if (!flag_given(fs, id) || flag_str(fs, id) == NULL)
-		return 0;
-	if (flags_parse_bool(flag_str(fs, id), &v) < 0)
-		return cli_usage_error(cmd, "--%s wants true or false, not \"%s\"",
-		    flag_table[id].name, flag_str(fs, id));
-	cJSON_AddBoolToObject(spec, key, v);
-	return 0;
-}
-
 int
 cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
-	const char *ns = flag_str(fs, F_NAMESPACE), *expr, *sel;
+	const char *ns = flag_str(fs, F_NAMESPACE), *expr;
 	struct cron *c = NULL;
 	struct kube *k = NULL;
-	cJSON *s = NULL, *md, *spec, *tmpl;
-	char ttl[TIME_STR_MAX];
+	cJSON *s = NULL, *md, *spec;
 	int rc;
 
 	if (fs->nargs != 1)
@@ -75,37 +59,10 @@ cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 	cJSON_AddStringToObject(md, "namespace", ns);
 	spec = cJSON_AddObjectToObject(s, "spec");
 	cJSON_AddStringToObject(spec, "schedule", expr);
-	tmpl = cJSON_AddObjectToObject(spec, "template");
-	cli_add_list(tmpl, "includedNamespaces",
-	    flag_list(fs, F_INCLUDE_NAMESPACES));
-	cli_add_list(tmpl, "excludedNamespaces",
-	    flag_list(fs, F_EXCLUDE_NAMESPACES));
-	cli_add_list(tmpl, "includedResources",
-	    flag_list(fs, F_INCLUDE_RESOURCES));
-	cli_add_list(tmpl, "excludedResources",
-	    flag_list(fs, F_EXCLUDE_RESOURCES));
-	rc = add_tristate(cmd, fs, F_INCLUDE_CLUSTER_RESOURCES, tmpl,
-	    "includeClusterResources");
-	if (rc == 0)
-		rc = add_tristate(cmd, fs, F_SNAPSHOT_VOLUMES, tmpl,
-		    "snapshotVolumes");
+	rc = cli_backup_spec(cmd, fs, cJSON_AddObjectToObject(spec,
+	    "template"));
 	if (rc != 0)
 		goto out;
-	sel = flag_str(fs, F_SELECTOR);
-	if (sel != NULL && sel[0] != '\0') {
-		cJSON *so;
-
-		if (kube_selector_object(sel, &so, &err) < 0) {
-			rc = cli_usage_error(cmd, "--selector: %s", err.msg);
-			goto out;
-		}
-		cJSON_AddItemToObject(tmpl, "labelSelector", so);
-	}
-	duration_format(flag_duration_us(fs, F_TTL), ttl);
-	cJSON_AddStringToObject(tmpl, "ttl", ttl);
-	if (flag_str(fs, F_STORAGE_LOCATION) != NULL)
-		cJSON_AddStringToObject(tmpl, "storageLocation",
-		    flag_str(fs, F_STORAGE_LOCATION));
 	cJSON_AddBoolToObject(spec, "paused", flag_bool(fs, F_PAUSED));
 	if (flag_bool(fs, F_SKIP_IMMEDIATELY))
 		cJSON_AddTrueToObject(spec, "skipImmediately");
@@ -132,39 +89,13 @@ out:
 	return rc;
 }
 
-struct collect {
-	cJSON **v;
-	size_t n, a;
-};
-
-static int
-collect_item(void *arg, cJSON *item)
-{
-	struct collect *c = arg;
-
-	if (c->n == c->a) {
-		c->a = c->a ? 2 * c->a : 16;
-		c->v = xreallocarray(c->v, c->a, sizeof *c->v);
-	}
-	c->v[c->n++] = item;
-	return KUBE_TAKE;
-}
-
-static void
-collect_free(struct collect *c)
-{
-	for (size_t i = 0; i < c->n; i++)
-		cJSON_Delete(c->v[i]);
-	free(c->v);
-}
-
 int
 cmd_schedule_get(const struct cli_command *cmd, struct flagset *fs)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE);
 	enum out_format fmt;
-	struct collect c = { NULL, 0, 0 };
+	struct cli_collect c = { NULL, 0, 0, 0 };
 	struct kube *k = NULL;
 	int rc;
 
@@ -177,25 +108,19 @@ cmd_schedule_get(const struct cli_command *cmd, struct flagset *fs)
 	if (fs->nargs == 1) {
 		cJSON *one = NULL;
 
-		rc = kube_get(k, &sched_gvr, ns, fs->args[0], &one, &err);
-		if (rc == CAIRN_ENOTFOUND) {
-			rc = cli_fail("schedule \"%s\" not found in namespace %s",
-			    fs->args[0], ns);
+		rc = cli_get_named(k, &sched_gvr, ns, "schedule", fs->args[0],
+		    &one);
+		if (rc != 0)
 			goto out;
-		}
-		if (rc < 0) {
-			rc = cli_fail("%s", err.msg);
-			goto out;
-		}
-		collect_item(&c, one);
-	} else if (kube_list(k, &sched_gvr, ns, NULL, collect_item, &c, NULL,
-	    &err) < 0) {
+		cli_collect_item(&c, one);
+	} else if (kube_list(k, &sched_gvr, ns, NULL, cli_collect_item, &c,
+	    NULL, &err) < 0) {
 		rc = cli_fail("%s", err.msg);
 		goto out;
 	}
 	if (fmt != OUT_TABLE) {
-		cJSON *doc = fs->nargs == 1 ? cJSON_Duplicate(c.v[0], 1) :
-		    out_list_wrap(c.v, c.n);
+		cJSON *doc = fs->nargs == 1 ? cJSON_Duplicate(c.items[0], 1) :
+		    out_list_wrap(c.items, c.n);
 
 		rc = out_print_doc(stdout, fmt, doc, &err) < 0 ?
 		    cli_fail("%s", err.msg) : CLI_EXIT_OK;
@@ -210,7 +135,7 @@ cmd_schedule_get(const struct cli_command *cmd, struct flagset *fs)
 
 		for (size_t i = 0; i < c.n; i++) {
 			char last[OUT_AGE_MAX], age[OUT_AGE_MAX];
-			const cJSON *s = c.v[i];
+			const cJSON *s = c.items[i];
 
 			if (json_str(s, "status.lastBackup") != NULL)
 				out_age(json_str(s, "status.lastBackup"), now, last);
@@ -233,7 +158,7 @@ cmd_schedule_get(const struct cli_command *cmd, struct flagset *fs)
 	}
 	rc = CLI_EXIT_OK;
 out:
-	collect_free(&c);
+	cli_collect_free(&c);
 	kube_free(k);
 	return rc;
 }
@@ -243,7 +168,7 @@ cmd_schedule_describe(const struct cli_command *cmd, struct flagset *fs)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE);
-	struct collect bk = { NULL, 0, 0 };
+	struct cli_collect bk = { NULL, 0, 0, 0 };
 	struct kube_list_opts lo;
 	struct kube *k = NULL;
 	struct cron *c = NULL;
@@ -297,17 +222,17 @@ cmd_schedule_describe(const struct cli_command *cmd, struct flagset *fs)
 	memset(&lo, 0, sizeof lo);
 	sel = xasprintf("%s=%s", SCHEDULE_LABEL, fs->args[0]);
 	lo.label_selector = sel;
-	if (kube_list(k, &backups_gvr, ns, &lo, collect_item, &bk, NULL,
+	if (kube_list(k, &backups_gvr, ns, &lo, cli_collect_item, &bk, NULL,
 	    &err) == 0) {
 		printf("Backups:      %zu\n", bk.n);
 		for (size_t i = 0; i < bk.n; i++)
-			printf("  %s  %s\n", json_str_or(bk.v[i], "metadata.name",
-			    ""), json_str_or(bk.v[i], "status.phase", "New"));
+			printf("  %s  %s\n", json_str_or(bk.items[i], "metadata.name",
+			    ""), json_str_or(bk.items[i], "status.phase", "New"));
 	}
 	rc = CLI_EXIT_OK;
 out:
 	cron_free(c);
-	collect_free(&bk);
+	cli_collect_free(&bk);
 	free(sel);
 	free(tmpl);
 	cJSON_Delete(s);

@@ -10,7 +10,8 @@ CMD_SOURCES = \
 	cmd/output.c cmd/output.h \
 	cmd/progress.c cmd/progress.h \
 	cmd/cmd_backup.c \
-	cmd/cmd_restore.c
+	cmd/cmd_restore.c \
+	cmd/specflags.c
 
 # backup-location create|get (issue 5, storage)
 CMD_SOURCES += cmd/cmd_location.c

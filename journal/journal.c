@@ -50,6 +50,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1012,26 +1013,91 @@ journal_finish(struct journal *j, int64_t id, const char *phase,
 	return wdone(j, rc, err);
 }
 
+/*
+ * Reading rows: a list statement's columns, in SELECT order, map to the
+ * fields of its row struct. A text column (cap > 0) is copied into a
+ * char[cap] field, an integer one (cap 0) into an int64_t field (NULL
+ * reads 0).
+ */
+struct col {
+	size_t	off;
+	size_t	cap;
+};
+
+#define COL_I(T, f)	{ offsetof(T, f), 0 }
+#define COL_T(T, f)	{ offsetof(T, f), sizeof ((T *)0)->f }
+
+/* A row shape: its struct's size and columns, and the statement reading it. */
+struct rowshape {
+	enum stmt_id	sid;
+	size_t		sz;
+	const struct col *cols;
+	size_t		ncols;
+	const char	*what;		/* "listing items", for errors */
+};
+
+#define SHAPE(id, type, cols, what) \
+	{ id, sizeof(type), cols, sizeof cols / sizeof cols[0], what }
+
+#define IT struct journal_item
+static const struct col item_cols[] = {
+	COL_I(IT, id),
+	COL_T(IT, kind), COL_T(IT, namespace), COL_T(IT, name), COL_T(IT, uid),
+	COL_I(IT, attempt),
+	COL_T(IT, phase), COL_T(IT, holder), COL_T(IT, worker),
+	COL_I(IT, claimed_at), COL_I(IT, updated_at), COL_I(IT, finished_at),
+	COL_I(IT, total_items), COL_I(IT, items_done), COL_I(IT, bytes_done),
+	COL_T(IT, message),
+};
+static const struct rowshape items_shape = SHAPE(ST_ITEMS, IT, item_cols,
+    "listing items");
+#undef IT
+
+#define CT struct journal_counter
+static const struct col counter_cols[] = {
+	COL_T(CT, kind), COL_T(CT, outcome), COL_I(CT, n),
+};
+static const struct rowshape counters_shape = SHAPE(ST_COUNTERS, CT,
+    counter_cols, "reading counters");
+#undef CT
+
+#define PT struct journal_part
+static const struct col part_cols[] = {
+	COL_I(PT, part_number),
+	COL_T(PT, upload_id), COL_T(PT, etag), COL_T(PT, last_key),
+	COL_I(PT, items), COL_I(PT, bytes),
+	COL_I(PT, created_at), COL_T(PT, list_continue),
+};
+static const struct rowshape parts_shape = SHAPE(ST_PARTS, PT, part_cols,
+    "listing parts");
+#undef PT
+
+#define VT struct journal_volume
+static const struct col volume_cols[] = {
+	COL_T(VT, volume), COL_T(VT, phase),
+	COL_I(VT, bytes_done), COL_I(VT, bytes_total), COL_I(VT, files_done),
+	COL_I(VT, files_total),
+	COL_T(VT, last_file), COL_I(VT, updated_at),
+};
+static const struct rowshape volumes_shape = SHAPE(ST_VOLUMES, VT,
+    volume_cols, "listing volumes");
+#undef VT
+#undef SHAPE
+
+/* Copy the current row of st into row, a zeroed struct of shape sh. */
 static void
-row_item(sqlite3_stmt *st, struct journal_item *it)
+read_row(sqlite3_stmt *st, const struct rowshape *sh, void *row)
 {
-	memset(it, 0, sizeof *it);
-	it->id = sqlite3_column_int64(st, 0);
-	col_text(st, 1, it->kind, sizeof it->kind);
-	col_text(st, 2, it->namespace, sizeof it->namespace);
-	col_text(st, 3, it->name, sizeof it->name);
-	col_text(st, 4, it->uid, sizeof it->uid);
-	it->attempt = sqlite3_column_int64(st, 5);
-	col_text(st, 6, it->phase, sizeof it->phase);
-	col_text(st, 7, it->holder, sizeof it->holder);
-	col_text(st, 8, it->worker, sizeof it->worker);
-	it->claimed_at = sqlite3_column_int64(st, 9);
-	it->updated_at = sqlite3_column_int64(st, 10);
-	it->finished_at = sqlite3_column_int64(st, 11);	/* NULL reads 0 */
-	it->total_items = sqlite3_column_int64(st, 12);
-	it->items_done = sqlite3_column_int64(st, 13);
-	it->bytes_done = sqlite3_column_int64(st, 14);
-	col_text(st, 15, it->message, sizeof it->message);
+	memset(row, 0, sh->sz);
+	for (size_t i = 0; i < sh->ncols; i++) {
+		char *dst = (char *)row + sh->cols[i].off;
+
+		if (sh->cols[i].cap > 0)
+			col_text(st, (int)i, dst, sh->cols[i].cap);
+		else
+			*(int64_t *)(void *)dst = sqlite3_column_int64(st,
+			    (int)i);
+	}
 }
 
 /* Step a statement expected to give at most one item row. */
@@ -1043,7 +1109,7 @@ one_item(struct journal *j, struct jconn *c, sqlite3_stmt *st,
 
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
-		row_item(st, out);
+		read_row(st, &items_shape, out);
 		rc = 0;
 	} else if (rc == SQLITE_DONE) {
 		rc = cairn_err_set(err, CAIRN_ENOTFOUND, "journal %s: %s: no "
@@ -1107,21 +1173,95 @@ list_grow(void *arr, size_t n, size_t *alloc, size_t sz)
 	return xreallocarray(arr, *alloc, sz);
 }
 
-int
-journal_items(struct journal *j, const struct journal_filter *f,
-    struct journal_item **out, size_t *n, struct cairn_err *err)
+/* Binds a read statement's parameters from arg. */
+typedef void (*bind_fn)(sqlite3_stmt *st, const void *arg);
+/* Takes one result row; nonzero ends the walk early (not an error). */
+typedef int (*each_fn)(sqlite3_stmt *st, void *arg);
+
+/* Parameter 1: the item id at arg. */
+static void
+bind_id(sqlite3_stmt *st, const void *arg)
 {
-	struct journal_item *arr = NULL;
+	sqlite3_bind_int64(st, 1, *(const int64_t *)arg);
+}
+
+/*
+ * Run read statement sid on a reader connection: bind(st, barg) when bind
+ * is given, then fn(st, arg) for each row until fn returns nonzero or the
+ * rows end. 0, or the journal error of `what`.
+ */
+static int
+each_row(struct journal *j, enum stmt_id sid, bind_fn bind,
+    const void *barg, each_fn fn, void *arg, struct cairn_err *err,
+    const char *what)
+{
 	struct jconn *c = rlock(j);
 	sqlite3_stmt *st = NULL;
-	size_t cnt = 0, alloc = 0;
 	int rc;
 
-	*out = NULL;
-	*n = 0;
-	rc = stmt(j, c, ST_ITEMS, &st, err);
-	if (rc < 0)
-		goto out;
+	rc = stmt(j, c, sid, &st, err);
+	if (rc == 0) {
+		if (bind != NULL)
+			bind(st, barg);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (fn(st, arg) != 0) {
+				rc = SQLITE_DONE;
+				break;
+			}
+		}
+		rc = rc == SQLITE_DONE ? 0 : jfail(j, c->db, rc, err, what);
+		end_stmt(st);
+	}
+	runlock(c);
+	return rc;
+}
+
+/* A list being read. */
+struct rowlist {
+	const struct rowshape *sh;
+	char	*arr;
+	size_t	n, alloc;		/* rows, room */
+};
+
+static int
+list_row(sqlite3_stmt *st, void *arg)
+{
+	struct rowlist *l = arg;
+
+	l->arr = list_grow(l->arr, l->n, &l->alloc, l->sh->sz);
+	read_row(st, l->sh, l->arr + l->n++ * l->sh->sz);
+	return 0;
+}
+
+/*
+ * Every row of shape sh as a new array: stored at out, the address of the
+ * caller's element pointer (free() it), with the count at *n; NULL and 0
+ * after an error.
+ */
+static int
+read_list(struct journal *j, const struct rowshape *sh, bind_fn bind,
+    const void *barg, void *out, size_t *n, struct cairn_err *err)
+{
+	struct rowlist l = { sh, NULL, 0, 0 };
+	int rc;
+
+	rc = each_row(j, sh->sid, bind, barg, list_row, &l, err, sh->what);
+	if (rc < 0) {
+		free(l.arr);
+		l.arr = NULL;
+		l.n = 0;
+	}
+	memcpy(out, &l.arr, sizeof l.arr);	/* a T *, whatever T */
+	*n = l.n;
+	return rc;
+}
+
+/* The parameters of ST_ITEMS from a filter (NULL: everything). */
+static void
+bind_filter(sqlite3_stmt *st, const void *arg)
+{
+	const struct journal_filter *f = arg;
+
 	if (f != NULL) {
 		bind_text(st, 1, f->kind);
 		bind_text(st, 2, f->phase);
@@ -1130,21 +1270,13 @@ journal_items(struct journal *j, const struct journal_filter *f,
 	sqlite3_bind_int(st, 4, f != NULL && f->running_only);
 	sqlite3_bind_int64(st, 5, f != NULL && f->limit > 0 ?
 	    (int64_t)f->limit : -1);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		arr = list_grow(arr, cnt, &alloc, sizeof *arr);
-		row_item(st, &arr[cnt++]);
-	}
-	rc = rc == SQLITE_DONE ? 0 : jfail(j, c->db, rc, err, "listing items");
-	end_stmt(st);
-out:
-	runlock(c);
-	if (rc < 0) {
-		free(arr);
-		return rc;
-	}
-	*out = arr;
-	*n = cnt;
-	return 0;
+}
+
+int
+journal_items(struct journal *j, const struct journal_filter *f,
+    struct journal_item **out, size_t *n, struct cairn_err *err)
+{
+	return read_list(j, &items_shape, bind_filter, f, out, n, err);
 }
 
 /* ---- Backup checkpoints ----------------------------------------------------- */
@@ -1189,41 +1321,7 @@ int
 journal_parts(struct journal *j, int64_t id, struct journal_part **out,
     size_t *n, struct cairn_err *err)
 {
-	struct journal_part *arr = NULL, *p;
-	struct jconn *c = rlock(j);
-	sqlite3_stmt *st = NULL;
-	size_t cnt = 0, alloc = 0;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	rc = stmt(j, c, ST_PARTS, &st, err);
-	if (rc < 0)
-		goto out;
-	sqlite3_bind_int64(st, 1, id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		arr = list_grow(arr, cnt, &alloc, sizeof *arr);
-		p = &arr[cnt++];
-		p->part_number = sqlite3_column_int64(st, 0);
-		col_text(st, 1, p->upload_id, sizeof p->upload_id);
-		col_text(st, 2, p->etag, sizeof p->etag);
-		col_text(st, 3, p->last_key, sizeof p->last_key);
-		p->items = sqlite3_column_int64(st, 4);
-		p->bytes = sqlite3_column_int64(st, 5);
-		p->created_at = sqlite3_column_int64(st, 6);
-		col_text(st, 7, p->list_continue, sizeof p->list_continue);
-	}
-	rc = rc == SQLITE_DONE ? 0 : jfail(j, c->db, rc, err, "listing parts");
-	end_stmt(st);
-out:
-	runlock(c);
-	if (rc < 0) {
-		free(arr);
-		return rc;
-	}
-	*out = arr;
-	*n = cnt;
-	return 0;
+	return read_list(j, &parts_shape, bind_id, &id, out, n, err);
 }
 
 /* ---- Restore progress ------------------------------------------------------- */
@@ -1317,30 +1415,24 @@ journal_restore_lookup(struct journal *j, int64_t id, const char *key,
 	return rc;
 }
 
+static int
+count_row(sqlite3_stmt *st, void *arg)
+{
+	int64_t *counts = arg;
+	enum journal_rstate s;
+
+	if (rstate_parse((const char *)sqlite3_column_text(st, 0), &s) == 0)
+		counts[s] = sqlite3_column_int64(st, 1);
+	return 0;
+}
+
 int
 journal_restore_counts(struct journal *j, int64_t id,
     int64_t counts[JOURNAL_R_COUNT], struct cairn_err *err)
 {
-	struct jconn *c = rlock(j);
-	enum journal_rstate s;
-	sqlite3_stmt *st = NULL;
-	int rc;
-
 	memset(counts, 0, sizeof(int64_t) * JOURNAL_R_COUNT);
-	rc = stmt(j, c, ST_RESTORE_COUNTS, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			if (rstate_parse((const char *)sqlite3_column_text(st,
-			    0), &s) == 0)
-				counts[s] = sqlite3_column_int64(st, 1);
-		}
-		rc = rc == SQLITE_DONE ? 0 : jfail(j, c->db, rc, err,
-		    "counting restore progress");
-		end_stmt(st);
-	}
-	runlock(c);
-	return rc;
+	return each_row(j, ST_RESTORE_COUNTS, bind_id, &id, count_row, counts,
+	    err, "counting restore progress");
 }
 
 /* ---- Volume operations ------------------------------------------------------ */
@@ -1381,42 +1473,7 @@ int
 journal_volumes(struct journal *j, int64_t id, struct journal_volume **out,
     size_t *n, struct cairn_err *err)
 {
-	struct journal_volume *arr = NULL, *v;
-	struct jconn *c = rlock(j);
-	sqlite3_stmt *st = NULL;
-	size_t cnt = 0, alloc = 0;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	rc = stmt(j, c, ST_VOLUMES, &st, err);
-	if (rc < 0)
-		goto out;
-	sqlite3_bind_int64(st, 1, id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		arr = list_grow(arr, cnt, &alloc, sizeof *arr);
-		v = &arr[cnt++];
-		col_text(st, 0, v->volume, sizeof v->volume);
-		col_text(st, 1, v->phase, sizeof v->phase);
-		v->bytes_done = sqlite3_column_int64(st, 2);
-		v->bytes_total = sqlite3_column_int64(st, 3);
-		v->files_done = sqlite3_column_int64(st, 4);
-		v->files_total = sqlite3_column_int64(st, 5);
-		col_text(st, 6, v->last_file, sizeof v->last_file);
-		v->updated_at = sqlite3_column_int64(st, 7);
-	}
-	rc = rc == SQLITE_DONE ? 0 : jfail(j, c->db, rc, err,
-	    "listing volumes");
-	end_stmt(st);
-out:
-	runlock(c);
-	if (rc < 0) {
-		free(arr);
-		return rc;
-	}
-	*out = arr;
-	*n = cnt;
-	return 0;
+	return read_list(j, &volumes_shape, bind_id, &id, out, n, err);
 }
 
 /* ---- Event log -------------------------------------------------------------- */
@@ -1453,34 +1510,32 @@ journal_event(struct journal *j, int64_t id, const char *level,
 	return wdone(j, rc, err);
 }
 
+/* The callback of a journal_events_foreach() walk. */
+struct event_walk {
+	journal_event_fn fn;
+	void	*arg;
+};
+
+static int
+event_row(sqlite3_stmt *st, void *arg)
+{
+	const struct event_walk *w = arg;
+	const unsigned char *lvl = sqlite3_column_text(st, 1);
+	const unsigned char *line = sqlite3_column_text(st, 2);
+
+	return w->fn(sqlite3_column_int64(st, 0),
+	    lvl != NULL ? (const char *)lvl : "",
+	    line != NULL ? (const char *)line : "", w->arg) != 0;
+}
+
 int
 journal_events_foreach(struct journal *j, int64_t id, journal_event_fn fn,
     void *arg, struct cairn_err *err)
 {
-	struct jconn *c = rlock(j);
-	sqlite3_stmt *st = NULL;
-	int rc;
+	struct event_walk w = { fn, arg };
 
-	rc = stmt(j, c, ST_EVENTS, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			const unsigned char *lvl = sqlite3_column_text(st, 1);
-			const unsigned char *line = sqlite3_column_text(st, 2);
-
-			if (fn(sqlite3_column_int64(st, 0),
-			    lvl != NULL ? (const char *)lvl : "",
-			    line != NULL ? (const char *)line : "", arg) != 0) {
-				rc = SQLITE_DONE;
-				break;
-			}
-		}
-		rc = rc == SQLITE_DONE ? 0 : jfail(j, c->db, rc, err,
-		    "reading events");
-		end_stmt(st);
-	}
-	runlock(c);
-	return rc;
+	return each_row(j, ST_EVENTS, bind_id, &id, event_row, &w, err,
+	    "reading events");
 }
 
 /* ---- Counters --------------------------------------------------------------- */
@@ -1511,36 +1566,7 @@ int
 journal_counters(struct journal *j, struct journal_counter **out, size_t *n,
     struct cairn_err *err)
 {
-	struct journal_counter *arr = NULL, *k;
-	struct jconn *c = rlock(j);
-	sqlite3_stmt *st = NULL;
-	size_t cnt = 0, alloc = 0;
-	int rc;
-
-	*out = NULL;
-	*n = 0;
-	rc = stmt(j, c, ST_COUNTERS, &st, err);
-	if (rc < 0)
-		goto out;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		arr = list_grow(arr, cnt, &alloc, sizeof *arr);
-		k = &arr[cnt++];
-		col_text(st, 0, k->kind, sizeof k->kind);
-		col_text(st, 1, k->outcome, sizeof k->outcome);
-		k->n = sqlite3_column_int64(st, 2);
-	}
-	rc = rc == SQLITE_DONE ? 0 : jfail(j, c->db, rc, err,
-	    "reading counters");
-	end_stmt(st);
-out:
-	runlock(c);
-	if (rc < 0) {
-		free(arr);
-		return rc;
-	}
-	*out = arr;
-	*n = cnt;
-	return 0;
+	return read_list(j, &counters_shape, NULL, NULL, out, n, err);
 }
 
 /* ---- Housekeeping ------------------------------------------------------------ */

@@ -1,0 +1,119 @@
+/*
+ * specflags.c: what several commands build from the same flags, and the
+ * one lookup they all start with.
+ *
+ * A Backup's spec and a Schedule's spec.template take the same flags
+ * (`backup create` and `schedule create`), and a Restore takes the same
+ * namespace and resource lists; `get`, `describe` and `delete` of one
+ * named object report a missing one alike, and `get` collects a list
+ * the same way.
+ */
+#include "config.h"
+#include "cmd/cli.h"
+
+#include <stdlib.h>
+
+#include "base/jsonutil.h"
+#include "base/mem.h"
+#include "base/timeutil.h"
+#include "kube/kube.h"
+
+void
+cli_add_scope(cJSON *spec, const struct flagset *fs)
+{
+	cli_add_list(spec, "includedNamespaces",
+	    flag_list(fs, F_INCLUDE_NAMESPACES));
+	cli_add_list(spec, "excludedNamespaces",
+	    flag_list(fs, F_EXCLUDE_NAMESPACES));
+	cli_add_list(spec, "includedResources",
+	    flag_list(fs, F_INCLUDE_RESOURCES));
+	cli_add_list(spec, "excludedResources",
+	    flag_list(fs, F_EXCLUDE_RESOURCES));
+}
+
+/* A true|false flag into spec[key] when given; 2 on a bad word. */
+static int
+add_bool_flag(const struct cli_command *cmd, const struct flagset *fs,
+    enum flag_id id, cJSON *spec, const char *key)
+{
+	int v;
+
+	if (!flag_given(fs, id) || flag_str(fs, id) == NULL)
+		return 0;
+	if (flags_parse_bool(flag_str(fs, id), &v) < 0)
+		return cli_usage_error(cmd, "--%s wants true or false, not \"%s\"",
+		    flag_table[id].name, flag_str(fs, id));
+	cJSON_AddBoolToObject(spec, key, v);
+	return 0;
+}
+
+int
+cli_backup_spec(const struct cli_command *cmd, const struct flagset *fs,
+    cJSON *spec)
+{
+	const char *selstr = flag_str(fs, F_SELECTOR);
+	const char *loc = flag_str(fs, F_STORAGE_LOCATION);
+	char ttl[TIME_STR_MAX];
+	int rc;
+
+	cli_add_scope(spec, fs);
+	rc = add_bool_flag(cmd, fs, F_INCLUDE_CLUSTER_RESOURCES, spec,
+	    "includeClusterResources");
+	if (rc == 0 && selstr != NULL && selstr[0] != '\0') {
+		struct cairn_err err = CAIRN_ERR_INIT;
+		cJSON *sel;
+
+		if (kube_selector_object(selstr, &sel, &err) < 0)
+			rc = cli_usage_error(cmd, "invalid label selector "
+			    "\"%s\": %s", selstr, err.msg);
+		else
+			cJSON_AddItemToObject(spec, "labelSelector", sel);
+	}
+	if (rc != 0)
+		return rc;
+	duration_format(flag_duration_us(fs, F_TTL), ttl);
+	cJSON_AddStringToObject(spec, "ttl", ttl);
+	if (loc != NULL && loc[0] != '\0')
+		cJSON_AddStringToObject(spec, "storageLocation", loc);
+	return add_bool_flag(cmd, fs, F_SNAPSHOT_VOLUMES, spec,
+	    "snapshotVolumes");
+}
+
+int
+cli_get_named(struct kube *k, const struct kube_gvr *gvr, const char *ns,
+    const char *kind, const char *name, cJSON **obj)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	int rc;
+
+	rc = kube_get(k, gvr, ns, name, obj, &err);
+	if (rc == CAIRN_ENOTFOUND)
+		return cli_fail("%s \"%s\" not found in namespace %s", kind,
+		    name, ns);
+	if (rc < 0)
+		return cli_fail("%s", err.msg);
+	return 0;
+}
+
+int
+cli_collect_item(void *arg, cJSON *item)
+{
+	struct cli_collect *c = arg;
+
+	if (c->cap > 0 && c->n >= c->cap)
+		return CAIRN_ETOOBIG;
+	if (c->n == c->alloc) {
+		c->alloc = c->alloc ? c->alloc * 2 : 32;
+		c->items = xreallocarray(c->items, c->alloc, sizeof *c->items);
+	}
+	c->items[c->n++] = item;
+	return KUBE_TAKE;
+}
+
+void
+cli_collect_free(struct cli_collect *c)
+{
+	for (size_t i = 0; i < c->n; i++)
+		cJSON_Delete(c->items[i]);
+	free(c->items);
+}
