@@ -65,6 +65,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 #include "engine/bspec.h"
+#include "engine/claim.h"
 #include "engine/volumes.h"
 #include "engine/bsl.h"
 #include "engine/tarparts.h"
@@ -74,7 +75,6 @@
 
 #define BK_MAX_RESULTS 1000		/* error/warning lines kept for results */
 #define BK_PROGRESS_US TIME_US_PER_SEC	/* status.progress at most this often */
-#define BK_STATUS_RETRIES 5
 #define BK_SPOOL_BUF (64u << 10)	/* stdio buffer of the spool files */
 
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
@@ -108,7 +108,7 @@ struct bk {
 	cJSON *status;			/* the status we own and write (owned) */
 	int64_t attempt;
 	int64_t jid;			/* journal row */
-	int fenced;
+	struct engine_fence f;		/* our claim */
 	struct bspec *spec;
 	struct bsl *loc;
 	struct store *store;		/* borrowed from loc */
@@ -154,7 +154,6 @@ struct bk {
 	FILE *rlspool;
 	int resumed;			/* parts were kept from an earlier run */
 	int from_status;		/* ... vouched for by status, not our journal */
-	int write_epoch;		/* may_write() value of the last check */
 	char *cur_gvk;			/* "apps/v1/Deployment" of cur */
 	/* current resource while listing */
 	const struct bk_res *cur;
@@ -168,140 +167,14 @@ struct bk {
 /* Status writes, conditional on resourceVersion, with fencing.        */
 /* ------------------------------------------------------------------ */
 
-static int claim_is_ours(const struct bk *b, const cJSON *obj);
-
 /*
- * Self-fencing (docs/protocol.md rule 5): wait while the server's Lease
- * is not renewed. After such a pause another server may have taken the
- * item over, so re-read it and stand down (CAIRN_EFENCED) unless the
- * claim is still ours; nothing is written in between.
- */
-static int
-bk_wait_write_ok(struct bk *b)
-{
-	const struct engine_env *e = b->env;
-	cJSON *fresh = NULL;
-	int waited = 0, ep, rc;
-
-	if (b->fenced)
-		return CAIRN_EFENCED;
-	if (e->may_write == NULL)
-		return 0;
-	for (;;) {
-		while ((ep = e->may_write(e->may_write_arg)) == 0) {
-			if (e->stop != NULL && *e->stop)
-				return CAIRN_ECANCELED;
-			if (!waited)
-				log_warn("backup %s/%s: Lease not renewed in "
-				    "time: writes paused", b->ns, b->name);
-			waited = 1;
-			time_sleep_us(100000, e->stop);
-		}
-		/* Held all along since the last check: write. */
-		if (!waited && (b->write_epoch == 0 || ep == b->write_epoch)) {
-			b->write_epoch = ep;
-			return 0;
-		}
-		rc = kube_get(e->kube, &backups_gvr, b->ns, b->name, &fresh,
-		    NULL);
-		if (rc == 0 && claim_is_ours(b, fresh)) {
-			cJSON_Delete(fresh);
-			b->write_epoch = ep;
-			log_info("backup %s/%s: Lease renewed, claim still ours: "
-			    "writes resume", b->ns, b->name);
-			return 0;
-		}
-		if (rc == 0 || rc == CAIRN_ENOTFOUND) {
-			log_warn("backup %s/%s: claim lost to %s attempt %lld "
-			    "while writes were paused: stopping", b->ns, b->name,
-			    json_str_or(fresh, "status.claim.holder", "(none)"),
-			    (long long)json_int(fresh, "status.claim.attempt",
-			    0));
-			cJSON_Delete(fresh);
-			b->fenced = 1;
-			return CAIRN_EFENCED;
-		}
-		/* Not verified yet (API error): keep waiting. */
-		time_sleep_us(200000, e->stop);
-		if (e->stop != NULL && *e->stop)
-			return CAIRN_ECANCELED;
-	}
-}
-
-static int
-claim_is_ours(const struct bk *b, const cJSON *obj)
-{
-	const char *holder = json_str(obj, "status.claim.holder");
-
-	return holder != NULL && strcmp(holder, b->env->server_id) == 0 &&
-	    json_int(obj, "status.claim.attempt", 0) == b->attempt &&
-	    strcmp(json_str_or(obj, "metadata.uid", ""), b->uid) == 0;
-}
-
-/*
- * Write b->status through the status subresource with the RV of b->obj.
- * On 409: re-read; another holder -> CAIRN_EFENCED (and b->fenced), else
- * retry on the fresh object.
+ * Write b->status through the status subresource with the RV of b->obj,
+ * fenced (engine/claim.h): another claim -> CAIRN_EFENCED.
  */
 static int
 bk_status_write(struct bk *b, struct cairn_err *err)
 {
-	struct cairn_err e2 = CAIRN_ERR_INIT;
-	cJSON *body, *out = NULL, *fresh = NULL;
-	int rc = CAIRN_EFAIL;
-
-	if (b->fenced)
-		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
-	for (int i = 0; i < BK_STATUS_RETRIES; i++) {
-		rc = bk_wait_write_ok(b);
-		if (rc < 0)
-			return cairn_err_set(err, rc, rc == CAIRN_EFENCED ?
-			    "ownership lost" : "stopped");
-		body = cJSON_Duplicate(b->obj, 1);
-		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
-		cJSON_AddItemToObject(body, "status",
-		    cJSON_Duplicate(b->status, 1));
-		rc = kube_update_status(b->env->kube, &backups_gvr, b->ns, body,
-		    &out, err);
-		cJSON_Delete(body);
-		if (rc == 0) {
-			cJSON_Delete(b->obj);
-			b->obj = out;
-			return 0;
-		}
-		if (rc == CAIRN_ENOTFOUND) {
-			b->fenced = 1;
-			return cairn_err_set(err, CAIRN_EFENCED,
-			    "backup %s/%s was deleted", b->ns, b->name);
-		}
-		if (rc != CAIRN_ECONFLICT)
-			return rc;
-		rc = kube_get(b->env->kube, &backups_gvr, b->ns, b->name, &fresh,
-		    &e2);
-		if (rc < 0) {
-			cairn_err_copy(err, &e2);
-			if (rc == CAIRN_ENOTFOUND) {
-				b->fenced = 1;
-				return cairn_err_set(err, CAIRN_EFENCED,
-				    "backup %s/%s was deleted", b->ns, b->name);
-			}
-			return rc;
-		}
-		if (!claim_is_ours(b, fresh)) {
-			log_warn("backup %s/%s: claim lost to %s attempt %lld: "
-			    "stopping", b->ns, b->name,
-			    json_str_or(fresh, "status.claim.holder", "(none)"),
-			    (long long)json_int(fresh, "status.claim.attempt", 0));
-			cJSON_Delete(fresh);
-			b->fenced = 1;
-			return cairn_err_set(err, CAIRN_EFENCED,
-			    "ownership of backup %s/%s lost", b->ns, b->name);
-		}
-		cJSON_Delete(b->obj);
-		b->obj = fresh;
-		fresh = NULL;
-	}
-	return rc;
+	return engine_status_write(&b->f, &b->obj, b->status, err);
 }
 
 int
@@ -310,31 +183,6 @@ backup_claim(const struct engine_env *env, const cJSON *obj,
 	struct cairn_err *err)
 {
 	return engine_claim(env, &backups_gvr, obj, worker, attempt, out, err);
-}
-
-int
-engine_claim(const struct engine_env *env, const struct kube_gvr *gvr,
-	const cJSON *obj, const char *worker, int64_t attempt, cJSON **out,
-	struct cairn_err *err)
-{
-	cJSON *body = cJSON_Duplicate(obj, 1);
-	cJSON *claim = cJSON_CreateObject();
-	char now[TIME_STR_MAX];
-	int rc;
-
-	*out = NULL;
-	time_format_rfc3339(time_now_us(), now);
-	json_set_str(body, "status.phase", "InProgress");
-	cJSON_AddStringToObject(claim, "holder", env->server_id);
-	cJSON_AddStringToObject(claim, "worker", worker);
-	cJSON_AddNumberToObject(claim, "attempt", (double)attempt);
-	cJSON_AddStringToObject(claim, "claimedAt", now);
-	json_set_item(body, "status.claim", claim);
-	rc = kube_update_status(env->kube, gvr,
-	    json_str_or(obj, "metadata.namespace", env->namespace), body, out,
-	    err);
-	cJSON_Delete(body);
-	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -493,13 +341,13 @@ sink_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 	int rc;
 
 	(void)entries;
-	if (b->fenced)
+	if (b->f.fenced)
 		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
 	if (fflush(b->spool) != 0)
 		return cairn_err_errno(err, CAIRN_EIO, errno, "part spool");
-	rc = bk_wait_write_ok(b);
+	rc = engine_fence_check(&b->f, err);
 	if (rc < 0)
-		return cairn_err_set(err, rc, "stopped");
+		return rc;
 	rc = store_src_fd(&src, fileno(b->spool), 0, (int64_t)b->spool_len,
 	    err);
 	if (rc < 0)
@@ -1184,9 +1032,9 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 	if (b->nparts == 0) {
 		const char *old = json_str(b->obj, "status.checkpoint.uploadID");
 
-		rc = bk_wait_write_ok(b);
+		rc = engine_fence_check(&b->f, err);
 		if (rc < 0)
-			return cairn_err_set(err, rc, "stopped");
+			return rc;
 		/*
 		 * An upload started by an earlier attempt with nothing usable
 		 * in it: drop it rather than leave it behind (we hold the
@@ -1269,10 +1117,9 @@ put_gz(struct bk *b, enum layout_backup_file f, const char *text,
 	char *key;
 	int rc;
 
-	rc = bk_wait_write_ok(b);	/* self-fencing: every storage write */
+	rc = engine_fence_check(&b->f, err); /* every storage write */
 	if (rc < 0)
-		return cairn_err_set(err, rc, "not writing: %s", rc ==
-		    CAIRN_EFENCED ? "ownership lost" : "stopped");
+		return cairn_err_prefix(err, "not writing");
 	if (gzip_mem(text, strlen(text), &gz, &gzlen) < 0)
 		return cairn_err_set(err, CAIRN_EFAIL, "gzip failed");
 	key = bsl_backup_key(b->loc, b->name, f);
@@ -1644,10 +1491,9 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	free(text);
 	text = cJSON_PrintUnformatted(final);
 	key = bsl_backup_key(b->loc, b->name, LAYOUT_BACKUP_METADATA);
-	rc = bk_wait_write_ok(b);
+	rc = engine_fence_check(&b->f, err);
 	if (rc < 0)
-		cairn_err_set(err, rc, "not writing: %s", rc == CAIRN_EFENCED ?
-		    "ownership lost" : "stopped");
+		cairn_err_prefix(err, "not writing");
 	else
 		rc = store_put_mem(b->store, key, text, strlen(text), err);
 done:
@@ -1692,9 +1538,7 @@ bk_complete(struct bk *b, struct cairn_err *err)
 		    (int)sizeof sp[i].etag - 1, b->parts[i].etag);
 		sp[i].size = (uint64_t)b->parts[i].bytes;
 	}
-	rc = bk_wait_write_ok(b);
-	if (rc == 0 && b->fenced)
-		rc = CAIRN_EFENCED;
+	rc = engine_fence_check(&b->f, err);
 	if (rc == 0)
 		rc = store_mpu_complete(b->store, b->tar_key, b->upload_id, sp,
 		    b->nparts, NULL, err);
@@ -1802,6 +1646,13 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	if (b.status == NULL)
 		b.status = cJSON_CreateObject();
 	b.attempt = json_int(obj, "status.claim.attempt", 1);
+	engine_fence_init(&b.f, env->kube, &backups_gvr, b.ns, b.name,
+	    "backup %s/%s", b.ns, b.name);
+	engine_fence_claim(&b.f, env->server_id, b.attempt, b.uid);
+	b.f.may_write = env->may_write;
+	b.f.may_write_arg = env->may_write_arg;
+	b.f.stop = env->stop;
+	b.f.epoch = ENGINE_FENCE_TRUST;
 	b.errors = cJSON_CreateArray();
 	b.warnings = cJSON_CreateArray();
 	buf_init(&b.legacy, 4096);
@@ -1930,14 +1781,14 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	goto out;
 
 storage_fail:
-	if (b.fenced || rc == CAIRN_EFENCED)
+	if (b.f.fenced || rc == CAIRN_EFENCED)
 		goto out;
 	snprintf(reason, sizeof reason, "%s", err->msg);
 	cairn_err_clear(err);
 	rc = bk_fail(&b, reason, err);
 out:
 	cJSON_Delete(verrs);
-	if (b.fenced && rc != CAIRN_EFENCED)
+	if (b.f.fenced && rc != CAIRN_EFENCED)
 		rc = cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
 	bk_free(&b);
 	return rc;

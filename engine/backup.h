@@ -61,15 +61,6 @@ struct engine_env {
 int backup_claim(const struct engine_env *env, const cJSON *obj,
 	const char *worker, int64_t attempt, cJSON **out,
 	struct cairn_err *err);
-/*
- * The claim write itself, for any cairn.io resource (backups, restores):
- * the one conditional status write of the protocol that backup_claim()
- * and restore_claim() share. Same results as backup_claim().
- */
-struct kube_gvr;
-int engine_claim(const struct engine_env *env, const struct kube_gvr *gvr,
-	const cJSON *obj, const char *worker, int64_t attempt, cJSON **out,
-	struct cairn_err *err);
 
 /*
  * Run a Backup this server holds (obj as returned by backup_claim, or as

@@ -8,6 +8,7 @@ engine_libengine_a_SOURCES = \
 	engine/bspec.c engine/bspec.h \
 	engine/bsl.c engine/bsl.h \
 	engine/backup.c engine/backup.h \
+	engine/claim.c engine/claim.h \
 	engine/server.c engine/server.h
 
 check_PROGRAMS += tests/unit/test_engine_tarparts

@@ -47,6 +47,7 @@
 #include "base/util.h"
 #include "engine/archive_read.h"
 #include "engine/bsl.h"
+#include "engine/claim.h"
 #include "engine/restore_plan.h"
 #include "engine/volumes.h"
 #include "journal/journal.h"
@@ -56,7 +57,6 @@
 
 #define RS_MAX_RESULTS 1000		/* messages kept per results list */
 #define RS_PROGRESS_US TIME_US_PER_SEC
-#define RS_STATUS_RETRIES 5
 #define RS_FLUSH_ITEMS 256
 #define RS_FLUSH_US (200 * 1000)
 #define RS_MAX_WORKERS 64
@@ -87,8 +87,7 @@ struct rs {
 	cJSON *status;			/* the status we own and write */
 	int64_t attempt;
 	int64_t jid;
-	int fenced;
-	int write_epoch;		/* may_write() value of the last check */
+	struct engine_fence f;		/* our claim (main thread only) */
 	struct restore_filter *filter;
 	struct restore_plan *plan;
 	struct bsl *loc;
@@ -220,124 +219,11 @@ plan_problem(void *arg, int error, const char *ns, const char *msg)
 /* Status writes, conditional on resourceVersion, with fencing.        */
 /* ------------------------------------------------------------------ */
 
-static int claim_is_ours(const struct rs *rs, const cJSON *obj);
-
-/*
- * Self-fencing (docs/protocol.md rule 5): wait while the Lease is not
- * renewed; after such a pause re-read the Restore and stand down
- * (CAIRN_EFENCED) unless the claim is still ours.
- */
-static int
-rs_wait_write_ok(struct rs *rs)
-{
-	const struct engine_env *e = rs->env;
-	cJSON *fresh = NULL;
-	int waited = 0, ep, rc;
-
-	if (rs->fenced)
-		return CAIRN_EFENCED;
-	if (e->may_write == NULL)
-		return 0;
-	for (;;) {
-		while ((ep = e->may_write(e->may_write_arg)) == 0) {
-			if (e->stop != NULL && *e->stop)
-				return CAIRN_ECANCELED;
-			if (!waited)
-				log_warn("restore %s/%s: Lease not renewed in "
-				    "time: writes paused", rs->ns, rs->name);
-			waited = 1;
-			time_sleep_us(100000, e->stop);
-		}
-		/* Held all along since the last check: write. */
-		if (!waited && (rs->write_epoch == 0 || ep == rs->write_epoch)) {
-			rs->write_epoch = ep;
-			return 0;
-		}
-		rc = kube_get(e->kube, &restores_gvr, rs->ns, rs->name, &fresh,
-		    NULL);
-		if (rc == 0 && claim_is_ours(rs, fresh)) {
-			cJSON_Delete(fresh);
-			rs->write_epoch = ep;
-			return 0;
-		}
-		if (rc == 0 || rc == CAIRN_ENOTFOUND) {
-			log_warn("restore %s/%s: claim lost while writes were "
-			    "paused: stopping", rs->ns, rs->name);
-			cJSON_Delete(fresh);
-			rs->fenced = 1;
-			return CAIRN_EFENCED;
-		}
-		time_sleep_us(200000, e->stop);
-		if (e->stop != NULL && *e->stop)
-			return CAIRN_ECANCELED;
-	}
-}
-
-static int
-claim_is_ours(const struct rs *rs, const cJSON *obj)
-{
-	const char *holder = json_str(obj, "status.claim.holder");
-
-	return holder != NULL && strcmp(holder, rs->env->server_id) == 0 &&
-	    json_int(obj, "status.claim.attempt", 0) == rs->attempt &&
-	    strcmp(json_str_or(obj, "metadata.uid", ""), rs->uid) == 0;
-}
-
+/* Write rs->status with the RV of rs->obj, fenced (engine/claim.h). */
 static int
 rs_status_write(struct rs *rs, struct cairn_err *err)
 {
-	struct cairn_err e2 = CAIRN_ERR_INIT;
-	cJSON *body, *out = NULL, *fresh = NULL;
-	int rc = CAIRN_EFAIL;
-
-	if (rs->fenced)
-		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
-	for (int i = 0; i < RS_STATUS_RETRIES; i++) {
-		rc = rs_wait_write_ok(rs);
-		if (rc < 0)
-			return cairn_err_set(err, rc, rc == CAIRN_EFENCED ?
-			    "ownership lost" : "stopped");
-		body = cJSON_Duplicate(rs->obj, 1);
-		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
-		cJSON_AddItemToObject(body, "status",
-		    cJSON_Duplicate(rs->status, 1));
-		rc = kube_update_status(rs->env->kube, &restores_gvr, rs->ns,
-		    body, &out, err);
-		cJSON_Delete(body);
-		if (rc == 0) {
-			cJSON_Delete(rs->obj);
-			rs->obj = out;
-			return 0;
-		}
-		if (rc != CAIRN_ECONFLICT)
-			return rc;
-		rc = kube_get(rs->env->kube, &restores_gvr, rs->ns, rs->name,
-		    &fresh, &e2);
-		if (rc < 0) {
-			cairn_err_copy(err, &e2);
-			if (rc == CAIRN_ENOTFOUND) {
-				rs->fenced = 1;
-				return cairn_err_set(err, CAIRN_EFENCED,
-				    "restore %s/%s was deleted", rs->ns,
-				    rs->name);
-			}
-			return rc;
-		}
-		if (!claim_is_ours(rs, fresh)) {
-			log_warn("restore %s/%s: claim lost to %s attempt %lld: "
-			    "stopping", rs->ns, rs->name,
-			    json_str_or(fresh, "status.claim.holder", "(none)"),
-			    (long long)json_int(fresh, "status.claim.attempt", 0));
-			cJSON_Delete(fresh);
-			rs->fenced = 1;
-			return cairn_err_set(err, CAIRN_EFENCED,
-			    "ownership of restore %s/%s lost", rs->ns, rs->name);
-		}
-		cJSON_Delete(rs->obj);
-		rs->obj = fresh;
-		fresh = NULL;
-	}
-	return rc;
+	return engine_status_write(&rs->f, &rs->obj, rs->status, err);
 }
 
 int
@@ -964,12 +850,12 @@ feed_row(void *arg, struct restore_row *row)
 	int rc;
 
 	/* self-fencing: no item is created while the Lease is not renewed */
-	if (!rs->fenced && rs_wait_write_ok(rs) == CAIRN_EFENCED)
-		rs->fenced = 1;
-	if (rs->fenced || (rs->env->stop != NULL && *rs->env->stop)) {
+	(void)engine_fence_check(&rs->f, NULL);
+	if (rs->f.fenced || (rs->env->stop != NULL && *rs->env->stop)) {
 		restore_row_free(row);
-		f->rc = cairn_err_set(f->err, rs->fenced ? CAIRN_EFENCED :
-		    CAIRN_ECANCELED, rs->fenced ? "ownership lost" : "stopped");
+		f->rc = cairn_err_set(f->err, rs->f.fenced ? CAIRN_EFENCED :
+		    CAIRN_ECANCELED, rs->f.fenced ? "ownership lost" :
+		    "stopped");
 		return 1;
 	}
 	/* done by an earlier run of this server: skip */
@@ -1050,7 +936,7 @@ run_tiers(struct rs *rs, struct cairn_err *err)
 		}
 		rs->ti = NULL;
 		kube_resource_free(ti.r);
-		if (rc == 0 && rs->fenced)
+		if (rc == 0 && rs->f.fenced)
 			rc = CAIRN_EFENCED;
 		if (rc == 0 && rs->env->stop != NULL && *rs->env->stop)
 			rc = cairn_err_set(err, CAIRN_ECANCELED, "stopped");
@@ -1357,6 +1243,13 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 	rs.uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
 	rs.backup = xstrdup(json_str_or(obj, "spec.backupName", ""));
 	rs.attempt = json_int(obj, "status.claim.attempt", 1);
+	engine_fence_init(&rs.f, env->kube, &restores_gvr, rs.ns, rs.name,
+	    "restore %s/%s", rs.ns, rs.name);
+	engine_fence_claim(&rs.f, env->server_id, rs.attempt, rs.uid);
+	rs.f.may_write = env->may_write;
+	rs.f.may_write_arg = env->may_write_arg;
+	rs.f.stop = env->stop;
+	rs.f.epoch = ENGINE_FENCE_TRUST;
 	rs.warnings = results_new();
 	rs.errors = results_new();
 	rs.reslist = cJSON_CreateObject();
@@ -1443,7 +1336,7 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 	rc = rs_finish(&rs, rs.nerrors > 0 ? "PartiallyFailed" : "Completed",
 	    NULL, err);
 out:
-	if (rs.fenced && rc != CAIRN_EFENCED)
+	if (rs.f.fenced && rc != CAIRN_EFENCED)
 		rc = cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
 	free(tarkey);
 	rs_free(&rs);

@@ -13,12 +13,13 @@
  * Before every status write and storage write the process's Lease is
  * asked (volumes_ctx.may_write, the same hook as engine_env.may_write);
  * after a pause or a new holding period the object is re-read first
- * (struct vfence). An InProgress operation whose holder's Lease expired
- * (this module's lease_watch, refreshed at most every 250 ms when a
- * decision needs it) is claimed again with attempt+1 through
- * engine_claim() and resumed from status.checkpoint: the hostpath mover
- * keeps the parts the checkpoint vouches for and leaves every later
- * number of the upload, plus one, unused (hostpath.h, "Takeover").
+ * (struct engine_fence, engine/claim.h). An InProgress operation whose
+ * holder's Lease expired (this module's lease_watch, refreshed at most
+ * every 250 ms when a decision needs it) is claimed again with attempt+1
+ * through engine_claim() and resumed from status.checkpoint: the
+ * hostpath mover keeps the parts the checkpoint vouches for and leaves
+ * every later number of the upload, plus one, unused (hostpath.h,
+ * "Takeover").
  *
  * Progress from the mover (hostpath) or the plugin (progress lines) goes
  * to status.progress at most once a second; the hostpath mover's
@@ -57,6 +58,7 @@
 #include "base/util.h"
 #include "engine/bsl.h"
 #include "engine/backup.h"
+#include "engine/claim.h"
 #include "engine/bspec.h"
 #include "engine/hostpath.h"
 #include "engine/lease.h"
@@ -71,7 +73,6 @@
 #define VOL_NAME_MAX		253
 #define VOL_LABEL_MAX		63
 #define VOL_FILE_CAP		(64u << 20)	/* a -volumepluginbackups file */
-#define VOL_RETRIES		5
 #define VOL_WATCH_EVERY_US	(250LL * 1000)	/* lease_watch refreshes */
 #define VOL_LEASE_DEFAULT_US	(15LL * TIME_US_PER_SEC)
 
@@ -409,106 +410,24 @@ holder_gone(const struct volumes_ctx *c, const char *holder)
 }
 
 /*
- * The fence of one claim: the Lease's write epoch, and the claim
- * (holder, attempt) that must still stand on the object when the Lease
- * lapsed or its epoch changed since the last check.
+ * The fence of one claim (engine/claim.h): the Lease's write epoch, and
+ * the claim (holder, attempt, as found on obj) that must still stand on
+ * the object when the Lease lapsed or its epoch changed since the last
+ * check. An empty holder: the Lease only. The first check re-reads.
  */
-struct vfence {
-	const struct volumes_ctx *c;
-	const struct kube_gvr *gvr;
-	const char *what;
-	char name[VOL_NAME_MAX + 1];
-	char holder[VOL_NAME_MAX + 1];	/* "": the Lease only */
-	int64_t attempt;
-	int epoch;			/* may_write() of the last check; 0: re-read */
-	int fenced;
-};
-
 static void
-vf_init(struct vfence *f, const struct volumes_ctx *c,
+vf_init(struct engine_fence *f, const struct volumes_ctx *c,
     const struct kube_gvr *gvr, const char *what, const cJSON *obj)
 {
-	memset(f, 0, sizeof *f);
-	f->c = c;
-	f->gvr = gvr;
-	f->what = what;
-	snprintf(f->name, sizeof f->name, "%s",
-	    json_str_or(obj, "metadata.name", ""));
-	snprintf(f->holder, sizeof f->holder, "%s",
-	    json_str_or(obj, "status.claim.holder", ""));
-	f->attempt = json_int(obj, "status.claim.attempt", 0);
-}
+	const char *name = json_str_or(obj, "metadata.name", "");
 
-static int
-vf_ours(const struct vfence *f, const cJSON *obj)
-{
-	return strcmp(json_str_or(obj, "status.claim.holder", ""),
-	    f->holder) == 0 &&
-	    json_int(obj, "status.claim.attempt", 0) == f->attempt;
-}
-
-/*
- * May the holder of f write now? Waits while the Lease is not renewed
- * (self-fencing); after such a pause, a new epoch, or on the first check
- * of a fence without a known epoch, re-reads the object and stops with
- * CAIRN_EFENCED unless the claim is still the same. CAIRN_ECANCELED when
- * stopped meanwhile.
- */
-static int
-vf_check(struct vfence *f, struct cairn_err *err)
-{
-	const struct volumes_ctx *c = f->c;
-	cJSON *fresh = NULL;
-	int waited = 0, ep, rc;
-
-	if (f->fenced)
-		return cairn_err_set(err, CAIRN_EFENCED, "ownership of %s %s "
-		    "lost", f->what, f->name);
-	if (c->may_write == NULL)
-		return 0;
-	for (;;) {
-		while ((ep = c->may_write(c->may_write_arg)) == 0) {
-			if (c->stop != NULL && *c->stop)
-				return cairn_err_set(err, CAIRN_ECANCELED,
-				    "stopped");
-			if (!waited)
-				log_warn("%s %s: Lease not renewed in time: "
-				    "writes paused", f->what, f->name);
-			waited = 1;
-			time_sleep_us(100000, c->stop);
-		}
-		if (!waited && f->epoch != 0 && ep == f->epoch)
-			return 0;
-		if (f->holder[0] == '\0') {
-			f->epoch = ep;
-			return 0;
-		}
-		rc = kube_get(c->kube, f->gvr, c->namespace, f->name, &fresh,
-		    NULL);
-		if (rc == 0 && vf_ours(f, fresh)) {
-			cJSON_Delete(fresh);
-			if (waited || f->epoch != 0)
-				log_info("%s %s: Lease renewed, claim still "
-				    "ours: writes resume", f->what, f->name);
-			f->epoch = ep;
-			return 0;
-		}
-		if (rc == 0 || rc == CAIRN_ENOTFOUND) {
-			log_warn("%s %s: claim lost to %s attempt %lld while "
-			    "writes were paused: stopping", f->what, f->name,
-			    json_str_or(fresh, "status.claim.holder", "(none)"),
-			    (long long)json_int(fresh, "status.claim.attempt",
-			    0));
-			cJSON_Delete(fresh);
-			f->fenced = 1;
-			return cairn_err_set(err, CAIRN_EFENCED, "ownership of "
-			    "%s %s lost", f->what, f->name);
-		}
-		/* Not verified yet (API error): keep waiting. */
-		time_sleep_us(200000, c->stop);
-		if (c->stop != NULL && *c->stop)
-			return cairn_err_set(err, CAIRN_ECANCELED, "stopped");
-	}
+	engine_fence_init(f, c->kube, gvr, c->namespace, name, "%s %s", what,
+	    name);
+	engine_fence_claim(f, json_str_or(obj, "status.claim.holder", ""),
+	    json_int(obj, "status.claim.attempt", 0), NULL);
+	f->may_write = c->may_write;
+	f->may_write_arg = c->may_write_arg;
+	f->stop = c->stop;
 }
 
 /* ---- One operation: status writes with fencing ------------------------- */
@@ -523,7 +442,7 @@ struct vop {
 	int64_t attempt;
 	int fenced;
 	int claimed;			/* claimed by this call (not a resume of ours) */
-	struct vfence f;		/* our claim */
+	struct engine_fence f;		/* our claim */
 	char ckpt[HOSTPATH_CKPT_MAX];	/* last mover checkpoint (journal) */
 	int64_t last_write;		/* mono us */
 	int64_t jid;
@@ -535,75 +454,19 @@ struct vop {
 	int wrc;
 };
 
-static int
-vop_ours(const struct vop *v, const cJSON *obj)
-{
-	return strcmp(json_str_or(obj, "status.claim.holder", ""),
-	    v->c->server_id) == 0 &&
-	    json_int(obj, "status.claim.attempt", 0) == v->attempt;
-}
-
+/* v->status with the RV of v->obj, fenced by our claim (v->f). */
 static int
 vop_write(struct vop *v, struct cairn_err *err)
 {
-	struct cairn_err e2 = CAIRN_ERR_INIT;
-	cJSON *body, *out = NULL, *fresh = NULL;
-	int rc = CAIRN_EFAIL, i;
+	int rc;
 
-	if (v->fenced || v->f.fenced) {
+	if (v->fenced)
+		v->f.fenced = 1;
+	rc = engine_status_write(&v->f, &v->obj, v->status, err);
+	if (v->f.fenced)
 		v->fenced = 1;
-		return cairn_err_set(err, CAIRN_EFENCED, "ownership of %s %s "
-		    "lost", v->what, v->name);
-	}
-	for (i = 0; i < VOL_RETRIES; i++) {
-		rc = vf_check(&v->f, err);
-		if (rc < 0) {
-			if (rc == CAIRN_EFENCED)
-				v->fenced = 1;
-			return rc;
-		}
-		body = cJSON_Duplicate(v->obj, 1);
-		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
-		cJSON_AddItemToObject(body, "status",
-		    cJSON_Duplicate(v->status, 1));
-		rc = kube_update_status(v->c->kube, v->gvr, v->c->namespace,
-		    body, &out, err);
-		cJSON_Delete(body);
-		if (rc == 0) {
-			cJSON_Delete(v->obj);
-			v->obj = out;
-			v->last_write = time_mono_us();
-			return 0;
-		}
-		if (rc == CAIRN_ENOTFOUND) {
-			v->fenced = v->f.fenced = 1;
-			return cairn_err_set(err, CAIRN_EFENCED, "%s %s was "
-			    "deleted", v->what, v->name);
-		}
-		if (rc != CAIRN_ECONFLICT)
-			return rc;
-		rc = kube_get(v->c->kube, v->gvr, v->c->namespace, v->name,
-		    &fresh, &e2);
-		if (rc == CAIRN_ENOTFOUND) {
-			v->fenced = v->f.fenced = 1;
-			return cairn_err_set(err, CAIRN_EFENCED, "%s %s was "
-			    "deleted", v->what, v->name);
-		}
-		if (rc < 0)
-			return cairn_err_copy(err, &e2);
-		if (!vop_ours(v, fresh)) {
-			log_warn("%s %s: claim lost to %s: stopping", v->what,
-			    v->name, json_str_or(fresh, "status.claim.holder",
-			    "(none)"));
-			cJSON_Delete(fresh);
-			v->fenced = v->f.fenced = 1;
-			return cairn_err_set(err, CAIRN_EFENCED, "ownership of "
-			    "%s %s lost", v->what, v->name);
-		}
-		cJSON_Delete(v->obj);
-		v->obj = fresh;
-		fresh = NULL;
-	}
+	if (rc == 0)
+		v->last_write = time_mono_us();
 	return rc;
 }
 
@@ -873,7 +736,7 @@ hp_fence_cb(void *arg, struct cairn_err *err)
 	if (v->fenced)
 		return cairn_err_set(err, CAIRN_EFENCED, "ownership of %s %s "
 		    "lost", v->what, v->name);
-	rc = vf_check(&v->f, err);
+	rc = engine_fence_check(&v->f, err);
 	if (rc == CAIRN_EFENCED)
 		v->fenced = 1;
 	return rc;
@@ -965,7 +828,7 @@ plug_canceled(struct vop *v, int rc, struct cairn_err *e)
 
 	if (v->c->stop != NULL && *v->c->stop)
 		return rc;
-	rc = vf_check(&v->f, &e2);
+	rc = engine_fence_check(&v->f, &e2);
 	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED) {
 		if (rc == CAIRN_EFENCED)
 			v->fenced = 1;
@@ -1147,7 +1010,7 @@ out:
 struct pv_walk {
 	const struct volumes_ctx *c;
 	const cJSON *backup;
-	struct vfence *bf;		/* the Backup's claim */
+	struct engine_fence *bf;	/* the Backup's claim */
 	const struct bspec *spec;
 	cJSON *made;		/* array of VPB names created or found */
 	int rc;
@@ -1177,7 +1040,7 @@ pv_cb(void *arg, cJSON *pv)
 		    bname, pvname, type);
 		return 0;
 	}
-	rc = vf_check(w->bf, &w->err);
+	rc = engine_fence_check(w->bf, &w->err);
 	if (rc < 0) {
 		w->rc = rc;
 		return rc;
@@ -1283,7 +1146,7 @@ list_ops(const struct volumes_ctx *c, const struct kube_gvr *gvr,
  */
 static void
 expire_unclaimed(const struct volumes_ctx *c, const struct kube_gvr *gvr,
-    cJSON *op, struct vfence *f)
+    cJSON *op, struct engine_fence *f)
 {
 	int64_t created = 0, limit = vcfg.c.claim_timeout_us > 0 ?
 	    vcfg.c.claim_timeout_us : VOL_CLAIM_TIMEOUT_US;
@@ -1294,7 +1157,7 @@ expire_unclaimed(const struct volumes_ctx *c, const struct kube_gvr *gvr,
 	if (time_parse(json_str_or(op, "metadata.creationTimestamp", ""),
 	    &created) < 0 || time_now_us() - created < limit)
 		return;
-	if (vf_check(f, NULL) < 0)
+	if (engine_fence_check(f, NULL) < 0)
 		return;
 	msg = xasprintf("no cairn node-agent on node %s claimed it",
 	    json_str_or(op, "spec.node", "(none)"));
@@ -1352,7 +1215,7 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 {
 	struct pv_walk w;
 	struct bsl *loc = NULL;
-	struct vfence bf;
+	struct engine_fence bf;
 	const char *bname = json_str_or(backup, "metadata.name", "");
 	const cJSON *sv = json_get(backup, "spec.snapshotVolumes");
 	cJSON *items = NULL, *op;
@@ -1381,7 +1244,7 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 			rc = cairn_err_set(err, CAIRN_ECANCELED, "stopped");
 			goto out;
 		}
-		rc = vf_check(&bf, err);	/* still the Backup's owner? */
+		rc = engine_fence_check(&bf, err);	/* still the Backup's owner? */
 		if (rc < 0)
 			goto out;
 		cJSON_Delete(items);
@@ -1438,7 +1301,7 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 		goto out;
 	text = cJSON_PrintUnformatted(items);
 	key = bsl_backup_key(loc, bname, LAYOUT_BACKUP_VOLUMEPLUGINBACKUPS);
-	rc = vf_check(&bf, err);
+	rc = engine_fence_check(&bf, err);
 	if (rc == 0)
 		rc = gzip_put(bsl_store(loc), key, text, err);
 	if (rc < 0)
@@ -1452,7 +1315,7 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 		cJSON_Delete(snaps);
 	}
 	key = bsl_backup_key(loc, bname, LAYOUT_BACKUP_VOLUMESNAPSHOTS);
-	rc = vf_check(&bf, err);
+	rc = engine_fence_check(&bf, err);
 	if (rc == 0)
 		rc = gzip_put(bsl_store(loc), key, text, err);
 	if (rc == 0 && res->total > 0)
@@ -1743,7 +1606,7 @@ volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
 	const char *pvname = json_str_or(pv, "metadata.name", "");
 	const char *type, *path, *phase;
 	char *name = NULL, *target = NULL, *node = NULL, *lv;
-	struct vfence rf;
+	struct engine_fence rf;
 	int rc;
 
 	vf_init(&rf, c, &restores_gvr, "Restore", restore);
@@ -1806,7 +1669,7 @@ volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
 	if (json_get(vpb, "status.backupProperties") != NULL)
 		cJSON_AddItemToObject(spec, "backupProperties", cJSON_Duplicate(
 		    json_get(vpb, "status.backupProperties"), 1));
-	rc = vf_check(&rf, err);
+	rc = engine_fence_check(&rf, err);
 	if (rc == 0)
 		rc = kube_create(c->kube, &vpr_gvr, c->namespace, o, NULL, err);
 	cJSON_Delete(o);
@@ -1822,7 +1685,7 @@ volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
 		phase = json_str_or(cur, "status.phase", "New");
 		if (is_final(phase))
 			break;
-		rc = vf_check(&rf, err);	/* still the Restore's owner? */
+		rc = engine_fence_check(&rf, err);	/* still the Restore's owner? */
 		if (rc < 0)
 			goto out;
 		if (may_run(label_of(cur, VOLUMES_LABEL_NODE))) {
