@@ -1646,13 +1646,8 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	if (b.status == NULL)
 		b.status = cJSON_CreateObject();
 	b.attempt = json_int(obj, "status.claim.attempt", 1);
-	engine_fence_init(&b.f, env->kube, &backups_gvr, b.ns, b.name,
-	    "backup %s/%s", b.ns, b.name);
-	engine_fence_claim(&b.f, env->server_id, b.attempt, b.uid);
-	b.f.may_write = env->may_write;
-	b.f.may_write_arg = env->may_write_arg;
-	b.f.stop = env->stop;
-	b.f.epoch = ENGINE_FENCE_TRUST;
+	engine_fence_env(&b.f, env, &backups_gvr, "backup", b.ns, b.name,
+	    b.attempt, b.uid);
 	b.errors = cJSON_CreateArray();
 	b.warnings = cJSON_CreateArray();
 	buf_init(&b.legacy, 4096);

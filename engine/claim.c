@@ -68,6 +68,20 @@ engine_fence_claim(struct engine_fence *f, const char *holder,
 	snprintf(f->uid, sizeof f->uid, "%s", uid != NULL ? uid : "");
 }
 
+void
+engine_fence_env(struct engine_fence *f, const struct engine_env *env,
+	const struct kube_gvr *gvr, const char *kind, const char *ns,
+	const char *name, int64_t attempt, const char *uid)
+{
+	engine_fence_init(f, env->kube, gvr, ns, name, "%s %s/%s", kind, ns,
+	    name);
+	engine_fence_claim(f, env->server_id, attempt, uid);
+	f->may_write = env->may_write;
+	f->may_write_arg = env->may_write_arg;
+	f->stop = env->stop;
+	f->epoch = ENGINE_FENCE_TRUST;
+}
+
 int
 engine_fence_ours(const struct engine_fence *f, const cJSON *obj)
 {

@@ -71,6 +71,16 @@ void engine_fence_init(struct engine_fence *f, struct kube *kube,
 	const struct kube_gvr *gvr, const char *ns, const char *name,
 	const char *label, ...) CAIRN_PRINTF(6, 7);
 
+/*
+ * The fence of a run under env (backups, restores): label "<kind>
+ * ns/name", the claim env->server_id/attempt/uid, env's Lease hook and
+ * stop flag; the first epoch seen is taken as ours (the run starts from
+ * an object just claimed or read).
+ */
+void engine_fence_env(struct engine_fence *f, const struct engine_env *env,
+	const struct kube_gvr *gvr, const char *kind, const char *ns,
+	const char *name, int64_t attempt, const char *uid);
+
 /* The claim that must stand: holder, attempt and (uid != NULL) uid. */
 void engine_fence_claim(struct engine_fence *f, const char *holder,
 	int64_t attempt, const char *uid);

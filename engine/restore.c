@@ -1243,13 +1243,8 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 	rs.uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
 	rs.backup = xstrdup(json_str_or(obj, "spec.backupName", ""));
 	rs.attempt = json_int(obj, "status.claim.attempt", 1);
-	engine_fence_init(&rs.f, env->kube, &restores_gvr, rs.ns, rs.name,
-	    "restore %s/%s", rs.ns, rs.name);
-	engine_fence_claim(&rs.f, env->server_id, rs.attempt, rs.uid);
-	rs.f.may_write = env->may_write;
-	rs.f.may_write_arg = env->may_write_arg;
-	rs.f.stop = env->stop;
-	rs.f.epoch = ENGINE_FENCE_TRUST;
+	engine_fence_env(&rs.f, env, &restores_gvr, "restore", rs.ns, rs.name,
+	    rs.attempt, rs.uid);
 	rs.warnings = results_new();
 	rs.errors = results_new();
 	rs.reslist = cJSON_CreateObject();
