@@ -23,7 +23,8 @@
  * as above). Everything is on disk, so a new process finds an upload by its
  * id, lists its parts and completes it. Complete copies the parts in order
  * into a temp file next to the key (checking each part's ETag), publishes it
- * atomically and removes the upload directory.
+ * atomically and removes the upload directory; a single part, already the
+ * whole object, is published by a hard link instead of a copy.
  *
  * Only regular files are objects. Every open for reading goes through
  * open_regular(): O_NONBLOCK (a fifo planted at a key would otherwise block
@@ -1016,6 +1017,35 @@ rm_upload(const char *dir)
 	(void)fsync_dir_of(dir);
 }
 
+/*
+ * One part is the whole object, stored and fsynced already, with its MD5
+ * as ETag: publish it by a hard link (temp name, then rename into place)
+ * instead of copying it. The part keeps its own link until rm_upload(),
+ * so a complete retried after a crash finds it again. 1: no hard link
+ * here (another filesystem, no link support): copy instead.
+ */
+static int
+fs_publish_link(struct store_fs *fs, const char *key, const char *path,
+    const char *part, struct cairn_err *err)
+{
+	char tmp[PATH_MAX + 64];
+
+	if (mkdirs_for(fs->root, path) < 0)
+		return fs_fail(fs, err, CAIRN_EIO, errno,
+		    "making the directories of", key);
+	tmp_name_in(path, tmp, sizeof tmp);
+	if (link(part, tmp) < 0)
+		return 1;
+	if (rename(tmp, path) < 0) {
+		unlink(tmp);
+		return 1;
+	}
+	if (fsync_dir_of(path) < 0)
+		return fs_fail(fs, err, CAIRN_EIO, errno,
+		    "fsync of the directory of", key);
+	return 0;
+}
+
 static int
 fs_mpu_complete(struct store *s, const char *key, const char *id,
     const struct store_part *parts, size_t n, char *etag,
@@ -1049,7 +1079,12 @@ fs_mpu_complete(struct store *s, const char *key, const char *id,
 		pb.part_paths[i] = xasprintf("%s/part-%05d", dir, parts[i].number);
 	}
 	path = fs_path(fs, key);
-	rc = fs_publish(fs, path, &pb, err);
+	rc = n == 1 ? fs_publish_link(fs, key, path, pb.part_paths[0], err) :
+	    1;
+	if (rc == 0 && etag != NULL)
+		snprintf(etag, STORE_ETAG_MAX, "%s", parts[0].etag);
+	else if (rc > 0)
+		rc = fs_publish(fs, path, &pb, err);
 	if (rc == 0)
 		rm_upload(dir);
 out:

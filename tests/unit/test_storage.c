@@ -501,6 +501,52 @@ test_fs_multipart_survives_reopen(void)
 	free(root);
 }
 
+/*
+ * One part is published by a hard link, not a copy: same bytes and ETag,
+ * and the upload is gone; the part's inode becomes the object's.
+ */
+static void
+test_fs_single_part_complete_links(void)
+{
+	char *root = fresh_dir("mpu1"), *id = NULL, *data = NULL, *ppath;
+	struct store *s = NULL;
+	struct store_src src;
+	struct store_part part;
+	struct store_stat st;
+	struct stat pst, ost;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char etag[STORE_ETAG_MAX] = "";
+	size_t len;
+
+	REQUIRE(store_open_fs(root, 1, &s, &err) == 0);
+	REQUIRE(store_mpu_create(s, "a/obj.tar.gz", &id, &err) == 0);
+	memset(&part, 0, sizeof part);
+	part.number = 1;
+	store_src_mem(&src, "the only part", 13);
+	REQUIRE(store_mpu_put_part(s, "a/obj.tar.gz", id, 1, &src, part.etag,
+	    NULL, &err) == 0);
+	ppath = xasprintf("%s/.cairn-uploads/%s/part-00001", root, id);
+	REQUIRE(stat(ppath, &pst) == 0);
+	CHECK(store_mpu_complete(s, "a/obj.tar.gz", id, &part, 1, etag,
+	    &err) == 0);
+	CHECK_STR(etag, part.etag);
+	REQUIRE(store_get_mem(s, "a/obj.tar.gz", 100, &data, &len, &err) == 0);
+	CHECK_STR(data, "the only part");
+	CHECK(store_head(s, "a/obj.tar.gz", &st, &err) == 0);
+	CHECK_STR(st.etag, part.etag);
+	free(ppath);
+	ppath = xasprintf("%s/a/obj.tar.gz", root);
+	REQUIRE(stat(ppath, &ost) == 0);
+	CHECK(ost.st_ino == pst.st_ino);	/* linked, not copied */
+	CHECK(ost.st_nlink == 1);		/* the upload's link is gone */
+	CHECK(store_mpu_abort(s, "a/obj.tar.gz", id, &err) == CAIRN_ENOTFOUND);
+	free(ppath);
+	free(data);
+	free(id);
+	store_free(s);
+	free(root);
+}
+
 static int
 list_keys(void *arg, const struct store_entry *e)
 {
@@ -653,6 +699,7 @@ main(void)
 	RUN(test_layout_list_backups);
 	RUN(test_fs_atomic_and_progress);
 	RUN(test_fs_multipart_survives_reopen);
+	RUN(test_fs_single_part_complete_links);
 	RUN(test_fs_special_files);
 	RUN(test_location);
 	return unit_done();
