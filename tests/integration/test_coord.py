@@ -18,6 +18,7 @@ import threading
 import time
 
 from cairntest import BIN, case, main, wait_for, CheckFailed, cairn
+from partwatch import PartWatch
 
 NS = "cairn-system"
 BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
@@ -109,37 +110,6 @@ def check_every_item_once(t, root, name, ns, n):
 
 def parts_stored(proc):
     return [int(x) for x in re.findall(r"part (\d+) stored", proc.output())]
-
-
-class PartWatch:
-    """Polls the fs multipart upload directories: first-seen and mtime of each part file."""
-
-    def __init__(self, root):
-        self.root, self.seen, self.stop = root, {}, False
-        self.th = threading.Thread(target=self.run, daemon=True)
-        self.th.start()
-
-    def run(self):
-        while not self.stop:
-            for d, _, files in os.walk(self.root):
-                if ".cairn-uploads" not in d:
-                    continue
-                for f in files:
-                    m = re.match(r"part-(\d+)$", f)
-                    if not m:
-                        continue
-                    try:
-                        mt = os.stat(os.path.join(d, f)).st_mtime
-                    except OSError:
-                        continue
-                    n = int(m.group(1))
-                    first, last = self.seen.get(n, (time.time(), mt))
-                    self.seen[n] = (first, max(last, mt))
-            time.sleep(0.02)
-
-    def close(self):
-        self.stop = True
-        self.th.join()
 
 
 def status_writes(sim, name):

@@ -23,12 +23,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import urllib.request
 
 from cairntest import BIN, BUILDDIR, SRCDIR, case, main, wait_for, free_port, CheckFailed
+from partwatch import PartWatch
 
 NS = "cairn-system"
 APP = "shop"
@@ -503,45 +503,6 @@ def agent(t, sim, aid, node="node-a", log_level="info"):
 
 def vpb_status(sim, backup, pv):
     return (vpbs(sim, backup).get(pv) or {}).get("status", {})
-
-
-class PartWatch:
-    """Polls the fs store's multipart uploads of keys ending in `suffix` (each
-    upload directory names its key in a file `key`): part number -> (first
-    seen, last mtime)."""
-
-    def __init__(self, root, suffix):
-        self.root, self.suffix, self.seen, self.stop = root, suffix, {}, False
-        self.th = threading.Thread(target=self.run, daemon=True)
-        self.th.start()
-
-    def run(self):
-        while not self.stop:
-            for d, _, files in os.walk(self.root):
-                if ".cairn-uploads" not in d or "key" not in files:
-                    continue
-                try:
-                    with open(os.path.join(d, "key")) as kf:
-                        if not kf.read().strip().endswith(self.suffix):
-                            continue
-                except OSError:
-                    continue
-                for f in files:
-                    m = re.match(r"part-(\d+)$", f)
-                    if not m:
-                        continue
-                    try:
-                        mt = os.stat(os.path.join(d, f)).st_mtime
-                    except OSError:
-                        continue
-                    n = int(m.group(1))
-                    first, last = self.seen.get(n, (time.time(), mt))
-                    self.seen[n] = (first, max(last, mt))
-            time.sleep(0.02)
-
-    def close(self):
-        self.stop = True
-        self.th.join()
 
 
 def takeover_setup(t, name):
