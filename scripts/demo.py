@@ -6,8 +6,9 @@ stand-in (tests/kubesim, TLS and a token, as a real cluster would ask) seeded
 with examples/shop plus a few thousand ConfigMaps so there is something to
 watch, installs cairn's CRDs, creates a local-directory BackupStorageLocation
 (the embedded default for a single edge box), starts `cairn server`, runs
-`cairn backup create --wait` with its live progress, then shows the backup
-and what the tarball holds. Everything lives in one temp directory.
+`cairn backup create --wait` with its live progress (the objects, and the
+shop database's hostPath volume through the built-in mover), then shows the
+backup and what the tarball holds. Everything lives in one temp directory.
 """
 import json
 import os
@@ -23,7 +24,7 @@ import time
 import urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-CAIRN = os.path.join(ROOT, "cairn")
+CAIRN = os.environ.get("CAIRN_BIN") or os.path.join(ROOT, "cairn")
 EXTRA_CONFIGMAPS = int(os.environ.get("CAIRN_DEMO_OBJECTS", "20000"))
 
 
@@ -118,13 +119,26 @@ def run(tmp, procs):
     subprocess.run(kubectl + ["apply", "-f", "-"], check=True, text=True,
                    input="\n".join(json.dumps(o) for o in bsl["items"]))
 
+    # The shop's database volume is a hostPath PV (as k3s's local-path
+    # provisioner makes them). The node's root is "mounted" at volume_root:
+    # its directory holds a few MB of data for the built-in mover to back up.
+    volume_root = os.path.join(tmp, "node-root")
+    pv_dir = os.path.join(volume_root, "var/lib/cairn-demo/pv-postgres-0")
+    os.makedirs(os.path.join(pv_dir, "base"))
+    with open(os.path.join(pv_dir, "PG_VERSION"), "w") as f:
+        f.write("16\n")
+    for i in range(8):
+        with open(os.path.join(pv_dir, "base", "1636%d" % i), "wb") as f:
+            f.write((b"row %06d of the orders table\n" % i) * 20000 + os.urandom(65536))
+
     step("Starting cairn server (web endpoint on 127.0.0.1)")
     port = free_port()
     server_log = os.path.join(tmp, "server.log")
     procs.append(subprocess.Popen(
         [CAIRN, "server", "--kubeconfig", kubeconfig, "--namespace", "cairn-system",
          "--server-id", "demo-1", "--journal", os.path.join(tmp, "journal.db"),
-         "--listen", "127.0.0.1:%d" % port, "--part-size", "262144"],
+         "--listen", "127.0.0.1:%d" % port, "--part-size", "262144",
+         "--volume-root", volume_root],
         stdout=open(server_log, "wb"), stderr=subprocess.STDOUT, env=env))
     time.sleep(0.5)
     if procs[-1].poll() is not None:
