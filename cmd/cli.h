@@ -67,6 +67,16 @@ int cli_backup_spec(const struct cli_command *cmd, const struct flagset *fs,
 struct kube_gvr;
 int cli_get_named(struct kube *k, const struct kube_gvr *gvr, const char *ns,
 	const char *kind, const char *name, struct cJSON **obj);
+/*
+ * A BackupStorageLocation spec from the storage flags (`location create`,
+ * `install`): provider, objectStorage (bucket "local" when none: fs
+ * ignores it, the CRD requires one), config from the KEY=VALUE items,
+ * credential {secret, key} when secret is set, default and accessMode
+ * ReadWrite. Owned; NULL with err on a malformed config item.
+ */
+struct cJSON *cli_location_spec(const char *provider, const char *bucket,
+	const char *prefix, char *const *config, const char *secret,
+	const char *key, int is_default, struct cairn_err *err);
 /* The objects of a list: a kube_list() callback takes each into items. */
 struct cli_collect {
 	struct cJSON **items;	/* owned */

@@ -587,42 +587,17 @@ add_daemonset(cJSON *arr, const struct install_opts *o)
 static cJSON *
 location_spec(const struct install_opts *o, struct cairn_err *err)
 {
-	cJSON *spec = cJSON_CreateObject(), *os, *cfg;
+	cJSON *spec, *cfg;
 
-	cJSON_AddStringToObject(spec, "provider", o->provider);
-	os = cJSON_AddObjectToObject(spec, "objectStorage");
-	/* fs ignores the bucket; the CRD requires one. */
-	cJSON_AddStringToObject(os, "bucket", o->bucket != NULL ? o->bucket :
-	    "local");
-	if (o->prefix != NULL && o->prefix[0] != '\0')
-		cJSON_AddStringToObject(os, "prefix", o->prefix);
-	cfg = cJSON_AddObjectToObject(spec, "config");
-	for (size_t i = 0; o->config[i] != NULL; i++) {
-		const char *eq = strchr(o->config[i], '=');
-		char *k;
-
-		if (eq == NULL || eq == o->config[i]) {
-			cJSON_Delete(spec);
-			cairn_err_set(err, CAIRN_EINVAL, "--config: \"%s\" "
-			    "is not KEY=VALUE", o->config[i]);
-			return NULL;
-		}
-		k = xstrndup(o->config[i], (size_t)(eq - o->config[i]));
-		cJSON_DeleteItemFromObjectCaseSensitive(cfg, k);
-		cJSON_AddStringToObject(cfg, k, eq + 1);
-		free(k);
-	}
+	spec = cli_location_spec(o->provider, o->bucket, o->prefix, o->config,
+	    o->cred_b64 != NULL ? INSTALL_CRED_SECRET : NULL, INSTALL_CRED_KEY,
+	    1, err);
+	if (spec == NULL)
+		return NULL;
+	cfg = cJSON_GetObjectItemCaseSensitive(spec, "config");
 	if (strcmp(o->provider, "fs") == 0 &&
 	    cJSON_GetObjectItemCaseSensitive(cfg, "path") == NULL)
 		cJSON_AddStringToObject(cfg, "path", o->fs_path);
-	if (o->cred_b64 != NULL) {
-		cJSON *cr = cJSON_AddObjectToObject(spec, "credential");
-
-		cJSON_AddStringToObject(cr, "name", INSTALL_CRED_SECRET);
-		cJSON_AddStringToObject(cr, "key", INSTALL_CRED_KEY);
-	}
-	cJSON_AddTrueToObject(spec, "default");
-	cJSON_AddStringToObject(spec, "accessMode", "ReadWrite");
 	cJSON_AddStringToObject(spec, "backupSyncPeriod", "1m");
 	cJSON_AddStringToObject(spec, "validationFrequency", "1m");
 	return spec;

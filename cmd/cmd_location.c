@@ -90,9 +90,8 @@ build_location(const struct cli_command *cmd, const struct flagset *fs,
 	const char *bucket = flag_str(fs, F_BUCKET);
 	const char *prefix = flag_str(fs, F_PREFIX);
 	char *const *config = flag_list(fs, F_CONFIG);
-	cJSON *obj, *spec, *os, *cfg, *cr;
-	const char *eq;
-	char *k;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *obj, *spec;
 
 	*usage = 1;
 	if (provider == NULL || *provider == '\0')
@@ -104,38 +103,16 @@ build_location(const struct cli_command *cmd, const struct flagset *fs,
 		    provider), NULL;
 	if (strcmp(provider, "s3") == 0 && (bucket == NULL || *bucket == '\0'))
 		return cli_usage_error(cmd, "--provider s3 needs --bucket"), NULL;
+	spec = cli_location_spec(provider, bucket, prefix, config, secret,
+	    LOC_CRED_KEY, flag_bool(fs, F_DEFAULT), &err);
+	if (spec == NULL)
+		return cli_usage_error(cmd, "%s", err.msg), NULL;
 	obj = cJSON_CreateObject();
 	cJSON_AddStringToObject(obj, "apiVersion", "cairn.io/v1");
 	cJSON_AddStringToObject(obj, "kind", "BackupStorageLocation");
 	json_set_str(obj, "metadata.name", name);
 	json_set_str(obj, "metadata.namespace", ns);
-	spec = cJSON_AddObjectToObject(obj, "spec");
-	cJSON_AddStringToObject(spec, "provider", provider);
-	os = cJSON_AddObjectToObject(spec, "objectStorage");
-	/* fs ignores the bucket; the CRD requires one (as cairn install). */
-	cJSON_AddStringToObject(os, "bucket", bucket && *bucket ? bucket : "local");
-	if (prefix != NULL && *prefix != '\0')
-		cJSON_AddStringToObject(os, "prefix", prefix);
-	cfg = cJSON_AddObjectToObject(spec, "config");
-	for (size_t i = 0; config != NULL && config[i] != NULL; i++) {
-		eq = strchr(config[i], '=');
-		if (eq == NULL || eq == config[i]) {
-			cJSON_Delete(obj);
-			return cli_usage_error(cmd, "--config: \"%s\" is not KEY=VALUE",
-			    config[i]), NULL;
-		}
-		k = xstrndup(config[i], (size_t)(eq - config[i]));
-		cJSON_DeleteItemFromObjectCaseSensitive(cfg, k);
-		cJSON_AddStringToObject(cfg, k, eq + 1);
-		free(k);
-	}
-	if (secret != NULL) {
-		cr = cJSON_AddObjectToObject(spec, "credential");
-		cJSON_AddStringToObject(cr, "name", secret);
-		cJSON_AddStringToObject(cr, "key", LOC_CRED_KEY);
-	}
-	cJSON_AddBoolToObject(spec, "default", flag_bool(fs, F_DEFAULT));
-	cJSON_AddStringToObject(spec, "accessMode", "ReadWrite");
+	cJSON_AddItemToObject(obj, "spec", spec);
 	*usage = 0;
 	return obj;
 }

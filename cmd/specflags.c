@@ -6,12 +6,14 @@
  * (`backup create` and `schedule create`), and a Restore takes the same
  * namespace and resource lists; `get`, `describe` and `delete` of one
  * named object report a missing one alike, and `get` collects a list
- * the same way.
+ * the same way. `location create` and `install` build a storage
+ * location's spec from the same storage flags.
  */
 #include "config.h"
 #include "cmd/cli.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/jsonutil.h"
 #include "base/mem.h"
@@ -116,4 +118,44 @@ cli_collect_free(struct cli_collect *c)
 	for (size_t i = 0; i < c->n; i++)
 		cJSON_Delete(c->items[i]);
 	free(c->items);
+}
+
+cJSON *
+cli_location_spec(const char *provider, const char *bucket, const char *prefix,
+    char *const *config, const char *secret, const char *key, int is_default,
+    struct cairn_err *err)
+{
+	cJSON *spec = cJSON_CreateObject(), *os, *cfg;
+
+	cJSON_AddStringToObject(spec, "provider", provider);
+	os = cJSON_AddObjectToObject(spec, "objectStorage");
+	cJSON_AddStringToObject(os, "bucket", bucket != NULL && *bucket != '\0' ?
+	    bucket : "local");
+	if (prefix != NULL && *prefix != '\0')
+		cJSON_AddStringToObject(os, "prefix", prefix);
+	cfg = cJSON_AddObjectToObject(spec, "config");
+	for (size_t i = 0; config != NULL && config[i] != NULL; i++) {
+		const char *eq = strchr(config[i], '=');
+		char *k;
+
+		if (eq == NULL || eq == config[i]) {
+			cJSON_Delete(spec);
+			cairn_err_set(err, CAIRN_EINVAL, "--config: \"%s\" is not "
+			    "KEY=VALUE", config[i]);
+			return NULL;
+		}
+		k = xstrndup(config[i], (size_t)(eq - config[i]));
+		cJSON_DeleteItemFromObjectCaseSensitive(cfg, k);
+		cJSON_AddStringToObject(cfg, k, eq + 1);
+		free(k);
+	}
+	if (secret != NULL) {
+		cJSON *cr = cJSON_AddObjectToObject(spec, "credential");
+
+		cJSON_AddStringToObject(cr, "name", secret);
+		cJSON_AddStringToObject(cr, "key", key);
+	}
+	cJSON_AddBoolToObject(spec, "default", is_default);
+	cJSON_AddStringToObject(spec, "accessMode", "ReadWrite");
+	return spec;
 }
