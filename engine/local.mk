@@ -89,6 +89,6 @@ engine_libengine_a_SOURCES += engine/status.c engine/status.h
 
 # Leases and claims (issue 8): the Lease against an in-process fake API.
 check_PROGRAMS += tests/unit/test_lease
-tests_unit_test_lease_SOURCES = tests/unit/test_lease.c
+tests_unit_test_lease_SOURCES = tests/unit/test_lease.c tests/unit/unit_kube.h
 tests_unit_test_lease_LDADD = engine/libengine.a web/libweb.a kube/libkube.a \
 	base/libbase.a $(DEPS_LIBS)

@@ -20,7 +20,8 @@ tests_unit_test_kube_SOURCES = tests/unit/test_kube.c tests/unit/unit.h
 tests_unit_test_kube_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
 check_PROGRAMS += tests/unit/test_kube_list_text
-tests_unit_test_kube_list_text_SOURCES = tests/unit/test_kube_list_text.c tests/unit/unit.h
+tests_unit_test_kube_list_text_SOURCES = tests/unit/test_kube_list_text.c tests/unit/unit.h \
+	tests/unit/unit_kube.h
 tests_unit_test_kube_list_text_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
 check_PROGRAMS += tests/helpers/kube_tool

@@ -21,6 +21,7 @@
 #include "base/timeutil.h"
 #include "kube/kube.h"
 #include "unit.h"
+#include "unit_kube.h"
 
 #define NGOT 16
 
@@ -123,39 +124,15 @@ static struct kube *kube_;
 static int
 setup(void)
 {
-	struct cairn_err err = CAIRN_ERR_INIT;
-	struct kube_config_opts co = { NULL, NULL };
-	struct kube_client_opts ko;
-	struct kube_config *cfg = NULL;
 	const union MHD_DaemonInfo *di;
-	char path[512];
-	FILE *f;
 
 	daemon_ = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL,
 	    NULL, handler, NULL, MHD_OPTION_END);
 	if (daemon_ == NULL)
 		return -1;
 	di = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
-	snprintf(path, sizeof path, "%s/list-text-kubeconfig", UNIT_TMPDIR());
-	f = fopen(path, "w");
-	if (f == NULL)
-		return -1;
-	fprintf(f, "apiVersion: v1\nkind: Config\ncurrent-context: t\n"
-	    "clusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:%u\n"
-	    "users:\n- name: u\n  user: {}\n"
-	    "contexts:\n- name: t\n  context: {cluster: c, user: u}\n",
-	    (unsigned)di->port);
-	fclose(f);
-	co.kubeconfig = path;
-	memset(&ko, 0, sizeof ko);
-	ko.timeout_us = 3 * TIME_US_PER_SEC;
-	ko.max_retries = KUBE_RETRIES_NONE;
-	if (kube_config_load(&co, &cfg, &err) < 0 ||
-	    kube_new(cfg, &ko, &kube_, &err) < 0) {
-		fprintf(stderr, "kube: %s\n", err.msg);
-		return -1;
-	}
-	return 0;	/* cfg is the client's now */
+	kube_ = unit_kube_at(di->port, NULL, "list-text");
+	return kube_ != NULL ? 0 : -1;
 }
 
 static int
