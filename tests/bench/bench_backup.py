@@ -35,7 +35,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cairntest import BIN, BUILDDIR, Case, Kubesim, wait_for  # noqa: E402
+from cairntest import BIN, BUILDDIR, Case, Kubesim, wait_for, vmhwm_kib  # noqa: E402
 
 NS = "cairn-system"
 SIZES = [int(x) for x in os.environ.get("CAIRN_BENCH_BACKUP_SIZES", "10000,100000").split(",")]
@@ -43,14 +43,6 @@ REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "3")))
 BASE_BIN = os.environ.get("CAIRN_BENCH_BASE_BIN")
 KUBECTL = os.environ.get("CAIRN_BENCH_KUBECTL", "1") != "0"
 TOOL = os.path.join(BUILDDIR, "tests", "helpers", "kube_tool")
-
-
-def vmhwm_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 def cpu_s(pid):

@@ -14,19 +14,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cairntest import BIN, Case  # noqa: E402
+from cairntest import BIN, Case, vmhwm_kib  # noqa: E402
 
 NS = "cairn-system"
 SIZES = [int(x) for x in os.environ.get("CAIRN_BENCH_UPKEEP_SIZES", "200,2000").split(",")]
 BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
-
-
-def vmhwm_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
 
 
 def run(n):

@@ -45,6 +45,22 @@ def setup(t, fs_root=None, bsl=None, s3=None):
     return sim
 
 
+CM_LIST = "^/api/v1/configmaps$"
+
+
+def slow_bulk(t, n, delay, payload, path=CM_LIST):
+    """An fs store and a kubesim with n ConfigMaps in namespace bulk whose
+    list pages take `delay` seconds each, so a kill lands mid-backup."""
+    root = t.mkdir("store")
+    sim = setup(t, root)
+    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": "bulk"}})
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": payload * 64}}, n,
+             name="cm-{i:06d}", namespace="bulk")
+    sim.faults({"method": "GET", "path": path, "delay": delay, "count": 100000})
+    return root, sim
+
+
 def seed(sim, namespaces=("alpha", "beta", "gamma")):
     for ns in namespaces:
         sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -338,19 +354,11 @@ def listed_ranges(sim, since, keys):
 
 
 def kill9_resume(t, compact):
-    root = t.mkdir("store")
-    sim = setup(t, root)
     # Parts hold about 500 items here (deflate hands over ~40 KiB at a
     # time, over the 8 KiB part size), so 6000 items give ~12 parts and a
     # kill after 2-6 of them lands mid-backup.
     n = 6000
-    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": "bulk"}})
-    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "x" * 64}}, n,
-             name="cm-{i:06d}", namespace="bulk")
-    # slow pages so the kill lands mid-backup
-    sim.faults({"method": "GET", "path": "^/api/v1/(namespaces/[^/]+/)?configmaps$", "delay": 0.3,
-                "count": 100000})
+    root, sim = slow_bulk(t, n, 0.3, "x", path="^/api/v1/(namespaces/[^/]+/)?configmaps$")
     journal = t.path("journal.db")
     srv = server(t, sim, part_size=8192, journal=journal)
     create_backup(sim, "big", {"includedNamespaces": ["bulk"], "includedResources": ["configmaps"]})
@@ -456,13 +464,7 @@ def backup_kill9_resume_token_expired(t):
 
 @case
 def backup_kill9_before_first_part(t):
-    root = t.mkdir("store")
-    sim = setup(t, root)
-    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": "bulk"}})
-    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "q" * 64}}, 1500,
-             name="cm-{i:06d}", namespace="bulk")
-    sim.faults({"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.5, "count": 100000})
+    root, sim = slow_bulk(t, 1500, 0.5, "q")
     journal = t.path("journal.db")
     srv = server(t, sim, journal=journal)   # 8 MiB parts: nothing is cut before the kill
     create_backup(sim, "early", {"includedNamespaces": ["bulk"]})
@@ -484,14 +486,8 @@ def backup_kill9_before_first_part(t):
 
 @case
 def backup_sigterm_then_resume(t):
-    root = t.mkdir("store")
-    sim = setup(t, root)
     n = 2000
-    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": "bulk"}})
-    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "y" * 64}}, n,
-             name="cm-{i:06d}", namespace="bulk")
-    sim.faults({"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.3, "count": 100000})
+    root, sim = slow_bulk(t, n, 0.3, "y")
     journal = t.path("journal.db")
     srv = server(t, sim, part_size=8192, journal=journal)
     create_backup(sim, "term", {"includedNamespaces": ["bulk"]})
@@ -514,13 +510,7 @@ def backup_sigterm_then_resume(t):
 
 @case
 def backup_fenced_when_claim_is_taken(t):
-    root = t.mkdir("store")
-    sim = setup(t, root)
-    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": "bulk"}})
-    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": "z" * 64}}, 2000,
-             name="cm-{i:06d}", namespace="bulk")
-    sim.faults({"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.3, "count": 100000})
+    root, sim = slow_bulk(t, 2000, 0.3, "z")
     srv = server(t, sim, part_size=8192)
     create_backup(sim, "stolen", {"includedNamespaces": ["bulk"]})
     wait_for(lambda: get_backup(sim, "stolen").get("status", {}).get("checkpoint", {}).get("parts"),

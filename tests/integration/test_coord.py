@@ -216,18 +216,25 @@ def wait_parts(sim, name, k, timeout=60):
     return wait_for(have, timeout, "%d checkpointed parts of %s" % (k, name), interval=0.02)
 
 
-@case
-def coord_kill9_takeover(t):
-    sim, root, _ = big_backup_setup(t, ["a", "b"])
+def a_owns_b_waits(t, name, k):
+    """Servers a and b over a slow big backup that a claims, with k parts
+    checkpointed; the fs part files are watched."""
+    sim, root, slow = big_backup_setup(t, ["a", "b"])
     watch = PartWatch(root)
     t.on_cleanup(watch.close)
     a = server(t, sim, "a")
     wait_for(lambda: sim.get(LEASES + "/cairn-a")[0] == 200, 20, "a's Lease")
-    create_backup(sim, "big", spec_bulk())
-    wait_for(lambda: status(sim, "big").get("claim", {}).get("holder") == "a", 20, "a claims")
+    create_backup(sim, name, spec_bulk())
+    wait_for(lambda: status(sim, name).get("claim", {}).get("holder") == "a", 20, "a claims")
     b = server(t, sim, "b")
     wait_for(lambda: sim.get(LEASES + "/cairn-b")[0] == 200, 20, "b's Lease")
-    before = wait_parts(sim, "big", 3)
+    wait_parts(sim, name, k)
+    return sim, root, slow, watch, a, b
+
+
+@case
+def coord_kill9_takeover(t):
+    sim, root, _, watch, a, b = a_owns_b_waits(t, "big", 3)
     a.kill9()
     t_kill = time.monotonic()
     w_kill = time.time()
@@ -286,16 +293,7 @@ def coord_kill9_takeover(t):
 
 @case
 def coord_partition_fences_old_owner(t):
-    sim, root, slow = big_backup_setup(t, ["a", "b"])
-    watch = PartWatch(root)
-    t.on_cleanup(watch.close)
-    a = server(t, sim, "a")
-    wait_for(lambda: sim.get(LEASES + "/cairn-a")[0] == 200, 20, "a's Lease")
-    create_backup(sim, "part", spec_bulk())
-    wait_for(lambda: status(sim, "part").get("claim", {}).get("holder") == "a", 20, "a claims")
-    b = server(t, sim, "b")
-    wait_for(lambda: sim.get(LEASES + "/cairn-b")[0] == 200, 20, "b's Lease")
-    wait_parts(sim, "part", 2)
+    sim, root, slow, watch, a, b = a_owns_b_waits(t, "part", 2)
     # the partition: every request of a's token is dropped
     sim.clear_faults()
     sim.faults([{"token": "a", "drop": True, "count": 10000000}, slow])

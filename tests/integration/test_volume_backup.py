@@ -245,16 +245,7 @@ def backup_and_restore_hostpath_volumes(t):
     runner = t.spawn([RUNNER, "--kubeconfig", sim.kubeconfig, "--namespace", NS,
                       "--journal", t.path("restore.db"), "--server-id", "r1",
                       "--period-ms", "100"], name="runner")
-    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
-                        "metadata": {"name": "r1", "namespace": NS},
-                        "spec": {"backupName": "b1"}})
-
-    def restored():
-        if not runner.alive():
-            raise CheckFailed("restore runner exited: %s" % runner.output()[-2000:])
-        r = sim.ok("GET", "%s/r1" % RS)
-        return r if r.get("status", {}).get("phase") in FINAL else None
-    r = wait_for(restored, 240, "restore r1")
+    r = restore_and_wait(sim, runner, "r1", "b1")
     t.eq(r["status"]["phase"], "Completed", "restore phase (%s)" % r["status"])
     for vol, path, kind in (("pv-big", big, "hostPath"), ("pv-tree", odd, "hostPath"),
                             ("pv-small", small, "local")):
@@ -501,6 +492,21 @@ def agent(t, sim, aid, node="node-a", log_level="info"):
                     "--log-level", log_level] + LEASE, name="agent-" + aid)
 
 
+def restore_and_wait(sim, runner, name, backup):
+    """Create Restore name of backup and wait (240 s) for its final phase,
+    failing at once if the restore runner exits."""
+    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                        "metadata": {"name": name, "namespace": NS},
+                        "spec": {"backupName": backup}})
+
+    def restored():
+        if not runner.alive():
+            raise CheckFailed("restore runner exited: %s" % runner.output()[-2000:])
+        r = sim.ok("GET", "%s/%s" % (RS, name))
+        return r if r.get("status", {}).get("phase") in FINAL else None
+    return wait_for(restored, 240, "restore " + name)
+
+
 def vpb_status(sim, backup, pv):
     return (vpbs(sim, backup).get(pv) or {}).get("status", {})
 
@@ -580,15 +586,7 @@ def dead_node_agent_is_taken_over(t):
     runner = t.spawn([RUNNER, "--kubeconfig", sim.kubeconfig, "--namespace", NS,
                       "--journal", t.path("restore.db"), "--server-id", "r1",
                       "--period-ms", "100"], name="runner")
-    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
-                        "metadata": {"name": "rt", "namespace": NS}, "spec": {"backupName": "bt"}})
-
-    def restored():
-        if not runner.alive():
-            raise CheckFailed("restore runner exited: %s" % runner.output()[-2000:])
-        r = sim.ok("GET", "%s/rt" % RS)
-        return r if r.get("status", {}).get("phase") in FINAL else None
-    r = wait_for(restored, 240, "restore rt")
+    r = restore_and_wait(sim, runner, "rt", "bt")
     t.eq(r["status"]["phase"], "Completed", "restore phase (%s)" % r["status"])
     vpr = sim.ok("GET", "%s/rt-pv-take" % VPR)
     t.eq(vpr["status"]["claim"]["holder"], "ay", "the restore ran on node-a's live agent")

@@ -52,6 +52,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def vmhwm_kib(pid):
+    """Peak resident set size (VmHWM) of a running process, KiB; 0 if unknown."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
 def wait_for(pred, timeout=10.0, what="condition", interval=0.05):
     """Poll pred() until it returns a true value; return it, or raise."""
     end = time.monotonic() + timeout
