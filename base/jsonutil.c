@@ -204,6 +204,207 @@ json_parse(const char *data, size_t len, struct cairn_err *err)
 	return j;
 }
 
+static const char *
+skip_ws(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' ||
+	    *p == '\t'))
+		p++;
+	return p;
+}
+
+/*
+ * The closing quote of a string whose text starts at p (just past its
+ * opening quote, or anywhere inside it not right after a backslash): memchr
+ * finds each quote, and a quote after an odd run of backslashes is part of
+ * the string. NULL if the string goes on past end; *esc (if not NULL) then
+ * says whether the text ends in an unfinished escape.
+ */
+const char *
+json_string_end(const char *p, const char *end, int *esc)
+{
+	const char *q, *b;
+
+	for (;;) {
+		q = memchr(p, '"', (size_t)(end - p));
+		b = q != NULL ? q : end;
+		while (b > p && b[-1] == '\\')
+			b--;
+		if (q == NULL) {
+			if (esc != NULL)
+				*esc = (end - b) & 1;
+			return NULL;
+		}
+		if (((q - b) & 1) == 0)
+			return q;
+		p = q + 1;	/* an escaped quote */
+	}
+}
+
+/* Past the string opening at p (a quote); NULL if it does not end. */
+static const char *
+skip_string(const char *p, const char *end)
+{
+	const char *q = json_string_end(p + 1, end, NULL);
+
+	return q != NULL ? q + 1 : NULL;
+}
+
+/* Past the value starting at p; NULL if it does not end before end. */
+static const char *
+skip_value(const char *p, const char *end)
+{
+	int depth = 0;
+
+	if (*p == '"')
+		return skip_string(p, end);
+	if (*p != '{' && *p != '[') {	/* number, true, false, null */
+		while (p < end && *p != ',' && *p != '}' && *p != ']' &&
+		    *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
+			p++;
+		return p;
+	}
+	while (p < end) {
+		if (*p == '"') {
+			p = skip_string(p, end);
+			if (p == NULL)
+				return NULL;
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return p + 1;
+		p++;
+	}
+	return NULL;
+}
+
+/*
+ * The members of a JSON object's text, one by one, without parsing them:
+ * mi_first() at the opening brace, then each mi_next() gives a member's
+ * key (as written, without the quotes) and value text.
+ */
+struct members {
+	const char *p, *end;
+	const char *key, *val;
+	size_t klen, vlen;
+	int closed;		/* the closing brace was read */
+};
+
+/* 0, or -1 if data is not an object. */
+static int
+mi_first(struct members *mi, const char *data, size_t len)
+{
+	memset(mi, 0, sizeof *mi);
+	mi->end = data + len;
+	mi->p = skip_ws(data, mi->end);
+	if (mi->p == mi->end || *mi->p != '{')
+		return -1;
+	mi->p = skip_ws(mi->p + 1, mi->end);
+	if (mi->p < mi->end && *mi->p == '}') {
+		mi->p++;
+		mi->closed = 1;
+	}
+	return 0;
+}
+
+/* 1: the next member is in mi; 0: the object ended; -1: malformed at mi->p. */
+static int
+mi_next(struct members *mi)
+{
+	const char *p = mi->p, *end = mi->end, *q;
+
+	if (mi->closed)
+		return 0;
+	if (p == end || *p != '"' || (q = skip_string(p, end)) == NULL)
+		return -1;
+	mi->key = p + 1;
+	mi->klen = (size_t)(q - 1 - mi->key);
+	p = skip_ws(q, end);
+	if (p == end || *p != ':')
+		return mi->p = p, -1;
+	mi->val = skip_ws(p + 1, end);
+	if (mi->val == end || (q = skip_value(mi->val, end)) == NULL)
+		return mi->p = mi->val, -1;
+	mi->vlen = (size_t)(q - mi->val);
+	p = skip_ws(q, end);
+	if (p < end && *p == ',') {
+		p = skip_ws(p + 1, end);
+	} else if (p < end && *p == '}') {
+		p++;
+		mi->closed = 1;
+	} else {
+		return mi->p = p, -1;
+	}
+	mi->p = p;
+	return 1;
+}
+
+static int
+mi_is(const struct members *mi, const char *key)
+{
+	return strlen(key) == mi->klen && memcmp(key, mi->key, mi->klen) == 0;
+}
+
+static cJSON *
+mi_fail(const struct members *mi, const char *data, size_t len,
+	struct cairn_err *err)
+{
+	cairn_err_set(err, CAIRN_EPROTO, "JSON does not parse (near byte %zu "
+	    "of %zu)", (size_t)(mi->p - data), len);
+	return NULL;
+}
+
+cJSON *
+json_parse_members(const char *data, size_t len, const char *const *keys,
+	struct cairn_err *err)
+{
+	struct members mi;
+	const char *const *k;
+	cJSON *obj, *item;
+	int rc;
+
+	if (mi_first(&mi, data, len) < 0)
+		return mi_fail(&mi, data, len, err);
+	obj = cJSON_CreateObject();
+	while ((rc = mi_next(&mi)) > 0) {
+		for (k = keys; *k != NULL && !mi_is(&mi, *k); k++)
+			;
+		if (*k == NULL)
+			continue;
+		item = json_parse(mi.val, mi.vlen, err);
+		if (item == NULL) {
+			cairn_err_prefix(err, "member %s", *k);
+			cJSON_Delete(obj);
+			return NULL;
+		}
+		cJSON_AddItemToObject(obj, *k, item);
+	}
+	if (rc == 0 && skip_ws(mi.p, mi.end) == mi.end)
+		return obj;
+	cJSON_Delete(obj);
+	return mi_fail(&mi, data, len, err);
+}
+
+cJSON *
+json_parse_member(const char *data, size_t len, const char *key,
+	struct cairn_err *err)
+{
+	struct members mi;
+	int rc;
+
+	if (mi_first(&mi, data, len) < 0)
+		return mi_fail(&mi, data, len, err);
+	while ((rc = mi_next(&mi)) > 0)
+		if (mi_is(&mi, key))
+			return json_parse(mi.val, mi.vlen, err);
+	if (rc < 0)
+		return mi_fail(&mi, data, len, err);
+	cairn_err_set(err, CAIRN_ENOTFOUND, "no member \"%s\"", key);
+	return NULL;
+}
+
 char *
 json_print(const cJSON *item)
 {

@@ -43,6 +43,31 @@ void json_delete(cJSON *root, const char *path);
  * result, NULL on error.
  */
 cJSON *json_parse(const char *data, size_t len, struct cairn_err *err);
+/*
+ * json_parse() of only some top-level members of the object in data:
+ * the tree holds the members named in keys (NULL-terminated), the others
+ * are stepped over by a scan that follows only strings and brackets, and
+ * are neither parsed nor checked. For a caller that needs a few members
+ * of large objects (a backup reads metadata and stores the text as it
+ * is). Owned result, NULL on error (not an object, a member that does
+ * not parse or nests too deep).
+ */
+cJSON *json_parse_members(const char *data, size_t len,
+	const char *const *keys, struct cairn_err *err);
+/*
+ * json_parse() of the first top-level member named key of the object in
+ * data, found without parsing the members before it; the rest of the text
+ * is not looked at. NULL with CAIRN_ENOTFOUND if there is none.
+ */
+cJSON *json_parse_member(const char *data, size_t len, const char *key,
+	struct cairn_err *err);
+/*
+ * Where the JSON string whose text starts at p ends: its closing quote,
+ * or NULL if that is not before end (then *esc, if not NULL, is 1 when
+ * the text ends inside an escape: the next byte is escaped). For scanners
+ * of streams that must not parse; p must not follow a lone backslash.
+ */
+const char *json_string_end(const char *p, const char *end, int *esc);
 /* Compact text, owned (free()). */
 char *json_print(const cJSON *item);
 

@@ -825,6 +825,14 @@ bk_relist_after_gone(struct bk *b, const struct kube_resource *r,
 	return bk_list(b, g, lo, lerr);
 }
 
+/*
+ * What list_cb reads of an item: its metadata (filters, names), and a
+ * PVC's spec.volumeName when PVs follow their claims. The text stored is
+ * whole; the rest is not parsed.
+ */
+static const char *const item_members[] = { "metadata", NULL };
+static const char *const item_members_spec[] = { "metadata", "spec", NULL };
+
 static int
 bk_walk(struct bk *b, struct cairn_err *err)
 {
@@ -841,6 +849,8 @@ bk_walk(struct bk *b, struct cairn_err *err)
 
 		memset(&lo, 0, sizeof lo);
 		lo.prefetch = 1;	/* the API server works while we tar */
+		lo.parse_only = feeds_related(b, r) && r->group[0] == '\0' ?
+		    item_members_spec : item_members;
 		b->observe_only = 0;
 		b->skipping = 0;
 		if (has_resume) {
@@ -1079,7 +1089,11 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 /* Metadata files.                                                     */
 /* ------------------------------------------------------------------ */
 
-/* gzip len bytes into an owned buffer. */
+/*
+ * gzip len bytes into an owned buffer, at zlib level 1 as the tarball:
+ * the resource list of a big backup is megabytes of names, and its
+ * deflate sits at the end of the backup, after the last part.
+ */
 static int
 gzip_mem(const void *data, size_t len, unsigned char **out, size_t *outlen)
 {
@@ -1088,7 +1102,7 @@ gzip_mem(const void *data, size_t len, unsigned char **out, size_t *outlen)
 	unsigned char *o = xmalloc(cap);
 
 	memset(&z, 0, sizeof z);
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8,
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 31, 8,
 	    Z_DEFAULT_STRATEGY) != Z_OK) {
 		free(o);
 		return CAIRN_EFAIL;

@@ -360,6 +360,15 @@ struct kube_list_opts {
 	 * on_page is then called before each page's items are delivered.
 	 */
 	int prefetch;
+	/*
+	 * Parse only these top-level members of each item (NULL-terminated;
+	 * apiVersion and kind always): the callback's tree holds nothing
+	 * else, which saves most of the parsing for a caller that needs
+	 * little of each object (kube_list_text still hands over the whole
+	 * text). Items sent with spaces between tokens are parsed whole,
+	 * since their text is printed from the tree. NULL: whole items.
+	 */
+	const char *const *parse_only;
 };
 
 struct kube_list_info {

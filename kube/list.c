@@ -32,6 +32,11 @@
  * on_page tells the caller the token of each page before it is fetched,
  * which is what such a caller records.
  *
+ * With opts.parse_only the tree of each item holds only the members the
+ * caller named (json_parse_members): a backup reads metadata, and its
+ * text is what it stores, so the rest of the object is stepped over
+ * instead of being parsed into a tree and freed.
+ *
  * With opts.prefetch a second thread (struct pf) fetches the next page
  * whole into memory while the caller's callback works through this one;
  * the two hand pages over one at a time (pf_post / pf_take). Pages over
@@ -68,6 +73,7 @@ struct lst {
 	char *gv;			/* "group/version" of the request */
 	char *disc_kind;		/* kind from discovery, lazily */
 	int disc_tried;
+	const char **keys;		/* opts.parse_only + apiVersion, kind */
 	uint64_t page_seen;		/* items of this page parsed, this attempt */
 	uint64_t page_done;		/* items of this page delivered, all attempts */
 };
@@ -173,7 +179,11 @@ on_item(void *arg, const char *text, size_t len)
 	l->page_seen++;
 	if (l->page_seen <= l->page_done)
 		return 0;	/* delivered before this page was retried */
-	item = json_parse(text, len, l->err);
+	/* spaced-out text is printed from the tree: it must be whole */
+	if (l->keys != NULL && !l->ls.item.ws)
+		item = json_parse_members(text, len, l->keys, l->err);
+	else
+		item = json_parse(text, len, l->err);
 	if (item == NULL) {
 		cairn_err_prefix(l->err, "list item %llu",
 		    (unsigned long long)l->page_seen);
@@ -271,7 +281,6 @@ struct pf {
 	/* The fetcher's own. */
 	char *cont;		/* next page to fetch; NULL: first */
 	struct buf fb;
-	struct lsplit scan;	/* finds metadata.continue */
 };
 
 static int
@@ -284,15 +293,6 @@ static int
 pf_rewind(void *arg)
 {
 	buf_reset(arg);
-	return 0;
-}
-
-static int
-pf_noitem(void *arg, const char *text, size_t len)
-{
-	(void)arg;
-	(void)text;
-	(void)len;
 	return 0;
 }
 
@@ -329,7 +329,7 @@ pf_main(void *arg)
 	buf_init(&q, 64u << 10);
 	for (;;) {
 		struct kube_call c;
-		cJSON *env;
+		cJSON *md;
 		const char *next;
 		int rc;
 
@@ -360,19 +360,21 @@ pf_main(void *arg)
 			pf_post(f, PF_END);
 			break;
 		}
-		lsplit_reset(&f->scan);
-		env = NULL;
-		if (lsplit_feed(&f->scan, f->fb.data != NULL ? f->fb.data : "",
-		    f->fb.len, pf_noitem, NULL) == 0)
-			env = lsplit_finish(&f->scan, NULL);
-		next = json_str(env, "metadata.continue");
+		/*
+		 * Only the next page's token is needed here: API servers
+		 * send metadata before the items, so this stops there. The
+		 * consumer checks the whole page.
+		 */
+		md = json_parse_member(f->fb.data != NULL ? f->fb.data : "",
+		    f->fb.len, "metadata", NULL);
+		next = json_str(md, "continue");
 		if (pf_post(f, PF_PAGE)) {
-			cJSON_Delete(env);
+			cJSON_Delete(md);
 			break;
 		}
 		free(f->cont);
 		f->cont = next != NULL && *next != '\0' ? xstrdup(next) : NULL;
-		cJSON_Delete(env);
+		cJSON_Delete(md);
 		if (f->cont == NULL) {	/* last page (or unparsable: the consumer says) */
 			pf_post(f, PF_END);
 			break;
@@ -395,13 +397,11 @@ pf_start(struct kube *k, const char *base, int limit,
 	f->cont = cont != NULL ? xstrdup(cont) : NULL;
 	buf_init(&f->page, LIST_PREFETCH_MAX);
 	buf_init(&f->fb, LIST_PREFETCH_MAX);
-	lsplit_init(&f->scan, LIST_PREFETCH_MAX);
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
 	if (pthread_create(&f->th, NULL, pf_main, f) != 0) {
 		buf_free(&f->page);
 		buf_free(&f->fb);
-		lsplit_free(&f->scan);
 		pthread_mutex_destroy(&f->mu);
 		pthread_cond_destroy(&f->cv);
 		free(f->cont);
@@ -423,7 +423,6 @@ pf_stop(struct pf *f)
 	pthread_join(f->th, NULL);
 	buf_free(&f->page);
 	buf_free(&f->fb);
-	lsplit_free(&f->scan);
 	pthread_mutex_destroy(&f->mu);
 	pthread_cond_destroy(&f->cv);
 	free(f->tok);
@@ -502,6 +501,16 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 	    r->version) : xstrdup(r->version);
 	if (o.continue_token != NULL && o.continue_token[0] != '\0')
 		cont = xstrdup(o.continue_token);
+	if (o.parse_only != NULL) {
+		size_t n = 0;
+
+		while (o.parse_only[n] != NULL)
+			n++;
+		l.keys = xcalloc(n + 3, sizeof *l.keys);
+		l.keys[0] = "apiVersion";
+		l.keys[1] = "kind";
+		memcpy(l.keys + 2, o.parse_only, n * sizeof *l.keys);
+	}
 	lsplit_init(&l.ls, CAIRN_CAP_API_BODY);
 	buf_init(&l.text, CAIRN_CAP_API_BODY + 1024);
 	base = kube_path(r, ns, NULL, NULL);
@@ -620,6 +629,7 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 	free(base);
 	free(l.gv);
 	free(l.disc_kind);
+	free(l.keys);
 	buf_free(&q);
 	buf_free(&page);
 	buf_free(&l.text);

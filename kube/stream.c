@@ -60,22 +60,20 @@ jsplit_scan(struct jsplit *s, const char *p, size_t n, size_t *used,
 		char c = p[i];
 
 		if (s->in_str) {
-			if (s->esc)
-				s->esc = 0;
-			else if (c == '\\')
-				s->esc = 1;
-			else if (c == '"')
-				s->in_str = 0;
-			else {
-				/* Fast path: run to the next quote or backslash. */
-				size_t j = i + 1;
+			const char *q;
 
-				while (j < n && p[j] != '"' && p[j] != '\\')
-					j++;
-				i = j;
+			if (s->esc) {	/* the byte after a chunk's last '\\' */
+				s->esc = 0;
+				i++;
 				continue;
 			}
-			i++;
+			q = json_string_end(p + i, p + n, &s->esc);
+			if (q == NULL) {
+				i = n;
+				break;
+			}
+			s->in_str = 0;
+			i = (size_t)(q - p) + 1;
 			continue;
 		}
 		switch (c) {

@@ -283,6 +283,109 @@ test_json_paths(void)
 }
 
 static void
+test_json_parse_members(void)
+{
+	static const char *const keys[] = { "metadata", "n", NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *doc = " { \"data\" : {\"a\":\"}],\\\"{\",\"b\":[1,{\"c\":[]}]},"
+	    "\"n\":-1.5e3,\"metadata\":{\"name\":\"x\"},\"t\":true,"
+	    "\"meta\\u0064ata\":1,\"s\":\"q\"} ";
+	char deep[200];
+	cJSON *j;
+
+	j = json_parse_members(doc, strlen(doc), keys, &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "metadata.name"), "x");
+	CHECK(json_int(j, "n", 0) == -1500);
+	CHECK(json_get(j, "data") == NULL && json_get(j, "t") == NULL);
+	CHECK(cJSON_GetArraySize(j) == 2);	/* the escaped key is not "metadata" */
+	cJSON_Delete(j);
+	j = json_parse_members("{}", 2, keys, &err);
+	REQUIRE(j != NULL && cJSON_GetArraySize(j) == 0);
+	cJSON_Delete(j);
+	/* Not an object, cut short, a wanted member that does not parse. */
+	CHECK(json_parse_members("[1]", 3, keys, &err) == NULL);
+	CHECK(json_parse_members("{\"data\":{\"a\":1}", 15, keys, &err) == NULL);
+	CHECK_INT(err.code, CAIRN_EPROTO);
+	CHECK(json_parse_members("{\"data\":\"x", 10, keys, &err) == NULL);
+	CHECK(json_parse_members("{\"n\":tru}", 10, keys, &err) == NULL);
+	CHECK(strstr(err.msg, "member n") != NULL);
+	CHECK(json_parse_members("{\"n\":1} x", 10, keys, &err) == NULL);
+	/* Depth is checked where it is parsed, not where it is skipped. */
+	memcpy(deep, "{\"s\":", 5);
+	memset(deep + 5, '[', 90);
+	memset(deep + 95, ']', 90);
+	memcpy(deep + 185, ",\"n\":2}", 7);
+	j = json_parse_members(deep, 192, keys, &err);
+	REQUIRE(j != NULL);
+	CHECK(json_int(j, "n", 0) == 2);
+	cJSON_Delete(j);
+	memcpy(deep, "{\"n\":", 5);
+	CHECK(json_parse_members(deep, 192, keys, &err) == NULL);
+	CHECK(strstr(err.msg, "deeper") != NULL);
+}
+
+static void
+test_json_parse_member(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *page = "{\"kind\":\"L\",\"metadata\":{\"continue\":\"t\"},"
+	    "\"items\":[{\"metadata\":{}}, not even JSON";
+	const char *after = "{\"items\":[{\"metadata\":{\"continue\":\"no\"}}],"
+	    "\"metadata\":{\"continue\":\"t2\"}}";
+	cJSON *j;
+
+	/* Found before the rest is looked at. */
+	j = json_parse_member(page, strlen(page), "metadata", &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "continue"), "t");
+	cJSON_Delete(j);
+	/* Only top-level members count. */
+	j = json_parse_member(after, strlen(after), "metadata", &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "continue"), "t2");
+	cJSON_Delete(j);
+	CHECK(json_parse_member(after, strlen(after), "kind", &err) == NULL);
+	CHECK_INT(err.code, CAIRN_ENOTFOUND);
+	CHECK(json_parse_member(page, strlen(page), "kind2", &err) == NULL);
+	CHECK_INT(err.code, CAIRN_EPROTO);
+}
+
+/* Runs of backslashes before a quote: odd escapes it, even does not. */
+static void
+test_json_string_end(void)
+{
+	static const struct {
+		const char *text;
+		int end;	/* offset of the closing quote, -1: none */
+		int esc;	/* with -1: ends inside an escape */
+	} c[] = {
+		{ "abc\"x", 3, 0 },
+		{ "a\\\"b\"", 4, 0 },		/* a\"b": escaped quote */
+		{ "a\\\\\"b", 3, 0 },		/* a\\" : even run */
+		{ "\\\\\\\"\"", 4, 0 },	/* \\\"" */
+		{ "", -1, 0 },
+		{ "abc", -1, 0 },
+		{ "ab\\", -1, 1 },
+		{ "ab\\\\", -1, 0 },
+		{ "\\\"\\", -1, 1 },
+	};
+
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		const char *t = c[i].text, *e = t + strlen(t), *q;
+		int esc = -1;
+
+		q = json_string_end(t, e, &esc);
+		if (c[i].end < 0) {
+			CHECK(q == NULL);
+			CHECK_INT(esc, c[i].esc);
+		} else {
+			CHECK(q == t + c[i].end);
+		}
+	}
+}
+
+static void
 test_log_config(void)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
@@ -323,6 +426,9 @@ main(void)
 	RUN(test_escape);
 	RUN(test_glob_split);
 	RUN(test_json_paths);
+	RUN(test_json_parse_members);
+	RUN(test_json_parse_member);
+	RUN(test_json_string_end);
 	RUN(test_log_config);
 	RUN(test_uuid);
 	return unit_done();

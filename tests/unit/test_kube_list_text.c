@@ -6,6 +6,8 @@
  * brace when the server left them out (as real API servers do on list
  * items), and is cJSON's print when the server put spaces between tokens;
  * in every case the text parses to the same tree the callback gets.
+ * With parse_only, the tree holds only the members named (and apiVersion,
+ * kind) while the text stays whole.
  * Also: a list that starts at a continue token (a resumed backup), the
  * tokens on_page announces, and an expired starting token (410).
  */
@@ -277,6 +279,37 @@ test_start_at_expired_token(void)
 	got_clear();
 }
 
+static void
+test_parse_only_metadata(void)
+{
+	static const char *const members[] = { "metadata", NULL };
+	struct kube_gvr g = { "", "v1", "configmaps" };
+	struct kube_list_opts lo;
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	got_clear();
+	memset(&lo, 0, sizeof lo);
+	lo.parse_only = members;
+	REQUIRE(kube_list_text(kube_, &g, NULL, &lo, on_text, NULL, NULL,
+	    &err) == 0);
+	REQUIRE(got.n == 6);
+	/* The text is whole, as without parse_only... */
+	CHECK_STR(got.text[0], "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
+	    "\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},"
+	    "\"data\":{\"k\":\"v w, {x}\"}}");
+	/* ...the tree has metadata, apiVersion and kind, and not data. */
+	CHECK_STR(json_str(got.item[0], "metadata.namespace"), "n");
+	CHECK_STR(json_str(got.item[0], "kind"), "ConfigMap");
+	CHECK(json_get(got.item[0], "data") == NULL);
+	CHECK_STR(json_str(got.item[1], "apiVersion"), "v1");
+	CHECK(same_tree(1));
+	CHECK(same_tree(2));
+	/* Spaced-out text is printed from the tree: parsed whole. */
+	CHECK(same_tree(3));
+	CHECK_STR(json_str(got.item[5], "metadata.name"), "e");
+	got_clear();
+}
+
 int
 main(void)
 {
@@ -288,6 +321,7 @@ main(void)
 	RUN(test_take_keeps_item);
 	RUN(test_start_at_token);
 	RUN(test_start_at_expired_token);
+	RUN(test_parse_only_metadata);
 	got_clear();
 	kube_free(kube_);
 	MHD_stop_daemon(daemon_);
