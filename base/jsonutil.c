@@ -182,17 +182,21 @@ too_deep(const char *p, size_t len)
 	return 0;
 }
 
-cJSON *
-json_parse(const char *data, size_t len, struct cairn_err *err)
+static cJSON *
+deep_fail(struct cairn_err *err)
+{
+	cairn_err_set(err, CAIRN_EINVAL, "JSON nests deeper than %d levels",
+	    CAIRN_JSON_MAX_DEPTH);
+	return NULL;
+}
+
+/* json_parse() of text known not to nest too deep. */
+static cJSON *
+parse_shallow(const char *data, size_t len, struct cairn_err *err)
 {
 	const char *end = NULL;
 	cJSON *j;
 
-	if (too_deep(data, len)) {
-		cairn_err_set(err, CAIRN_EINVAL,
-		    "JSON nests deeper than %d levels", CAIRN_JSON_MAX_DEPTH);
-		return NULL;
-	}
 	j = cJSON_ParseWithLengthOpts(data, len, &end, 0);
 	if (j == NULL) {
 		size_t off = end && end >= data ? (size_t)(end - data) : 0;
@@ -202,6 +206,14 @@ json_parse(const char *data, size_t len, struct cairn_err *err)
 		return NULL;
 	}
 	return j;
+}
+
+cJSON *
+json_parse(const char *data, size_t len, struct cairn_err *err)
+{
+	if (too_deep(data, len))
+		return deep_fail(err);
+	return parse_shallow(data, len, err);
 }
 
 static const char *
@@ -250,12 +262,16 @@ skip_string(const char *p, const char *end)
 	return q != NULL ? q + 1 : NULL;
 }
 
-/* Past the value starting at p; NULL if it does not end before end. */
+/*
+ * Past the value starting at p; NULL if it does not end before end.
+ * *depth gets how deep its brackets nest.
+ */
 static const char *
-skip_value(const char *p, const char *end)
+skip_value(const char *p, const char *end, int *depth)
 {
-	int depth = 0;
+	int d = 0;
 
+	*depth = 0;
 	if (*p == '"')
 		return skip_string(p, end);
 	if (*p != '{' && *p != '[') {	/* number, true, false, null */
@@ -271,10 +287,12 @@ skip_value(const char *p, const char *end)
 				return NULL;
 			continue;
 		}
-		if (*p == '{' || *p == '[')
-			depth++;
-		else if ((*p == '}' || *p == ']') && --depth == 0)
+		if (*p == '{' || *p == '[') {
+			if (++d > *depth)
+				*depth = d;
+		} else if ((*p == '}' || *p == ']') && --d == 0) {
 			return p + 1;
+		}
 		p++;
 	}
 	return NULL;
@@ -289,6 +307,7 @@ struct members {
 	const char *p, *end;
 	const char *key, *val;
 	size_t klen, vlen;
+	int vdepth;		/* how deep val nests */
 	int closed;		/* the closing brace was read */
 };
 
@@ -325,7 +344,8 @@ mi_next(struct members *mi)
 	if (p == end || *p != ':')
 		return mi->p = p, -1;
 	mi->val = skip_ws(p + 1, end);
-	if (mi->val == end || (q = skip_value(mi->val, end)) == NULL)
+	if (mi->val == end ||
+	    (q = skip_value(mi->val, end, &mi->vdepth)) == NULL)
 		return mi->p = mi->val, -1;
 	mi->vlen = (size_t)(q - mi->val);
 	p = skip_ws(q, end);
@@ -345,6 +365,15 @@ static int
 mi_is(const struct members *mi, const char *key)
 {
 	return strlen(key) == mi->klen && memcmp(key, mi->key, mi->klen) == 0;
+}
+
+/* The member's value, parsed: its depth is known from the scan. */
+static cJSON *
+mi_parse(const struct members *mi, struct cairn_err *err)
+{
+	if (mi->vdepth > CAIRN_JSON_MAX_DEPTH)
+		return deep_fail(err);
+	return parse_shallow(mi->val, mi->vlen, err);
 }
 
 static cJSON *
@@ -373,7 +402,7 @@ json_parse_members(const char *data, size_t len, const char *const *keys,
 			;
 		if (*k == NULL)
 			continue;
-		item = json_parse(mi.val, mi.vlen, err);
+		item = mi_parse(&mi, err);
 		if (item == NULL) {
 			cairn_err_prefix(err, "member %s", *k);
 			cJSON_Delete(obj);
@@ -398,7 +427,7 @@ json_parse_member(const char *data, size_t len, const char *key,
 		return mi_fail(&mi, data, len, err);
 	while ((rc = mi_next(&mi)) > 0)
 		if (mi_is(&mi, key))
-			return json_parse(mi.val, mi.vlen, err);
+			return mi_parse(&mi, err);
 	if (rc < 0)
 		return mi_fail(&mi, data, len, err);
 	cairn_err_set(err, CAIRN_ENOTFOUND, "no member \"%s\"", key);
