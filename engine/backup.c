@@ -29,19 +29,20 @@
  * (docs/protocol.md, "What a resumed backup contains").
  *
  * Memory: one item at a time from the list stream, one tar entry at a
- * time through libarchive, the tarparts batches (8 x 256 KiB), a 64 KiB
- * deflate buffer and the part spool on disk. What grows: the
- * checkpoint's part list (<= 10000 entries), the names of PVs bound to
- * included PVCs and the custom resource kinds seen (only when
- * includeClusterResources is unset and some namespaces are filtered
- * out), and the error messages of the results file (capped).
- * The resource list file comes from a spool file of "<gvk> ns/name"
- * lines written as items go into the tarball; a run that resumed (so did
- * not write the items of the kept parts) reads the stored tarball back
- * instead, which is right whoever wrote the parts.
+ * time through libarchive, the tarparts batches (8 x 512 KiB), their
+ * gzip members and the part spool on disk. What grows: the checkpoint's
+ * part list (<= 10000 entries), the names of PVs bound to included PVCs
+ * and the custom resource kinds seen (only when includeClusterResources
+ * is unset and some namespaces are filtered out), the error messages of
+ * the results file (capped), and the resource list file, gzipped in
+ * memory as items go into the tarball (struct rlgz: a few bytes an
+ * item). A run that resumed (so did not write the items of the kept
+ * parts) reads the stored tarball back for it instead, which is right
+ * whoever wrote the parts.
  *
  * Threads: a run is one worker thread, plus the tarparts compression
- * thread, which calls only sink_write() (the spool file and its length);
+ * threads, which call only sink_write() (the spool file and its length,
+ * one thread at a time);
  * sink_begin() and sink_end() run on the worker with the queue drained.
  * struct kube, journal and store are shared thread-safe handles.
  */
@@ -75,7 +76,7 @@
 
 #define BK_MAX_RESULTS 1000		/* error/warning lines kept for results */
 #define BK_PROGRESS_US TIME_US_PER_SEC	/* status.progress at most this often */
-#define BK_SPOOL_BUF (64u << 10)	/* stdio buffer of the spool files */
+#define BK_SPOOL_BUF (64u << 10)	/* stdio buffer of the part spool */
 
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
 
@@ -150,8 +151,8 @@ struct bk {
 	cJSON *errors;			/* array of strings */
 	cJSON *warnings;
 	int nerrors, nwarnings;
-	/* resource list spool: "<gvk>\t<ns/name>\n" per item written */
-	FILE *rlspool;
+	/* the resource list of the items this run wrote (all, unless resumed) */
+	struct rlgz *rl;
 	int resumed;			/* parts were kept from an earlier run */
 	int from_status;		/* ... vouched for by status, not our journal */
 	char *cur_gvk;			/* "apps/v1/Deployment" of cur */
@@ -469,12 +470,13 @@ after_resume_key(const struct bk *b, const char *ns, const char *name)
 /* Does this item pass the filters of the resource being walked? */
 static int
 item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
-	const char *ns, const char *name)
+	const cJSON *md, const char *ns, const char *name)
 {
 	int is_ns = r->group[0] == '\0' && strcmp(r->resource, "namespaces") == 0;
+	const cJSON *del = cJSON_GetObjectItemCaseSensitive(md,
+	    "deletionTimestamp");
 
-	if (json_get(item, "metadata.deletionTimestamp") != NULL &&
-	    !cJSON_IsNull(json_get(item, "metadata.deletionTimestamp")))
+	if (del != NULL && !cJSON_IsNull(del))
 		return 0;	/* Velero: "being deleted" items are skipped */
 	if (is_ns)
 		return bspec_ns_included(b->spec, name);
@@ -616,6 +618,133 @@ item_names(struct bk *b, const struct kube_resource *r, const char *ns,
 	return 0;
 }
 
+/* Streams {"<gvk>":["ns/name",...],...} from (gvk, item) pairs in order. */
+struct rl_emit {
+	struct buf *out;
+	char *cur;		/* gvk of the open array, owned */
+	int first_key;
+	int first_item;
+	int rc;
+};
+
+static void
+rl_pair(struct rl_emit *e, const char *key, const char *item)
+{
+	if (e->cur == NULL || strcmp(e->cur, key) != 0) {
+		if (e->cur != NULL)
+			buf_putc(e->out, ']');
+		buf_puts(e->out, e->first_key ? "" : ",");
+		str_escape_json(e->out, key);
+		buf_puts(e->out, ":[");
+		e->first_key = 0;
+		e->first_item = 1;
+		free(e->cur);
+		e->cur = xstrdup(key);
+	}
+	buf_puts(e->out, e->first_item ? "" : ",");
+	e->first_item = 0;
+	if (str_escape_json(e->out, item) < 0)
+		e->rc = CAIRN_ETOOBIG;
+}
+
+static int
+rl_end(struct rl_emit *e)
+{
+	if ((e->cur != NULL && buf_putc(e->out, ']') < 0) ||
+	    buf_putc(e->out, '}') < 0)
+		e->rc = CAIRN_ETOOBIG;
+	FREE_NULL(e->cur);
+	return e->rc;
+}
+
+/*
+ * The resource list file, gzipped as the items go into the tarball: the
+ * JSON text rl_pair() writes is deflated 64 KiB at a time into memory (a
+ * few bytes an item), so the end of the backup only finishes it.
+ */
+struct rlgz {
+	struct rl_emit e;
+	struct buf text;		/* JSON not deflated yet */
+	struct buf gz;			/* the gzip file so far */
+	struct buf item;		/* "ns/name" */
+	z_stream z;
+	int rc;
+};
+
+static struct rlgz *
+rlgz_new(void)
+{
+	struct rlgz *r = xcalloc(1, sizeof *r);
+
+	/* level 1, as the tarball: this is megabytes of names for big ones */
+	if (deflateInit2(&r->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+	    Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(r);
+		return NULL;
+	}
+	buf_init(&r->text, 1u << 20);
+	buf_init(&r->gz, 256u << 20);
+	buf_init(&r->item, 64u << 10);
+	r->e.out = &r->text;
+	r->e.first_key = r->e.first_item = 1;
+	buf_putc(&r->text, '{');
+	return r;
+}
+
+static void
+rlgz_free(struct rlgz *r)
+{
+	if (r == NULL)
+		return;
+	deflateEnd(&r->z);
+	free(r->e.cur);
+	buf_free(&r->text);
+	buf_free(&r->gz);
+	buf_free(&r->item);
+	free(r);
+}
+
+/* Deflate the text so far (flush: Z_NO_FLUSH or Z_FINISH) onto gz. */
+static int
+rlgz_deflate(struct rlgz *r, int flush)
+{
+	unsigned char out[64u << 10];
+	int zrc;
+
+	r->z.next_in = (Bytef *)r->text.data;
+	r->z.avail_in = (uInt)r->text.len;
+	do {
+		r->z.next_out = out;
+		r->z.avail_out = sizeof out;
+		zrc = deflate(&r->z, flush);
+		if (zrc == Z_STREAM_ERROR || buf_append(&r->gz, out,
+		    sizeof out - r->z.avail_out) < 0)
+			return r->rc = CAIRN_ETOOBIG;
+	} while (r->z.avail_out == 0 ||
+	    (flush == Z_FINISH && zrc != Z_STREAM_END));
+	buf_reset(&r->text);
+	return 0;
+}
+
+static void
+rlgz_add(struct rlgz *r, const char *gvk, const char *ns, const char *name)
+{
+	if (r->rc < 0)
+		return;
+	buf_reset(&r->item);
+	if (ns[0] != '\0' && (buf_puts(&r->item, ns) < 0 ||
+	    buf_putc(&r->item, '/') < 0))
+		r->rc = CAIRN_ETOOBIG;
+	if (buf_puts(&r->item, name) < 0)
+		r->rc = CAIRN_ETOOBIG;
+	if (r->rc == 0)
+		rl_pair(&r->e, gvk, buf_cstr(&r->item));
+	if (r->e.rc < 0)
+		r->rc = r->e.rc;
+	if (r->rc == 0 && r->text.len >= (64u << 10))
+		rlgz_deflate(r, Z_NO_FLUSH);
+}
+
 /*
  * The item's compact JSON (json, len: from kube_list_text, as the API
  * server sent it) goes into both tar entries from the one buffer.
@@ -636,13 +765,8 @@ write_item(struct bk *b, const struct kube_resource *r, const char *json,
 		    err);
 	if (rc < 0)
 		return rc;
-	if (b->rlspool != NULL && (fputs(b->cur_gvk, b->rlspool) == EOF ||
-	    putc('\t', b->rlspool) == EOF ||
-	    (ns[0] != '\0' && (fputs(ns, b->rlspool) == EOF ||
-	    putc('/', b->rlspool) == EOF)) || fputs(name, b->rlspool) == EOF ||
-	    putc('\n', b->rlspool) == EOF))
-		return cairn_err_errno(err, CAIRN_EIO, errno,
-		    "resource list spool");
+	if (b->rl != NULL)
+		rlgz_add(b->rl, b->cur_gvk, ns, name);
 	if (b->item_cont_gen != b->page_gen) {	/* once per page */
 		free(b->item_cont);
 		b->item_cont = xstrdup(b->page_cont != NULL ? b->page_cont : "");
@@ -661,8 +785,9 @@ list_cb(void *arg, cJSON *item, const char *text, size_t len)
 {
 	struct bk *b = arg;
 	const struct kube_resource *r = b->cur->r;
-	const char *ns = json_str_or(item, "metadata.namespace", "");
-	const char *name = json_str_or(item, "metadata.name", "");
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(item, "metadata");
+	const char *ns = json_str_or(md, "namespace", "");
+	const char *name = json_str_or(md, "name", "");
 	int rc;
 
 	if (b->env->stop != NULL && *b->env->stop) {
@@ -672,7 +797,7 @@ list_cb(void *arg, cJSON *item, const char *text, size_t len)
 	}
 	if (!r->namespaced)
 		ns = "";
-	if (!item_selected(b, r, item, ns, name))
+	if (!item_selected(b, r, item, md, ns, name))
 		return 0;
 	if (r->namespaced)
 		note_related(b, r, item);
@@ -1122,23 +1247,34 @@ gzip_mem(const void *data, size_t len, unsigned char **out, size_t *outlen)
 	return 0;
 }
 
+/* Store one of the backup's files, fenced as every storage write. */
+static int
+put_file(struct bk *b, enum layout_backup_file f, const void *data,
+	size_t len, struct cairn_err *err)
+{
+	char *key;
+	int rc;
+
+	rc = engine_fence_check(&b->f, err);
+	if (rc < 0)
+		return cairn_err_prefix(err, "not writing");
+	key = bsl_backup_key(b->loc, b->name, f);
+	rc = store_put_mem(b->store, key, data, len, err);
+	free(key);
+	return rc;
+}
+
 static int
 put_gz(struct bk *b, enum layout_backup_file f, const char *text,
 	struct cairn_err *err)
 {
 	unsigned char *gz = NULL;
 	size_t gzlen = 0;
-	char *key;
 	int rc;
 
-	rc = engine_fence_check(&b->f, err); /* every storage write */
-	if (rc < 0)
-		return cairn_err_prefix(err, "not writing");
 	if (gzip_mem(text, strlen(text), &gz, &gzlen) < 0)
 		return cairn_err_set(err, CAIRN_EFAIL, "gzip failed");
-	key = bsl_backup_key(b->loc, b->name, f);
-	rc = store_put_mem(b->store, key, gz, gzlen, err);
-	free(key);
+	rc = put_file(b, f, gz, gzlen, err);
 	free(gz);
 	return rc;
 }
@@ -1205,76 +1341,6 @@ rb_thread(void *arg)
 	    &rb->err);
 	close(rb->wfd);
 	return NULL;
-}
-
-/* Streams {"<gvk>":["ns/name",...],...} from (gvk, item) pairs in order. */
-struct rl_emit {
-	struct buf *out;
-	char *cur;		/* gvk of the open array, owned */
-	int first_key;
-	int first_item;
-	int rc;
-};
-
-static void
-rl_pair(struct rl_emit *e, const char *key, const char *item)
-{
-	if (e->cur == NULL || strcmp(e->cur, key) != 0) {
-		if (e->cur != NULL)
-			buf_putc(e->out, ']');
-		buf_puts(e->out, e->first_key ? "" : ",");
-		str_escape_json(e->out, key);
-		buf_puts(e->out, ":[");
-		e->first_key = 0;
-		e->first_item = 1;
-		free(e->cur);
-		e->cur = xstrdup(key);
-	}
-	buf_puts(e->out, e->first_item ? "" : ",");
-	e->first_item = 0;
-	if (str_escape_json(e->out, item) < 0)
-		e->rc = CAIRN_ETOOBIG;
-}
-
-static void
-rl_end(struct rl_emit *e)
-{
-	if (e->cur != NULL)
-		buf_putc(e->out, ']');
-	buf_putc(e->out, '}');
-	FREE_NULL(e->cur);
-}
-
-/* The resource list from the spool written during this run. */
-static int
-bk_resource_list_spool(struct bk *b, struct buf *out, struct cairn_err *err)
-{
-	struct rl_emit e = { out, NULL, 1, 1, 0 };
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-
-	if (fflush(b->rlspool) != 0 || fseek(b->rlspool, 0, SEEK_SET) != 0)
-		return cairn_err_errno(err, CAIRN_EIO, errno,
-		    "resource list spool");
-	buf_putc(out, '{');
-	while ((n = getline(&line, &cap, b->rlspool)) > 0) {
-		char *tab = strchr(line, '\t');
-
-		if (line[n - 1] == '\n')
-			line[n - 1] = '\0';
-		if (tab == NULL)
-			continue;
-		*tab = '\0';
-		rl_pair(&e, line, tab + 1);
-		if (e.rc < 0)
-			break;
-	}
-	free(line);
-	rl_end(&e);
-	if (e.rc < 0)
-		return cairn_err_set(err, e.rc, "resource list too big");
-	return 0;
 }
 
 /*
@@ -1462,7 +1528,7 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 {
 	struct buf lb, rl;
 	cJSON *res = NULL, *final = NULL;
-	char *text = NULL, *key = NULL;
+	char *text = NULL;
 	char ts[TIME_STR_MAX];
 	int rc;
 
@@ -1473,14 +1539,17 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	rc = put_gz(b, LAYOUT_BACKUP_LOGS, buf_cstr(&lb), err);
 	if (rc < 0)
 		goto done;
-	/* This run's spool when it wrote every item, else read back. */
-	if (!b->resumed && b->rlspool != NULL)
-		rc = bk_resource_list_spool(b, &rl, err);
-	else
+	/* This run's list when it wrote every item, else read back. */
+	if (b->rl != NULL && b->rl->rc == 0 && rl_end(&b->rl->e) == 0 &&
+	    rlgz_deflate(b->rl, Z_FINISH) == 0) {
+		rc = put_file(b, LAYOUT_BACKUP_RESOURCE_LIST, b->rl->gz.data,
+		    b->rl->gz.len, err);
+	} else {
 		rc = bk_resource_list(b, &rl, err);
-	if (rc < 0)
-		goto done;
-	rc = put_gz(b, LAYOUT_BACKUP_RESOURCE_LIST, buf_cstr(&rl), err);
+		if (rc == 0)
+			rc = put_gz(b, LAYOUT_BACKUP_RESOURCE_LIST,
+			    buf_cstr(&rl), err);
+	}
 	if (rc < 0)
 		goto done;
 	res = cJSON_CreateObject();
@@ -1504,19 +1573,13 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	json_set_int(final, "status.progress.itemsBackedUp", b->items_done);
 	free(text);
 	text = cJSON_PrintUnformatted(final);
-	key = bsl_backup_key(b->loc, b->name, LAYOUT_BACKUP_METADATA);
-	rc = engine_fence_check(&b->f, err);
-	if (rc < 0)
-		cairn_err_prefix(err, "not writing");
-	else
-		rc = store_put_mem(b->store, key, text, strlen(text), err);
+	rc = put_file(b, LAYOUT_BACKUP_METADATA, text, strlen(text), err);
 done:
 	buf_free(&lb);
 	buf_free(&rl);
 	cJSON_Delete(res);
 	cJSON_Delete(final);
 	free(text);
-	free(key);
 	return rc;
 }
 
@@ -1576,8 +1639,7 @@ bk_free(struct bk *b)
 	tarparts_free(b->tp);
 	if (b->spool != NULL)
 		fclose(b->spool);
-	if (b->rlspool != NULL)
-		fclose(b->rlspool);
+	rlgz_free(b->rl);
 	free(b->cur_gvk);
 	for (size_t i = 0; i < b->nres; i++)
 		kube_resource_free(b->res[i].r);
@@ -1758,15 +1820,14 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	sink.arg = &b;
 	first_part = b.nparts > 0 ? bk_next_part(&b) : 1;
 	b.resumed = b.nparts > 0;
-	b.rlspool = tmpfile();	/* NULL: read the tarball back at the end */
-	if (b.rlspool != NULL)
-		setvbuf(b.rlspool, NULL, _IOFBF, BK_SPOOL_BUF);
+	if (!b.resumed)	/* else (or NULL): read the tarball back at the end */
+		b.rl = rlgz_new();
 	rc = tarparts_open(&sink, first_part, env->part_size,
 	    b.start_us / TIME_US_PER_SEC, &b.tp, err);
 	if (rc < 0)
 		goto out;
 	/* Deflate on a second thread: listing and compressing overlap. */
-	if (tarparts_start_thread(b.tp, 0, 0, err) < 0) {
+	if (tarparts_start_thread(b.tp, 0, 0, 0, err) < 0) {
 		log_warn("backup %s/%s: %s; compressing on this thread",
 		    b.ns, b.name, err->msg);
 		cairn_err_clear(err);

@@ -5,8 +5,9 @@
  * Data path: tarparts_add() -> libarchive (bytes_per_block 0, so nothing
  * is held back) -> archive_cb() copies the tar bytes into the batch being
  * filled -> a full batch is deflated (gzip-wrapped: windowBits 15 + 16)
- * and the output goes to sink->write(). A part boundary runs Z_FINISH and
- * deflateReset(), so the next part starts a new gzip member.
+ * and the output goes to sink->write(). Unthreaded, one gzip member runs
+ * through a part: a part boundary runs Z_FINISH and deflateReset(), so
+ * the next part starts a new member.
  *
  * Where the CPU goes (issue 7's benchmark, 100k small objects, two
  * entries each): deflate over the tar bytes, then libarchive. Hence:
@@ -21,24 +22,29 @@
  *    self-contained, so entries of the two writers interleave freely.
  *    Only the ustar writer's end-of-archive blocks end the tarball; the
  *    pax writer is closed first with its output dropped (mute).
- *  - Tar bytes reach deflate in batches (256 KiB) instead of one call per
+ *  - Tar bytes reach deflate in batches (512 KiB) instead of one call per
  *    header, data and padding.
- *  - tarparts_start_thread(): deflate runs on a second thread while the
- *    caller lists, parses and adds the next entries.
+ *  - tarparts_start_thread(): deflate runs on compression threads while
+ *    the caller lists, parses and adds the next entries.
  *
- * The compression thread. nbatch buffers: the caller fills one; full
- * ones go into a ring (queue) under mu and the thread deflates them in
- * order and puts them back on a free stack; the caller blocks only when
- * every buffer is queued or being deflated (bounded memory, backpressure
- * from a slow sink). The thread owns the z_stream and the output buffer
- * while it is busy or the queue is not empty; the caller uses them (cut,
- * finish) only after tp_drain() waited for both to be false. The thread
- * calls only the sink's write(); begin() and end() stay on the caller's
- * thread. A thread error is kept in trc/terr and merged into the sticky
- * rc by the caller at the next handoff, boundary or finish; after an
- * error, and when the writer is freed (drop), the thread keeps taking
- * batches off the queue without deflating, so a caller waiting for a free
- * buffer is always woken.
+ * The compression threads. Each batch becomes a gzip member of its own
+ * (Z_FINISH per batch, on the thread's own z_stream), so batches are
+ * independent and two threads deflate two batches at once; a gzip file
+ * may hold any number of members, and a batch of 512 KiB starting with
+ * an empty window costs under 2% of compressed size. nbatch slots: the
+ * caller fills one; full ones get the next sequence number and go into a
+ * ring (queue) under mu; any thread takes the oldest, deflates it into
+ * the slot's output buffer, and then hands every finished slot to the
+ * sink in sequence order (tp_emit: one thread at a time, the writing
+ * flag), which puts the slots back on the free stack. The caller blocks
+ * only when every slot is in flight (bounded memory, backpressure from a
+ * slow sink). begin() and end() stay on the caller's thread, after
+ * tp_drain() waited until every batch was handed over. A thread error
+ * is kept in trc/terr and merged into the sticky rc by the caller at the
+ * next handoff, boundary or finish; after an error, and when the writer
+ * is freed (drop), batches are still taken and put back without being
+ * deflated or written, so a caller waiting for a free slot is always
+ * woken.
  */
 #include "config.h"
 #include "engine/tarparts.h"
@@ -55,9 +61,11 @@
 #include "base/mem.h"
 
 #define TP_OUTBUF (64u << 10)	/* deflate output chunk */
-#define TP_BATCH (256u << 10)	/* tar bytes handed to deflate at once */
-#define TP_NBATCH 8		/* batches of the compression thread */
+#define TP_BATCH (512u << 10)	/* tar bytes handed to deflate at once */
+#define TP_NBATCH 8		/* batches in flight with threads */
 #define TP_NBATCH_MAX 64
+#define TP_THREADS 2		/* compression threads by default */
+#define TP_THREADS_MAX 16
 #define TP_USTAR_PATH_MAX 100	/* ustar name field, no prefix split */
 /*
  * zlib level 1: deflate is most of a backup's CPU (Kubernetes JSON
@@ -93,25 +101,37 @@ struct tarparts {
 	unsigned char *fill;		/* batch the caller fills */
 	size_t fill_len;
 
-	/* the compression thread (tarparts_start_thread) */
+	/* the compression threads (tarparts_start_thread) */
 	int threaded;			/* started (and not yet joined) */
-	pthread_t thr;
+	int nthreads;
+	pthread_t *thr;
 	pthread_mutex_t mu;
 	pthread_cond_t work_cv;		/* queue not empty, or quit */
-	pthread_cond_t idle_cv;		/* a batch was consumed */
+	pthread_cond_t idle_cv;		/* a slot was handed over and freed */
 	int nbatch;
-	unsigned char **bufs;		/* nbatch buffers of batch_size */
-	size_t *lens;			/* bytes in each queued buffer */
-	int *queue;			/* ring of full buffer indices */
+	struct tp_slot *slots;		/* nbatch of them */
+	int *queue;			/* ring of full slots, oldest first */
 	int qhead, qlen;
-	int *freeq;			/* stack of free buffer indices */
+	int *freeq;			/* stack of free slots */
 	int nfree;
-	int fill_idx;			/* index of fill in bufs */
-	int busy;			/* thread deflating a batch */
-	int quit;			/* thread: exit once queue is empty */
-	int drop;			/* thread: consume without deflating */
-	int trc;			/* thread's sticky error ... */
+	int *order;			/* slot of sequence s: order[s % nbatch] */
+	uint64_t seq_next;		/* sequence number of the next full batch */
+	uint64_t seq_out;		/* next one for the sink */
+	int fill_idx;			/* index of fill in slots */
+	int writing;			/* a thread is in tp_emit's sink loop */
+	int quit;			/* threads: exit once queue is empty */
+	int drop;			/* threads: consume without deflating */
+	int trc;			/* threads' sticky error ... */
 	struct cairn_err terr;		/* ... and its detail */
+};
+
+/* A batch of tar bytes and, once deflated, its gzip member. */
+struct tp_slot {
+	unsigned char *in;		/* batch_size bytes */
+	size_t len;
+	unsigned char *out;		/* deflateBound(batch_size) bytes */
+	size_t outcap, outlen;
+	int done;			/* deflated (or dropped): may go out */
 };
 
 static int
@@ -170,9 +190,22 @@ tp_begin(struct tarparts *tp)
 	return 0;
 }
 
+/* Compressed bytes of the open part to the sink, counted. */
+static int
+tp_write(struct tarparts *tp, const void *p, size_t n, struct cairn_err *e)
+{
+	int rc = tp->sink.write(tp->sink.arg, p, n, e);
+
+	if (rc < 0)
+		return rc;
+	atomic_fetch_add(&tp->part_bytes, n);
+	atomic_fetch_add(&tp->total_bytes, n);
+	return 0;
+}
+
 /*
- * Deflate n bytes (may be 0) with flush, pushing output to the sink.
- * Runs on the thread that owns the stream; error detail into e.
+ * Unthreaded: deflate n bytes (may be 0) with flush into the part's
+ * gzip member, pushing output to the sink.
  */
 static int
 tp_deflate(struct tarparts *tp, const void *in, size_t n, int flush,
@@ -191,26 +224,93 @@ tp_deflate(struct tarparts *tp, const void *in, size_t n, int flush,
 			return cairn_err_set(e, CAIRN_EFAIL,
 			    "zlib deflate failed");
 		have = TP_OUTBUF - tp->z.avail_out;
-		if (have > 0) {
-			rc = tp->sink.write(tp->sink.arg, tp->out, have, e);
-			if (rc < 0)
-				return rc;
-			atomic_fetch_add(&tp->part_bytes, have);
-			atomic_fetch_add(&tp->total_bytes, have);
-		}
+		if (have > 0 && (rc = tp_write(tp, tp->out, have, e)) < 0)
+			return rc;
 	} while (tp->z.avail_out == 0 ||
 	    (flush == Z_FINISH && zrc != Z_STREAM_END));
 	return 0;
 }
 
-/* The compression thread: deflate queued batches in order. */
+/* A compression thread: the slot's batch as one whole gzip member. */
+static int
+tp_member(z_stream *z, struct tp_slot *sl, struct cairn_err *e)
+{
+	size_t bound = deflateBound(z, (uLong)sl->len);
+
+	if (sl->outcap < bound) {
+		free(sl->out);
+		sl->out = xmalloc(bound);
+		sl->outcap = bound;
+	}
+	if (deflateReset(z) != Z_OK)
+		return cairn_err_set(e, CAIRN_EFAIL, "zlib deflateReset failed");
+	z->next_in = sl->in;
+	z->avail_in = (uInt)sl->len;
+	z->next_out = sl->out;
+	z->avail_out = (uInt)sl->outcap;
+	if (deflate(z, Z_FINISH) != Z_STREAM_END)
+		return cairn_err_set(e, CAIRN_EFAIL, "zlib deflate failed");
+	sl->outlen = sl->outcap - z->avail_out;
+	return 0;
+}
+
+/* Under mu: a thread's error, the first one kept. */
+static void
+tp_thread_error(struct tarparts *tp, int rc, const struct cairn_err *e)
+{
+	if (rc < 0 && tp->trc == 0) {
+		tp->trc = rc;
+		cairn_err_copy(&tp->terr, e);
+	}
+}
+
+/*
+ * Under mu: hand the finished slots to the sink in sequence order and
+ * free them, unless another thread is already doing so (it will see this
+ * thread's slot too: it looks again after each write).
+ */
+static void
+tp_emit(struct tarparts *tp)
+{
+	struct cairn_err e = CAIRN_ERR_INIT;
+	struct tp_slot *sl;
+	int idx, rc;
+
+	if (tp->writing)
+		return;
+	tp->writing = 1;
+	while (tp->seq_out != tp->seq_next) {
+		idx = tp->order[tp->seq_out % (uint64_t)tp->nbatch];
+		sl = &tp->slots[idx];
+		if (!sl->done)
+			break;
+		rc = 0;
+		if (!tp->drop && tp->trc == 0) {
+			pthread_mutex_unlock(&tp->mu);
+			rc = tp_write(tp, sl->out, sl->outlen, &e);
+			pthread_mutex_lock(&tp->mu);
+		}
+		tp_thread_error(tp, rc, &e);
+		sl->done = 0;
+		tp->freeq[tp->nfree++] = idx;
+		tp->seq_out++;
+		pthread_cond_broadcast(&tp->idle_cv);
+	}
+	tp->writing = 0;
+}
+
+/* A compression thread: deflate the oldest queued batch, hand out, again. */
 static void *
 tp_thread(void *arg)
 {
 	struct tarparts *tp = arg;
 	struct cairn_err e = CAIRN_ERR_INIT;
-	int idx, skip, rc = 0;
+	z_stream z;
+	int idx, skip, zok, rc = 0;
 
+	memset(&z, 0, sizeof z);
+	zok = deflateInit2(&z, TP_LEVEL, Z_DEFLATED, 15 + 16, 8,
+	    Z_DEFAULT_STRATEGY) == Z_OK;
 	pthread_mutex_lock(&tp->mu);
 	for (;;) {
 		while (tp->qlen == 0 && !tp->quit)
@@ -220,30 +320,28 @@ tp_thread(void *arg)
 		idx = tp->queue[tp->qhead];
 		tp->qhead = (tp->qhead + 1) % tp->nbatch;
 		tp->qlen--;
-		tp->busy = 1;
 		skip = tp->drop || tp->trc < 0;
 		pthread_mutex_unlock(&tp->mu);
-		if (!skip) {
-			cairn_err_clear(&e);
-			rc = tp_deflate(tp, tp->bufs[idx], tp->lens[idx],
-			    Z_NO_FLUSH, &e);
-		}
+		rc = 0;
+		if (!skip && !zok)
+			rc = cairn_err_set(&e, CAIRN_EFAIL,
+			    "zlib deflateInit2 failed");
+		else if (!skip)
+			rc = tp_member(&z, &tp->slots[idx], &e);
 		pthread_mutex_lock(&tp->mu);
-		if (!skip && rc < 0 && tp->trc == 0) {
-			tp->trc = rc;
-			cairn_err_copy(&tp->terr, &e);
-		}
-		tp->busy = 0;
-		tp->freeq[tp->nfree++] = idx;
-		pthread_cond_broadcast(&tp->idle_cv);
+		tp_thread_error(tp, rc, &e);
+		tp->slots[idx].done = 1;
+		tp_emit(tp);
 	}
 	pthread_mutex_unlock(&tp->mu);
+	if (zok)
+		deflateEnd(&z);
 	return NULL;
 }
 
 /*
- * Hand the filled batch on: deflate it here, or queue it for the thread
- * and take a free buffer (waiting for one if all are in flight).
+ * Hand the filled batch on: deflate it here, or queue it for the threads
+ * and take a free slot (waiting for one if all are in flight).
  */
 static int
 tp_handoff(struct tarparts *tp)
@@ -261,22 +359,23 @@ tp_handoff(struct tarparts *tp)
 		return tp->rc;
 	}
 	pthread_mutex_lock(&tp->mu);
-	tp->lens[tp->fill_idx] = tp->fill_len;
+	tp->slots[tp->fill_idx].len = tp->fill_len;
+	tp->order[tp->seq_next++ % (uint64_t)tp->nbatch] = tp->fill_idx;
 	tp->queue[(tp->qhead + tp->qlen) % tp->nbatch] = tp->fill_idx;
 	tp->qlen++;
 	pthread_cond_signal(&tp->work_cv);
 	while (tp->nfree == 0)
 		pthread_cond_wait(&tp->idle_cv, &tp->mu);
 	tp->fill_idx = tp->freeq[--tp->nfree];
-	tp->fill = tp->bufs[tp->fill_idx];
+	tp->fill = tp->slots[tp->fill_idx].in;
 	tp->fill_len = 0;
 	pthread_mutex_unlock(&tp->mu);
 	return tp_merge(tp);
 }
 
 /*
- * Everything added so far has been deflated (the thread, if any, is idle
- * with an empty queue): the caller may use the stream.
+ * Everything added so far has been deflated and handed to the sink (the
+ * threads, if any, have nothing queued, in hand or unwritten).
  */
 static int
 tp_drain(struct tarparts *tp)
@@ -286,7 +385,7 @@ tp_drain(struct tarparts *tp)
 	if (!tp->threaded)
 		return tp->rc;
 	pthread_mutex_lock(&tp->mu);
-	while (tp->qlen > 0 || tp->busy)
+	while (tp->seq_out != tp->seq_next || tp->writing)
 		pthread_cond_wait(&tp->idle_cv, &tp->mu);
 	pthread_mutex_unlock(&tp->mu);
 	return tp_merge(tp);
@@ -321,7 +420,10 @@ archive_cb(struct archive *a, void *arg, const void *buf, size_t len)
 	return (la_ssize_t)len;
 }
 
-/* Finish the gzip member of the open part and hand it to the sink. */
+/*
+ * Finish the open part and hand it to the sink: the gzip member running
+ * through it, unthreaded; with threads every batch already is one.
+ */
 static int
 tp_cut(struct tarparts *tp)
 {
@@ -331,13 +433,16 @@ tp_cut(struct tarparts *tp)
 		return 0;
 	if (tp_drain(tp) < 0)
 		return tp->rc;
-	rc = tp_deflate(tp, NULL, 0, Z_FINISH, &tp->err);
-	if (rc < 0) {
-		tp->rc = rc;
-		return rc;
+	if (!tp->threaded) {
+		rc = tp_deflate(tp, NULL, 0, Z_FINISH, &tp->err);
+		if (rc < 0) {
+			tp->rc = rc;
+			return rc;
+		}
+		if (deflateReset(&tp->z) != Z_OK)
+			return tp_set(tp, CAIRN_EFAIL,
+			    "zlib deflateReset failed");
 	}
-	if (deflateReset(&tp->z) != Z_OK)
-		return tp_set(tp, CAIRN_EFAIL, "zlib deflateReset failed");
 	rc = tp->sink.end(tp->sink.arg, tp->part, atomic_load(&tp->part_bytes),
 	    tp->part_entries, &tp->err);
 	if (rc < 0) {
@@ -447,63 +552,67 @@ fail:
 	return err != NULL && err->code != 0 ? err->code : CAIRN_EFAIL;
 }
 
+static void tp_stop_thread(struct tarparts *tp, int drop);
+
 int
 tarparts_start_thread(struct tarparts *tp, size_t batch_size, int nbatch,
-	struct cairn_err *err)
+	int nthreads, struct cairn_err *err)
 {
-	int rc;
+	int rc = 0, n;
 
 	if (tp->threaded || tp->part != 0 || tp->last_closed != 0 ||
 	    tp->fill_len != 0 || tp->finished || tp->rc < 0)
 		return cairn_err_set(err, CAIRN_EINVAL,
-		    "tarparts: thread must start before the first entry");
+		    "tarparts: threads must start before the first entry");
 	if (batch_size == 0)
 		batch_size = TP_BATCH;
+	if (nthreads <= 0)
+		nthreads = TP_THREADS;
+	if (nthreads > TP_THREADS_MAX)
+		nthreads = TP_THREADS_MAX;
 	if (nbatch == 0)
 		nbatch = TP_NBATCH;
-	if (nbatch < 2)
-		nbatch = 2;
+	if (nbatch < nthreads + 1)
+		nbatch = nthreads + 1;	/* one to fill, one per thread */
 	if (nbatch > TP_NBATCH_MAX)
 		nbatch = TP_NBATCH_MAX;
 	tp->nbatch = nbatch;
-	tp->bufs = xcalloc((size_t)nbatch, sizeof *tp->bufs);
-	tp->lens = xcalloc((size_t)nbatch, sizeof *tp->lens);
+	tp->slots = xcalloc((size_t)nbatch, sizeof *tp->slots);
 	tp->queue = xcalloc((size_t)nbatch, sizeof *tp->queue);
 	tp->freeq = xcalloc((size_t)nbatch, sizeof *tp->freeq);
+	tp->order = xcalloc((size_t)nbatch, sizeof *tp->order);
 	for (int i = 0; i < nbatch; i++)
-		tp->bufs[i] = xmalloc(batch_size);
+		tp->slots[i].in = xmalloc(batch_size);
 	for (int i = nbatch - 1; i >= 1; i--)
 		tp->freeq[tp->nfree++] = i;
 	tp->qhead = tp->qlen = 0;
-	tp->busy = tp->quit = tp->drop = tp->trc = 0;
+	tp->seq_next = tp->seq_out = 0;
+	tp->writing = tp->quit = tp->drop = tp->trc = 0;
+	tp->thr = xcalloc((size_t)nthreads, sizeof *tp->thr);
 	pthread_mutex_init(&tp->mu, NULL);
 	pthread_cond_init(&tp->work_cv, NULL);
 	pthread_cond_init(&tp->idle_cv, NULL);
-	rc = pthread_create(&tp->thr, NULL, tp_thread, tp);
-	if (rc != 0) {
-		pthread_mutex_destroy(&tp->mu);
-		pthread_cond_destroy(&tp->work_cv);
-		pthread_cond_destroy(&tp->idle_cv);
-		for (int i = 0; i < nbatch; i++)
-			free(tp->bufs[i]);
-		FREE_NULL(tp->bufs);
-		FREE_NULL(tp->lens);
-		FREE_NULL(tp->queue);
-		FREE_NULL(tp->freeq);
-		tp->nbatch = tp->nfree = 0;
-		return cairn_err_errno(err, CAIRN_EFAIL, rc,
-		    "tarparts: compression thread");
-	}
 	free(tp->fill);
 	tp->batch_size = batch_size;
 	tp->fill_idx = 0;
-	tp->fill = tp->bufs[0];
+	tp->fill = tp->slots[0].in;
 	tp->fill_len = 0;
 	tp->threaded = 1;
+	for (n = 0; n < nthreads; n++) {
+		rc = pthread_create(&tp->thr[n], NULL, tp_thread, tp);
+		if (rc != 0)
+			break;
+		tp->nthreads++;
+	}
+	if (n == 0) {	/* none: back to deflating on the caller's thread */
+		tp_stop_thread(tp, 1);
+		return cairn_err_errno(err, CAIRN_EFAIL, rc,
+		    "tarparts: compression thread");
+	}
 	return 0;
 }
 
-/* Stop and join the compression thread; drop: discard what is queued. */
+/* Stop and join the compression threads; drop: discard what is queued. */
 static void
 tp_stop_thread(struct tarparts *tp, int drop)
 {
@@ -515,10 +624,13 @@ tp_stop_thread(struct tarparts *tp, int drop)
 		tp->drop = 1;
 	pthread_cond_broadcast(&tp->work_cv);
 	pthread_mutex_unlock(&tp->mu);
-	pthread_join(tp->thr, NULL);
-	/* Keep a late error; the fill buffer stays valid (bufs). */
+	for (int i = 0; i < tp->nthreads; i++)
+		pthread_join(tp->thr[i], NULL);
+	/* Keep a late error; the fill buffer stays valid (slots). */
 	tp_merge(tp);
 	tp->threaded = 0;
+	tp->nthreads = 0;
+	FREE_NULL(tp->thr);
 	pthread_mutex_destroy(&tp->mu);
 	pthread_cond_destroy(&tp->work_cv);
 	pthread_cond_destroy(&tp->idle_cv);
@@ -644,13 +756,15 @@ tarparts_free(struct tarparts *tp)
 		archive_entry_free(tp->entry);
 	if (tp->zinit)
 		deflateEnd(&tp->z);
-	if (tp->bufs != NULL) {
-		for (int i = 0; i < tp->nbatch; i++)
-			free(tp->bufs[i]);
-		free(tp->bufs);
-		free(tp->lens);
+	if (tp->slots != NULL) {
+		for (int i = 0; i < tp->nbatch; i++) {
+			free(tp->slots[i].in);
+			free(tp->slots[i].out);
+		}
+		free(tp->slots);
 		free(tp->queue);
 		free(tp->freeq);
+		free(tp->order);
 	} else
 		free(tp->fill);
 	free(tp->out);

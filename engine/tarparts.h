@@ -4,11 +4,12 @@
  * libarchive produces plain tar (no libarchive compression filter, no
  * block buffering), so after each entry every byte of it has been handed
  * to us; we deflate those bytes with zlib ourselves and finish a gzip
- * member (Z_FINISH) only at a part boundary. Each part is therefore a
- * complete gzip member holding whole tar entries, and the concatenation
- * of parts 1..n is one valid .tar.gz (GNU tar, libarchive, Python's
- * tarfile and Go's gzip reader all read multi-member streams). Only the
- * last part carries the tar end-of-archive blocks.
+ * member (Z_FINISH) at a part boundary at the latest (with compression
+ * threads, at every batch). Each part is therefore one or more complete
+ * gzip members holding whole tar entries, and the concatenation of parts
+ * 1..n is one valid .tar.gz (GNU tar, libarchive, Python's tarfile and
+ * Go's gzip reader all read multi-member streams). Only the last part
+ * carries the tar end-of-archive blocks.
  *
  * The caller decides where a part may end (between items, never between
  * the two entries of one item) by calling tarparts_boundary(); a part is
@@ -21,13 +22,16 @@
  * so parts 1..k followed by the new writer's parts form one valid whole.
  *
  * Threading: one writer is used by one thread (the caller). After
- * tarparts_start_thread(), deflate runs in a second thread the writer
+ * tarparts_start_thread(), deflate runs on compression threads the writer
  * owns, fed with batches of tar bytes through a bounded queue, so that
- * producing entries and compressing them overlap on two cores. The sink's
- * write() is then called on that thread; begin() and end() are always
- * called on the caller's thread while no write() is in flight (the queue
- * is drained before a part is closed), so a sink needs no lock as long as
- * write() only touches state that begin() and end() also own.
+ * producing entries and compressing them overlap. Each batch is then a
+ * gzip member of its own (so two threads can deflate two batches at
+ * once); the parts are still whole members, and the stream reads as
+ * before. The sink's write() is then called on one compression thread at
+ * a time, in order; begin() and end() are always called on the caller's
+ * thread while no write() is in flight (every batch is written out
+ * before a part is closed), so a sink needs no lock as long as write()
+ * only touches state that begin() and end() also own.
  */
 #ifndef CAIRN_TARPARTS_H
 #define CAIRN_TARPARTS_H
@@ -79,7 +83,7 @@ int tarparts_add(struct tarparts *tp, const char *path, const void *data,
 
 /*
  * A point where a part may end. If the current part's compressed size
- * reached part_size, the gzip member is finished and the part handed to
+ * reached part_size, its gzip member is finished and the part handed to
  * the sink's end(); *cut (may be NULL) is then 1, else 0.
  */
 int tarparts_boundary(struct tarparts *tp, int *cut, struct cairn_err *err);
@@ -92,20 +96,21 @@ int tarparts_boundary(struct tarparts *tp, int *cut, struct cairn_err *err);
 int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
 
 /*
- * Compress in a second thread from now on; call right after
- * tarparts_open(), before the first entry. Tar bytes go to the thread in
- * batches of batch_size bytes (0: 256 KiB), at most nbatch (0: 8, min 2)
+ * Compress on nthreads threads (0: 2) from now on; call right after
+ * tarparts_open(), before the first entry. Tar bytes go to the threads
+ * in batches of batch_size bytes (0: 512 KiB), each deflated into a gzip
+ * member of its own, at most nbatch (0: 8, at least nthreads + 1)
  * batches allocated, so memory stays bounded and a slow sink slows the
  * caller down instead of queueing. Part boundaries then see the
- * compressed size the thread has produced so far, which lags by at most
- * the batches in flight: parts still reach part_size, some a little
- * larger than in the unthreaded mode. Errors of the thread (zlib, the
- * sink's write()) are sticky and returned by the next tarparts_add(),
- * tarparts_boundary() or tarparts_finish(). Fails (writer unchanged) only
- * if the thread cannot be created or entries were already added.
+ * compressed size written so far, which lags by at most the batches in
+ * flight: parts still reach part_size, some a little larger than in the
+ * unthreaded mode. Errors of the threads (zlib, the sink's write()) are
+ * sticky and returned by the next tarparts_add(), tarparts_boundary() or
+ * tarparts_finish(). Fails (writer unchanged) only if no thread can be
+ * created or entries were already added.
  */
 int tarparts_start_thread(struct tarparts *tp, size_t batch_size, int nbatch,
-	struct cairn_err *err);
+	int nthreads, struct cairn_err *err);
 
 /*
  * Free; a writer not finished is abandoned: nothing more reaches the sink

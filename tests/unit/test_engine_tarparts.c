@@ -276,7 +276,7 @@ open_writer(struct tarparts_sink *ts, int first, size_t psize)
 	if (tarparts_open(ts, first, psize, 1764676800, &tp, &err) < 0)
 		return NULL;
 	/* 16 KiB batches, 3 of them: the lag behind the caller is small. */
-	if (threaded && tarparts_start_thread(tp, 16 << 10, 3, &err) < 0) {
+	if (threaded && tarparts_start_thread(tp, 16 << 10, 3, 2, &err) < 0) {
 		tarparts_free(tp);
 		return NULL;
 	}
@@ -614,7 +614,7 @@ test_thread_free_unfinished(void)
 	sink_init(&s, &ts, "latestart");
 	REQUIRE(tarparts_open(&ts, 1, 1 << 20, 0, &tp, &err) == 0);
 	REQUIRE(tarparts_add(tp, "a", "b", 1, &err) == 0);
-	CHECK_INT(tarparts_start_thread(tp, 0, 0, &err), CAIRN_EINVAL);
+	CHECK_INT(tarparts_start_thread(tp, 0, 0, 0, &err), CAIRN_EINVAL);
 	REQUIRE(tarparts_finish(tp, &err) == 0);
 	tarparts_free(tp);
 	CHECK_INT(s.nparts, 1);
