@@ -700,7 +700,7 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	 */
 	{
 		int64_t tick = o->scan_period_us / 4, next_scan = 0;
-		int64_t last_scan = 0;
+		int64_t last_nudged = 0;	/* a periodic scan does not count */
 		int expired_before = 0;
 
 		if (tick < 20000)
@@ -713,21 +713,23 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 
 			/* A burst of new items: one scan per SERVER_NUDGE_GAP_US. */
 			pthread_mutex_lock(&s.nudge_mu);
-			nudged = s.nudged && now - last_scan >= SERVER_NUDGE_GAP_US;
+			nudged = s.nudged &&
+			    now - last_nudged >= SERVER_NUDGE_GAP_US;
 			if (nudged)
 				s.nudged = 0;
 			pending = s.nudged;
 			pthread_mutex_unlock(&s.nudge_mu);
+			if (nudged)
+				last_nudged = now;
 			if (nudged || expired > expired_before ||
 			    now >= next_scan) {
 				server_scan(&s);
-				last_scan = now;
 				next_scan = time_mono_us() + o->scan_period_us;
 			}
 			expired_before = expired;
 			if (pending)
 				time_sleep_us(SERVER_NUDGE_GAP_US - (time_mono_us()
-				    - last_scan), o->stop);
+				    - last_nudged), o->stop);
 			else
 				server_wait(&s, tick);
 		}
