@@ -385,30 +385,66 @@ mi_fail(const struct members *mi, const char *data, size_t len,
 	return NULL;
 }
 
+/*
+ * Is key the member in mi ("metadata"), or a path into it
+ * ("metadata.name": *rest = "name")?
+ */
+static int
+mi_wanted(const struct members *mi, const char *key, const char **rest)
+{
+	if (strncmp(key, mi->key, mi->klen) != 0 ||
+	    memchr(mi->key, '\0', mi->klen) != NULL)
+		return 0;
+	if (key[mi->klen] == '\0')
+		*rest = NULL;
+	else if (key[mi->klen] == '.')
+		*rest = key + mi->klen + 1;
+	else
+		return 0;
+	return 1;
+}
+
 cJSON *
 json_parse_members(const char *data, size_t len, const char *const *keys,
 	struct cairn_err *err)
 {
 	struct members mi;
-	const char *const *k;
+	const char *sub[JSON_MEMBERS_MAX + 1], *rest;
+	char name[128];
+	size_t nsub;
 	cJSON *obj, *item;
-	int rc;
+	int rc, whole;
 
 	if (mi_first(&mi, data, len) < 0)
 		return mi_fail(&mi, data, len, err);
 	obj = cJSON_CreateObject();
 	while ((rc = mi_next(&mi)) > 0) {
-		for (k = keys; *k != NULL && !mi_is(&mi, *k); k++)
-			;
-		if (*k == NULL)
+		whole = 0;
+		nsub = 0;
+		for (const char *const *k = keys; *k != NULL && !whole; k++) {
+			if (!mi_wanted(&mi, *k, &rest))
+				continue;
+			if (rest == NULL)
+				whole = 1;
+			else if (nsub < JSON_MEMBERS_MAX)
+				sub[nsub++] = rest;
+		}
+		if ((!whole && nsub == 0) || mi.klen >= sizeof name)
 			continue;
-		item = mi_parse(&mi, err);
+		sub[nsub] = NULL;
+		memcpy(name, mi.key, mi.klen);
+		name[mi.klen] = '\0';
+		/* only part of an object; anything else whole */
+		if (!whole && mi.val[0] == '{')
+			item = json_parse_members(mi.val, mi.vlen, sub, err);
+		else
+			item = mi_parse(&mi, err);
 		if (item == NULL) {
-			cairn_err_prefix(err, "member %s", *k);
+			cairn_err_prefix(err, "member %s", name);
 			cJSON_Delete(obj);
 			return NULL;
 		}
-		cJSON_AddItemToObject(obj, *k, item);
+		cJSON_AddItemToObject(obj, name, item);
 	}
 	if (rc == 0 && skip_ws(mi.p, mi.end) == mi.end)
 		return obj;

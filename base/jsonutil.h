@@ -44,14 +44,18 @@ void json_delete(cJSON *root, const char *path);
  */
 cJSON *json_parse(const char *data, size_t len, struct cairn_err *err);
 /*
- * json_parse() of only some top-level members of the object in data:
- * the tree holds the members named in keys (NULL-terminated), the others
- * are stepped over by a scan that follows only strings and brackets, and
- * are neither parsed nor checked. For a caller that needs a few members
- * of large objects (a backup reads metadata and stores the text as it
- * is). Owned result, NULL on error (not an object, a member that does
- * not parse or nests too deep).
+ * json_parse() of only some members of the object in data: the tree
+ * holds the members named in keys (NULL-terminated), each whole
+ * ("metadata") or only the parts a dotted path names ("metadata.name",
+ * "metadata.labels": an object "metadata" holding just those, at most
+ * JSON_MEMBERS_MAX paths into one member). The other members are stepped
+ * over by a scan that follows only strings and brackets, and are neither
+ * parsed nor checked. For a caller that needs a few fields of large
+ * objects (a backup reads names and labels and stores the text as it is,
+ * whatever managedFields and annotations hold). Owned result, NULL on
+ * error (not an object, a member that does not parse or nests too deep).
  */
+#define JSON_MEMBERS_MAX 16
 cJSON *json_parse_members(const char *data, size_t len,
 	const char *const *keys, struct cairn_err *err);
 /*

@@ -951,12 +951,16 @@ bk_relist_after_gone(struct bk *b, const struct kube_resource *r,
 }
 
 /*
- * What list_cb reads of an item: its metadata (filters, names), and a
- * PVC's spec.volumeName when PVs follow their claims. The text stored is
- * whole; the rest is not parsed.
+ * What list_cb reads of an item (item_selected, note_related): names,
+ * labels, deletionTimestamp, and a PVC's spec.volumeName when PVs follow
+ * their claims. The text stored is whole; the rest (managedFields,
+ * annotations, spec, data...) is not parsed.
  */
-static const char *const item_members[] = { "metadata", NULL };
-static const char *const item_members_spec[] = { "metadata", "spec", NULL };
+#define ITEM_MEMBERS "metadata.name", "metadata.namespace", \
+	"metadata.labels", "metadata.deletionTimestamp"
+static const char *const item_members[] = { ITEM_MEMBERS, NULL };
+static const char *const item_members_pvc[] = { ITEM_MEMBERS,
+	"spec.volumeName", NULL };
 
 static int
 bk_walk(struct bk *b, struct cairn_err *err)
@@ -975,7 +979,7 @@ bk_walk(struct bk *b, struct cairn_err *err)
 		memset(&lo, 0, sizeof lo);
 		lo.prefetch = 1;	/* the API server works while we tar */
 		lo.parse_only = feeds_related(b, r) && r->group[0] == '\0' ?
-		    item_members_spec : item_members;
+		    item_members_pvc : item_members;
 		b->observe_only = 0;
 		b->skipping = 0;
 		if (has_resume) {

@@ -361,12 +361,14 @@ struct kube_list_opts {
 	 */
 	int prefetch;
 	/*
-	 * Parse only these top-level members of each item (NULL-terminated;
-	 * apiVersion and kind always): the callback's tree holds nothing
-	 * else, which saves most of the parsing for a caller that needs
-	 * little of each object (kube_list_text still hands over the whole
-	 * text). Items sent with spaces between tokens are parsed whole,
-	 * since their text is printed from the tree. NULL: whole items.
+	 * Parse only these members of each item (NULL-terminated, as
+	 * json_parse_members: "metadata" or paths such as
+	 * "metadata.labels"; apiVersion and kind always): the callback's
+	 * tree holds nothing else, which saves most of the parsing for a
+	 * caller that needs little of each object (kube_list_text still
+	 * hands over the whole text). Items sent with spaces between tokens
+	 * are parsed whole, since their text is printed from the tree.
+	 * NULL: whole items.
 	 */
 	const char *const *parse_only;
 };

@@ -33,9 +33,9 @@
  * which is what such a caller records.
  *
  * With opts.parse_only the tree of each item holds only the members the
- * caller named (json_parse_members): a backup reads metadata, and its
- * text is what it stores, so the rest of the object is stepped over
- * instead of being parsed into a tree and freed.
+ * caller named (json_parse_members): a backup reads names and labels,
+ * and the text is what it stores, so the rest of the object is stepped
+ * over instead of being parsed into a tree and freed.
  *
  * With opts.prefetch a second thread (struct pf) fetches the next page
  * whole into memory while the caller's callback works through this one;

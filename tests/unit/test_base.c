@@ -325,6 +325,34 @@ test_json_parse_members(void)
 	CHECK(strstr(err.msg, "deeper") != NULL);
 }
 
+/* Paths into members: only the parts named, the rest stepped over. */
+static void
+test_json_parse_member_paths(void)
+{
+	static const char *const keys[] = { "metadata.name",
+	    "metadata.labels", "spec.volumeName", "kind", NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *doc = "{\"kind\":\"PVC\",\"metadata\":{\"name\":\"a\","
+	    "\"managedFields\":[{\"x\":\"}\"}],\"labels\":{\"k\":\"v\"},"
+	    "\"names\":1},\"spec\":\"not an object\",\"status\":{}}";
+	const char *bad = "{\"metadata\":{\"name\":nope}}";
+	cJSON *j, *md;
+
+	j = json_parse_members(doc, strlen(doc), keys, &err);
+	REQUIRE(j != NULL);
+	md = json_get(j, "metadata");
+	CHECK_STR(json_str(md, "name"), "a");
+	CHECK_STR(json_str(md, "labels.k"), "v");
+	CHECK(cJSON_GetArraySize(md) == 2);	/* not managedFields, names */
+	CHECK_STR(json_str(j, "kind"), "PVC");
+	/* A path into what is not an object: the value whole. */
+	CHECK_STR(json_str(j, "spec"), "not an object");
+	CHECK(json_get(j, "status") == NULL);
+	cJSON_Delete(j);
+	CHECK(json_parse_members(bad, strlen(bad), keys, &err) == NULL);
+	CHECK(strstr(err.msg, "member metadata: member name") != NULL);
+}
+
 static void
 test_json_parse_member(void)
 {
@@ -427,6 +455,7 @@ main(void)
 	RUN(test_glob_split);
 	RUN(test_json_paths);
 	RUN(test_json_parse_members);
+	RUN(test_json_parse_member_paths);
 	RUN(test_json_parse_member);
 	RUN(test_json_string_end);
 	RUN(test_log_config);
