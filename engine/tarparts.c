@@ -541,6 +541,9 @@ tarparts_open(const struct tarparts_sink *sink, int first_part,
 		cairn_err_set(err, CAIRN_EFAIL, "libarchive: out of memory");
 		goto fail;
 	}
+	archive_entry_set_filetype(tp->entry, AE_IFREG);
+	archive_entry_set_perm(tp->entry, 0644);
+	archive_entry_set_mtime(tp->entry, (time_t)mtime, 0);
 	tp->ustar = tp_writer(tp, 0, err);
 	if (tp->ustar == NULL)
 		goto fail;
@@ -660,12 +663,9 @@ tarparts_add(struct tarparts *tp, const char *path, const void *data,
 		}
 		a = tp->pax;
 	}
-	archive_entry_clear(tp->entry);
+	/* type, mode and mtime were set once (tarparts_open) */
 	archive_entry_set_pathname(tp->entry, path);
-	archive_entry_set_filetype(tp->entry, AE_IFREG);
-	archive_entry_set_perm(tp->entry, 0644);
 	archive_entry_set_size(tp->entry, (la_int64_t)len);
-	archive_entry_set_mtime(tp->entry, (time_t)tp->mtime, 0);
 	if (archive_write_header(a, tp->entry) != ARCHIVE_OK) {
 		tp_set(tp, CAIRN_EFAIL, archive_error_string(a) ?
 		    archive_error_string(a) : "tar header failed");
