@@ -235,9 +235,26 @@ skip_ws(const char *p, const char *end)
 const char *
 json_string_end(const char *p, const char *end, int *esc)
 {
-	const char *q, *b;
+	const char *q, *b, *lim;
 
 	for (;;) {
+		/* keys and names end within a few bytes: look there first */
+		lim = end - p > 16 ? p + 16 : end;
+		for (q = p; q < lim && *q != '"' && *q != '\\'; q++)
+			;
+		if (q < lim && *q == '"')
+			return q;
+		if (q < lim) {			/* a backslash: skip what it escapes */
+			if (q + 1 == end) {
+				if (esc != NULL)
+					*esc = 1;
+				return NULL;
+			}
+			p = q + 2;
+			continue;
+		}
+		/* none of either in lim - p bytes: memchr the rest */
+		p = lim;
 		q = memchr(p, '"', (size_t)(end - p));
 		b = q != NULL ? q : end;
 		while (b > p && b[-1] == '\\')
@@ -392,7 +409,8 @@ mi_fail(const struct members *mi, const char *data, size_t len,
 static int
 mi_wanted(const struct members *mi, const char *key, const char **rest)
 {
-	if (strncmp(key, mi->key, mi->klen) != 0 ||
+	if (mi->klen == 0 || key[0] != mi->key[0] ||
+	    strncmp(key, mi->key, mi->klen) != 0 ||
 	    memchr(mi->key, '\0', mi->klen) != NULL)
 		return 0;
 	if (key[mi->klen] == '\0')

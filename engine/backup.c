@@ -1219,9 +1219,8 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 /* ------------------------------------------------------------------ */
 
 /*
- * gzip len bytes into an owned buffer, at zlib level 1 as the tarball:
- * the resource list of a big backup is megabytes of names, and its
- * deflate sits at the end of the backup, after the last part.
+ * gzip len bytes into an owned buffer, at zlib level 1 as the tarball
+ * (a resource list read back after a resume is megabytes of names).
  */
 static int
 gzip_mem(const void *data, size_t len, unsigned char **out, size_t *outlen)

@@ -413,6 +413,50 @@ test_json_string_end(void)
 	}
 }
 
+/* A byte-by-byte reading of where a string ends, to check the fast one. */
+static const char *
+string_end_slow(const char *p, const char *end, int *esc)
+{
+	int e = 0;
+
+	for (; p < end; p++) {
+		if (e)
+			e = 0;
+		else if (*p == '\\')
+			e = 1;
+		else if (*p == '"')
+			return p;
+	}
+	*esc = e;
+	return NULL;
+}
+
+static void
+test_json_string_end_random(void)
+{
+	/* runs of plain bytes long enough for both the short and memchr paths */
+	static const char alphabet[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\\\"";
+	char s[96];
+	unsigned seed = 7;
+	int bad = 0;
+
+	for (int it = 0; it < 200000 && !bad; it++) {
+		int n, e1 = -1, e2 = -1;
+		const char *q1, *q2;
+
+		seed = seed * 1103515245u + 12345u;
+		n = (int)((seed >> 16) % sizeof s);
+		for (int i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			s[i] = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
+		}
+		q1 = json_string_end(s, s + n, &e1);
+		q2 = string_end_slow(s, s + n, &e2);
+		bad = q1 != q2 || (q1 == NULL && e1 != e2);
+	}
+	CHECK(!bad);
+}
+
 static void
 test_log_config(void)
 {
@@ -458,6 +502,7 @@ main(void)
 	RUN(test_json_parse_member_paths);
 	RUN(test_json_parse_member);
 	RUN(test_json_string_end);
+	RUN(test_json_string_end_random);
 	RUN(test_log_config);
 	RUN(test_uuid);
 	return unit_done();
