@@ -29,7 +29,7 @@
  * (docs/protocol.md, "What a resumed backup contains").
  *
  * Memory: one item at a time from the list stream, one tar entry at a
- * time through libarchive, the tarparts batches (8 x 512 KiB), their
+ * time through libarchive, the tarparts batches (4 x 512 KiB), their
  * gzip members and the part spool on disk. What grows: the checkpoint's
  * part list (<= 10000 entries), the names of PVs bound to included PVCs
  * and the custom resource kinds seen (only when includeClusterResources
@@ -1760,6 +1760,13 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		if (rc == CAIRN_ENOTFOUND || rc == CAIRN_EINVAL) {
 			cJSON_AddItemToArray(verrs, cJSON_CreateString(le.msg));
 			rc = 0;
+		} else if (rc == 0 && bsl_read_only(b.loc)) {
+			char *m = xasprintf("backup can't be created because "
+			    "backup storage location %s is currently in "
+			    "read-only mode", bsl_name(b.loc));
+
+			cJSON_AddItemToArray(verrs, cJSON_CreateString(m));
+			free(m);
 		} else if (rc < 0) {
 			cairn_err_copy(err, &le);
 			goto out;

@@ -62,7 +62,7 @@
 
 #define TP_OUTBUF (64u << 10)	/* deflate output chunk */
 #define TP_BATCH (512u << 10)	/* tar bytes handed to deflate at once */
-#define TP_NBATCH 8		/* batches in flight with threads */
+#define TP_NBATCH 4		/* batches in flight with threads: 2 MiB of tar */
 #define TP_NBATCH_MAX 64
 #define TP_THREADS 2		/* compression threads by default */
 #define TP_THREADS_MAX 16

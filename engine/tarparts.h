@@ -99,7 +99,7 @@ int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
  * Compress on nthreads threads (0: 2) from now on; call right after
  * tarparts_open(), before the first entry. Tar bytes go to the threads
  * in batches of batch_size bytes (0: 512 KiB), each deflated into a gzip
- * member of its own, at most nbatch (0: 8, at least nthreads + 1)
+ * member of its own, at most nbatch (0: 4, at least nthreads + 1)
  * batches allocated, so memory stays bounded and a slow sink slows the
  * caller down instead of queueing. Part boundaries then see the
  * compressed size written so far, which lags by at most the batches in
