@@ -25,6 +25,7 @@ struct bsl {
 	char *name;
 	char *prefix;		/* owned, "" when none */
 	struct store *store;
+	int read_only;		/* spec.accessMode ReadOnly */
 };
 
 /* Base64 of a Secret value through libcrypto; owned or NULL. */
@@ -64,6 +65,8 @@ bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
 	*out = NULL;
 	l = xcalloc(1, sizeof *l);
 	l->name = xstrdup(json_str_or(obj, "metadata.name", ""));
+	l->read_only = strcmp(json_str_or(obj, "spec.accessMode", "ReadWrite"),
+	    "ReadOnly") == 0;
 	if (location_credential_ref(obj, &sname, &skey)) {
 		cJSON *sec = NULL;
 		const cJSON *v;
@@ -166,6 +169,12 @@ const char *
 bsl_name(const struct bsl *l)
 {
 	return l->name;
+}
+
+int
+bsl_read_only(const struct bsl *l)
+{
+	return l->read_only;
 }
 
 const char *

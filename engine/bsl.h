@@ -31,6 +31,8 @@ int bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
 void bsl_free(struct bsl *l);
 struct store *bsl_store(struct bsl *l);	/* borrowed */
 const char *bsl_name(const struct bsl *l);
+/* spec.accessMode is ReadOnly: nothing may write to it (Velero's rule). */
+int bsl_read_only(const struct bsl *l);
 /*
  * The location's key prefix as configured (spec.objectStorage.prefix, ""
  * when none), borrowed for l's lifetime. storage/layout.h's functions take

@@ -74,6 +74,8 @@ gc_open_location(struct kube *k, const char *ns, const char *name,
 	*out = NULL;
 	if (bsl_obj != NULL)
 		*bsl_obj = NULL;
+	if (readonly != NULL)
+		*readonly = 0;
 	if (name != NULL && name[0] != '\0') {
 		rc = kube_get(k, &bsl_gvr, ns, name, &obj, err);
 		if (rc < 0)
@@ -90,10 +92,9 @@ gc_open_location(struct kube *k, const char *ns, const char *name,
 			    "BackupStorageLocation in %s is marked default", ns);
 		obj = p.found;
 	}
-	if (readonly != NULL)
-		*readonly = strcmp(json_str_or(obj, "spec.accessMode",
-		    "ReadWrite"), "ReadOnly") == 0;
 	rc = bsl_open_object(k, ns, obj, out, err);
+	if (rc == 0 && readonly != NULL)
+		*readonly = bsl_read_only(*out);
 	if (rc == 0 && bsl_obj != NULL)
 		*bsl_obj = obj;
 	else

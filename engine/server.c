@@ -60,6 +60,7 @@
 #include "engine/backup.h"
 #include "engine/lease.h"
 #include "engine/restore.h"
+#include "engine/sync.h"
 #include "engine/upkeep.h"
 #include "kube/kube.h"
 #include "web/metrics.h"
@@ -150,6 +151,13 @@ take_mode(struct server *s, const cJSON *item)
 	int in_shard = s->o->shard == NULL ||
 	    kube_selector_match_object(s->o->shard, item);
 
+	/*
+	 * A synced Backup describes one already in storage: it is created
+	 * first and given its stored status next, so for a moment it looks
+	 * New. Running it would write over the stored backup.
+	 */
+	if (sync_is_synced(item))
+		return TAKE_NONE;
 	if (phase[0] == '\0' || strcmp(phase, "New") == 0)
 		return in_shard ? TAKE_CLAIM : TAKE_NONE;
 	if (strcmp(phase, "InProgress") != 0)

@@ -73,10 +73,12 @@ names_free(struct names *s)
 	memset(s, 0, sizeof *s);
 }
 
+/* A synced Backup still without its status counts as missing: repaired. */
 static int
 collect_backup(void *arg, cJSON *item)
 {
-	names_add(arg, json_str_or(item, "metadata.name", ""));
+	if (!sync_is_synced(item) || json_str(item, "status.phase") != NULL)
+		names_add(arg, json_str_or(item, "metadata.name", ""));
 	return 0;
 }
 
@@ -137,25 +139,58 @@ reset_metadata(cJSON *obj, const char *ns)
 	json_set_str(md, "namespace", ns);
 }
 
-/* Create obj (status kept aside), then write its status. */
+int
+sync_is_synced(const cJSON *obj)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json_get(obj,
+	    "metadata.labels"), SYNC_LABEL);
+
+	return cJSON_IsString(v) && strcmp(v->valuestring, "true") == 0;
+}
+
+/*
+ * Create obj (labelled synced; its status kept aside), then write its
+ * status. If it exists already as a synced object that never got its
+ * status (a failed write, or another server's create a moment ago),
+ * write the status onto it: CAIRN_EEXIST is returned either way.
+ */
 static int
 create_with_status(struct kube *k, const struct kube_gvr *g, const char *ns,
 	cJSON *obj, struct cairn_err *err)
 {
 	cJSON *status = cJSON_DetachItemFromObjectCaseSensitive(obj, "status");
-	cJSON *created = NULL;
-	int rc;
+	cJSON *cur = NULL, *labels;
+	int rc, rc2;
 
-	rc = kube_create(k, g, ns, obj, &created, err);
-	if (rc == 0 && status != NULL) {
-		cJSON_DeleteItemFromObjectCaseSensitive(created, "status");
-		cJSON_AddItemToObject(created, "status", status);
-		status = NULL;
-		rc = kube_update_status(k, g, ns, created, NULL, err);
+	labels = json_ensure(obj, "metadata.labels");
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, SYNC_LABEL);
+	cJSON_AddStringToObject(labels, SYNC_LABEL, "true");
+	rc = kube_create(k, g, ns, obj, &cur, err);
+	if (rc == CAIRN_EEXIST) {
+		struct cairn_err gerr = CAIRN_ERR_INIT;
+
+		cJSON_Delete(cur);
+		cur = NULL;
+		if (status == NULL || kube_get(k, g, ns, json_str_or(obj,
+		    "metadata.name", ""), &cur, &gerr) < 0 ||
+		    !sync_is_synced(cur) ||
+		    json_str(cur, "status.phase") != NULL) {
+			cJSON_Delete(cur);
+			cJSON_Delete(status);
+			return rc;
+		}
+		log_info("sync: %s %s had no status yet: writing it", g->resource,
+		    json_str_or(obj, "metadata.name", ""));
+	} else if (rc < 0 || status == NULL) {
+		cJSON_Delete(cur);
+		cJSON_Delete(status);
+		return rc;
 	}
-	cJSON_Delete(status);
-	cJSON_Delete(created);
-	return rc;
+	cJSON_DeleteItemFromObjectCaseSensitive(cur, "status");
+	cJSON_AddItemToObject(cur, "status", status);
+	rc2 = kube_update_status(k, g, ns, cur, NULL, err);
+	cJSON_Delete(cur);
+	return rc2 < 0 ? rc2 : rc;
 }
 
 static void
@@ -235,15 +270,14 @@ sync_one(struct kube *k, const char *ns, struct bsl *l, const char *loc,
 	    cJSON_CreateString("cairn.io/v1"));
 	json_set_str(obj, "kind", "Backup");
 	labels = json_ensure(obj, "metadata.labels");
-	cJSON_DeleteItemFromObjectCaseSensitive(labels, SYNC_LABEL);
-	cJSON_AddStringToObject(labels, SYNC_LABEL, "true");
 	cJSON_DeleteItemFromObjectCaseSensitive(labels, SYNC_LOCATION_LABEL);
 	cJSON_AddStringToObject(labels, SYNC_LOCATION_LABEL, loc);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(json_ensure(obj,
 	    "metadata"), "finalizers"), cJSON_CreateString(GC_FINALIZER));
 	json_set_str(json_ensure(obj, "spec"), "storageLocation", loc);
 	rc = create_with_status(k, &backups_gvr, ns, obj, err);
-	if (rc == CAIRN_EEXIST) {
+	if (rc == CAIRN_EEXIST) {	/* there already (its status now written) */
+		sync_vpbs(k, ns, l, name, loc);
 		rc = 0;
 		goto out;
 	}

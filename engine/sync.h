@@ -17,7 +17,10 @@
  * finalizer and spec.storageLocation naming this location; its status is
  * then written as stored (phase, timestamps, progress...). Its
  * VolumePluginBackups from <name>-volumepluginbackups.json.gz are created
- * the same way. Only finished backups are synced (an unfinished one could
+ * the same way (also labelled cairn.io/synced). A synced object found
+ * without a phase (its status write failed, or the create raced with
+ * another server's) gets the stored status on the next pass; until then
+ * nothing claims it (sync_is_synced). Only finished backups are synced (an unfinished one could
  * otherwise be "taken over" here and overwrite the other cluster's files).
  * Sync only reads storage, so a ReadOnly location is never written to.
  * The due times come from the status fields, so several servers share the
@@ -28,6 +31,7 @@
 #define CAIRN_SYNC_H
 
 #include <stdint.h>
+#include <cjson/cJSON.h>
 #include "base/err.h"
 
 #define SYNC_LABEL "cairn.io/synced"
@@ -48,6 +52,14 @@ struct sync_stats {
  * sync those that are due. stats may be NULL. Returns 0, or an error when
  * the locations could not be listed.
  */
+/*
+ * Was obj created by a sync (label cairn.io/synced=true)? Such objects
+ * describe work done elsewhere and are never claimed or run: between the
+ * create and the status write they have no phase, and running one would
+ * write over what is stored.
+ */
+int sync_is_synced(const cJSON *obj);
+
 int sync_tick(struct kube *k, const char *ns, int64_t now_us,
 	struct sync_stats *stats, struct cairn_err *err);
 

@@ -63,6 +63,7 @@
 #include "engine/hostpath.h"
 #include "engine/lease.h"
 #include "engine/plugin.h"
+#include "engine/sync.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
 #include "storage/store.h"
@@ -1749,8 +1750,9 @@ poll_kind(const struct volumes_ctx *c, const struct kube_gvr *gvr,
 		if (c->stop != NULL && *c->stop)
 			break;
 		phase = json_str_or(op, "status.phase", "New");
-		if (is_final(phase) || !may_run(label_of(op,
-		    VOLUMES_LABEL_NODE)))
+		/* synced: done elsewhere, its stored status is on the way */
+		if (is_final(phase) || sync_is_synced(op) ||
+		    !may_run(label_of(op, VOLUMES_LABEL_NODE)))
 			continue;
 		if (strcmp(phase, "InProgress") == 0 && strcmp(json_str_or(op,
 		    "status.claim.holder", ""), c->server_id) != 0 &&

@@ -6,6 +6,9 @@
   never written by the sync; a restore from the synced backup succeeds
   in the second cluster (tests/helpers/restore_runner runs restores until
   cairn server does);
+- a synced Backup still without its status is never run as a new backup
+  (it would write over the stored one) and gets its status on the next
+  sync; a new backup to a ReadOnly location fails validation;
 - a location turns Unavailable with a message when its directory is
   replaced by a file, and when s3rver is stopped; Available again when it
   comes back; a backup to an unavailable location fails with the reason.
@@ -73,15 +76,22 @@ def tree(root):
     return out
 
 
-@case
-def sync_into_a_second_cluster_and_restore(t):
-    store = t.mkdir("store")
+def source_backup(t, store):
+    """Backup b1 of namespace demo, made in a first cluster into store."""
     src = cluster(t, "source", store, period="0", seed=True)
     s1 = server(t, src, "s1")
     src.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
                         "metadata": {"name": "b1", "labels": {"app": "demo"}},
                         "spec": {"includedNamespaces": ["demo"], "ttl": "240h"}})
     b1 = wait_phase(src, BK + "/b1", ("Completed",), srv=s1)
+    s1.stop()
+    return b1
+
+
+@case
+def sync_into_a_second_cluster_and_restore(t):
+    store = t.mkdir("store")
+    b1 = source_backup(t, store)
     # The engine does not write volume plugin objects yet: put one where
     # Velero's layout keeps them, as a backup with a volume would.
     vpbs = [{"apiVersion": "cairn.io/v1", "kind": "VolumePluginBackup",
@@ -93,7 +103,6 @@ def sync_into_a_second_cluster_and_restore(t):
     with gzip.open(os.path.join(store, "backups", "b1", "b1-volumepluginbackups.json.gz"),
                    "wt") as f:
         json.dump(vpbs, f)
-    s1.stop()
 
     before = tree(store)
     dst = cluster(t, "target", store, access="ReadOnly")
@@ -138,6 +147,38 @@ def sync_into_a_second_cluster_and_restore(t):
         st, cm, _ = dst.get("/api/v1/namespaces/demo/configmaps/c%d" % i)
         t.eq(st, 200, "restored configmap c%d" % i)
         t.eq(cm["data"], {"k": "v%d" % i}, "restored data")
+
+
+@case
+def synced_backup_is_never_run(t):
+    """A synced Backup is created first and given its stored status next:
+    in between it has no phase. No server may take it for a new backup
+    (that would write over the stored one), and one left without its
+    status (a failed write) gets it on the next sync. Nothing at all is
+    written to a ReadOnly location: a new backup to it fails validation."""
+    store = t.mkdir("store")
+    b1 = source_backup(t, store)
+    before = tree(store)
+    dst = cluster(t, "target", store, access="ReadOnly", period="1s")
+    # As a sync whose status write was lost leaves it.
+    dst.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                        "metadata": {"name": "b1", "labels": {"cairn.io/synced": "true"}},
+                        "spec": {"includedNamespaces": ["demo"],
+                                 "storageLocation": "default"}})
+    s2 = server(t, dst, "s2")
+    fixed = wait_phase(dst, BK + "/b1", ("Completed",), srv=s2)
+    for k in ("startTimestamp", "completionTimestamp", "progress"):
+        t.eq(fixed["status"].get(k), b1["status"].get(k), "status.%s from storage" % k)
+    t.check(fixed["status"].get("claim") == b1["status"].get("claim"),
+            "claimed in the target cluster: %s" % fixed["status"].get("claim"))
+    dst.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                        "metadata": {"name": "b2"}, "spec": {"includedNamespaces": ["demo"]}})
+    b2 = wait_phase(dst, BK + "/b2", ("FailedValidation", "Completed", "Failed"), srv=s2)
+    t.eq(b2["status"]["phase"], "FailedValidation", "backup to a ReadOnly location")
+    t.check(any("read-only" in e for e in b2["status"].get("validationErrors", [])),
+            "validation says why: %s" % b2["status"].get("validationErrors"))
+    t.check("backup %s/b1: claimed" % NS not in s2.output(), "b1 claimed by s2")
+    t.eq(tree(store), before, "a ReadOnly location was written to")
 
 
 @case
