@@ -190,7 +190,11 @@ create_with_status(struct kube *k, const struct kube_gvr *g, const char *ns,
 	cJSON_AddItemToObject(cur, "status", status);
 	rc2 = kube_update_status(k, g, ns, cur, NULL, err);
 	cJSON_Delete(cur);
-	return rc2 < 0 ? rc2 : rc;
+	if (rc == CAIRN_EEXIST && rc2 == CAIRN_ECONFLICT)
+		cairn_err_clear(err);	/* its creator wrote it first */
+	else if (rc2 < 0)
+		return rc2;
+	return rc;
 }
 
 static void
