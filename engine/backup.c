@@ -1219,41 +1219,13 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 /* ------------------------------------------------------------------ */
 
 /*
- * gzip len bytes into an owned buffer, at zlib level 1 as the tarball
- * (a resource list read back after a resume is megabytes of names).
+ * Store one of the backup's files, fenced as every storage write; gzip:
+ * at zlib level 1 as the tarball (a resource list read back after a
+ * resume is megabytes of names).
  */
 static int
-gzip_mem(const void *data, size_t len, unsigned char **out, size_t *outlen)
-{
-	z_stream z;
-	size_t cap = compressBound((uLong)len) + 64;
-	unsigned char *o = xmalloc(cap);
-
-	memset(&z, 0, sizeof z);
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 31, 8,
-	    Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(o);
-		return CAIRN_EFAIL;
-	}
-	z.next_in = (Bytef *)(uintptr_t)data;
-	z.avail_in = (uInt)len;
-	z.next_out = o;
-	z.avail_out = (uInt)cap;
-	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-		deflateEnd(&z);
-		free(o);
-		return CAIRN_EFAIL;
-	}
-	*outlen = z.total_out;
-	deflateEnd(&z);
-	*out = o;
-	return 0;
-}
-
-/* Store one of the backup's files, fenced as every storage write. */
-static int
 put_file(struct bk *b, enum layout_backup_file f, const void *data,
-	size_t len, struct cairn_err *err)
+	size_t len, int gzip, struct cairn_err *err)
 {
 	char *key;
 	int rc;
@@ -1262,7 +1234,8 @@ put_file(struct bk *b, enum layout_backup_file f, const void *data,
 	if (rc < 0)
 		return cairn_err_prefix(err, "not writing");
 	key = bsl_backup_key(b->loc, b->name, f);
-	rc = store_put_mem(b->store, key, data, len, err);
+	rc = gzip ? store_put_gzip(b->store, key, data, len, Z_BEST_SPEED,
+	    err) : store_put_mem(b->store, key, data, len, err);
 	free(key);
 	return rc;
 }
@@ -1271,15 +1244,7 @@ static int
 put_gz(struct bk *b, enum layout_backup_file f, const char *text,
 	struct cairn_err *err)
 {
-	unsigned char *gz = NULL;
-	size_t gzlen = 0;
-	int rc;
-
-	if (gzip_mem(text, strlen(text), &gz, &gzlen) < 0)
-		return cairn_err_set(err, CAIRN_EFAIL, "gzip failed");
-	rc = put_file(b, f, gz, gzlen, err);
-	free(gz);
-	return rc;
+	return put_file(b, f, text, strlen(text), 1, err);
 }
 
 static int
@@ -1546,7 +1511,7 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	if (b->rl != NULL && b->rl->rc == 0 && rl_end(&b->rl->e) == 0 &&
 	    rlgz_deflate(b->rl, Z_FINISH) == 0) {
 		rc = put_file(b, LAYOUT_BACKUP_RESOURCE_LIST, b->rl->gz.data,
-		    b->rl->gz.len, err);
+		    b->rl->gz.len, 0, err);
 	} else {
 		rc = bk_resource_list(b, &rl, err);
 		if (rc == 0)
@@ -1576,7 +1541,7 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	json_set_int(final, "status.progress.itemsBackedUp", b->items_done);
 	free(text);
 	text = cJSON_PrintUnformatted(final);
-	rc = put_file(b, LAYOUT_BACKUP_METADATA, text, strlen(text), err);
+	rc = put_file(b, LAYOUT_BACKUP_METADATA, text, strlen(text), 0, err);
 done:
 	buf_free(&lb);
 	buf_free(&rl);

@@ -949,52 +949,18 @@ run_tiers(struct rs *rs, struct cairn_err *err)
 /* ------------------------------------------------------------------ */
 
 static int
-gzip_mem(const void *data, size_t len, unsigned char **out, size_t *outlen)
-{
-	z_stream z;
-	size_t cap = compressBound((uLong)len) + 64;
-	unsigned char *o = xmalloc(cap);
-
-	memset(&z, 0, sizeof z);
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 31, 8,
-	    Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(o);
-		return CAIRN_EFAIL;
-	}
-	z.next_in = (Bytef *)(uintptr_t)data;
-	z.avail_in = (uInt)len;
-	z.next_out = o;
-	z.avail_out = (uInt)cap;
-	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-		deflateEnd(&z);
-		free(o);
-		return CAIRN_EFAIL;
-	}
-	*outlen = z.total_out;
-	deflateEnd(&z);
-	*out = o;
-	return 0;
-}
-
-static int
 put_gz(struct rs *rs, enum layout_restore_file f, const char *text,
     struct cairn_err *err)
 {
-	unsigned char *gz = NULL;
-	size_t gzlen = 0;
 	char *key;
 	int rc;
 
-	if (gzip_mem(text, strlen(text), &gz, &gzlen) < 0)
-		return cairn_err_set(err, CAIRN_EFAIL, "gzip failed");
 	key = layout_restore_key(rs->prefix, rs->name, f);
-	if (key == NULL) {
-		free(gz);
+	if (key == NULL)
 		return cairn_err_set(err, CAIRN_EINVAL, "bad restore name");
-	}
-	rc = store_put_mem(bsl_store(rs->loc), key, gz, gzlen, err);
+	rc = store_put_gzip(bsl_store(rs->loc), key, text, strlen(text),
+	    Z_DEFAULT_COMPRESSION, err);
 	free(key);
-	free(gz);
 	return rc;
 }
 

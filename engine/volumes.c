@@ -344,36 +344,6 @@ is_final(const char *phase)
 	    strcmp(phase, "PartiallyFailed") == 0);
 }
 
-static int
-gzip_put(struct store *s, const char *key, const char *text,
-    struct cairn_err *err)
-{
-	z_stream z;
-	size_t len = strlen(text), cap = compressBound((uLong)len) + 64;
-	unsigned char *out = xmalloc(cap);
-	int rc;
-
-	memset(&z, 0, sizeof z);
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-	    Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(out);
-		return cairn_err_set(err, CAIRN_EFAIL, "zlib init");
-	}
-	z.next_in = (Bytef *)(uintptr_t)text;
-	z.avail_in = (uInt)len;
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	rc = deflate(&z, Z_FINISH);
-	deflateEnd(&z);
-	if (rc != Z_STREAM_END) {
-		free(out);
-		return cairn_err_set(err, CAIRN_EFAIL, "zlib deflate");
-	}
-	rc = store_put_mem(s, key, out, cap - z.avail_out, err);
-	free(out);
-	return rc;
-}
-
 /* ---- Fencing and takeover ---------------------------------------------- */
 
 /*
@@ -1304,7 +1274,8 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 	key = bsl_backup_key(loc, bname, LAYOUT_BACKUP_VOLUMEPLUGINBACKUPS);
 	rc = engine_fence_check(&bf, err);
 	if (rc == 0)
-		rc = gzip_put(bsl_store(loc), key, text, err);
+		rc = store_put_gzip(bsl_store(loc), key, text, strlen(text),
+		    Z_DEFAULT_COMPRESSION, err);
 	if (rc < 0)
 		goto out;
 	free(text);
@@ -1318,7 +1289,8 @@ volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
 	key = bsl_backup_key(loc, bname, LAYOUT_BACKUP_VOLUMESNAPSHOTS);
 	rc = engine_fence_check(&bf, err);
 	if (rc == 0)
-		rc = gzip_put(bsl_store(loc), key, text, err);
+		rc = store_put_gzip(bsl_store(loc), key, text, strlen(text),
+		    Z_DEFAULT_COMPRESSION, err);
 	if (rc == 0 && res->total > 0)
 		log_info("backup %s: %d volume(s): %d completed, %d failed",
 		    bname, res->total, res->completed, res->failed);

@@ -20,7 +20,8 @@
  *
  * Generic operations built from the primitives live here too:
  * store_delete_prefix (list, then delete: one by one, or in batches where
- * the backend has them, S3's DeleteObjects), store_put_mem, store_get_mem.
+ * the backend has them, S3's DeleteObjects), store_put_mem, store_put_gzip,
+ * store_get_mem.
  */
 #include "config.h"
 #include "storage/store_int.h"
@@ -30,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "base/buf.h"
 #include "base/mem.h"
@@ -275,6 +277,36 @@ store_put_mem(struct store *s, const char *key, const void *data, size_t len,
 
 	store_src_mem(&src, data, len);
 	return store_put(s, key, &src, NULL, NULL, err);
+}
+
+int
+store_put_gzip(struct store *s, const char *key, const void *data,
+    size_t len, int level, struct cairn_err *err)
+{
+	z_stream z;
+	size_t cap = compressBound((uLong)len) + 64;	/* + gzip wrapper */
+	unsigned char *gz = xmalloc(cap);
+	int rc;
+
+	memset(&z, 0, sizeof z);
+	if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8,
+	    Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(gz);
+		return cairn_err_set(err, CAIRN_EFAIL, "gzip of %s: zlib init "
+		    "failed", key);
+	}
+	z.next_in = (Bytef *)(uintptr_t)data;
+	z.avail_in = (uInt)len;
+	z.next_out = gz;
+	z.avail_out = (uInt)cap;
+	rc = deflate(&z, Z_FINISH);
+	deflateEnd(&z);
+	if (rc != Z_STREAM_END)
+		rc = cairn_err_set(err, CAIRN_EFAIL, "gzip of %s failed", key);
+	else
+		rc = store_put_mem(s, key, gz, cap - z.avail_out, err);
+	free(gz);
+	return rc;
 }
 
 int

@@ -176,6 +176,9 @@ int store_put(struct store *s, const char *key, struct store_src *src,
 /* Convenience: store len bytes of memory. */
 int store_put_mem(struct store *s, const char *key, const void *data,
 	size_t len, struct cairn_err *err);
+/* Store len bytes of memory gzipped at zlib level (Velero's .gz files). */
+int store_put_gzip(struct store *s, const char *key, const void *data,
+	size_t len, int level, struct cairn_err *err);
 
 /*
  * Stream the object into sink: bytes [off, off+len) (len -1: to the end).
