@@ -156,66 +156,6 @@ json_delete(cJSON *root, const char *path)
 		cJSON_DeleteItemFromObjectCaseSensitive(parent, last);
 }
 
-/* Nesting depth check before handing the text to cJSON (strings skipped). */
-static int
-too_deep(const char *p, size_t len)
-{
-	int depth = 0, in_str = 0;
-
-	for (size_t i = 0; i < len; i++) {
-		char c = p[i];
-
-		if (in_str) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in_str = 0;
-		} else if (c == '"') {
-			in_str = 1;
-		} else if (c == '{' || c == '[') {
-			if (++depth > CAIRN_JSON_MAX_DEPTH)
-				return 1;
-		} else if (c == '}' || c == ']') {
-			depth--;
-		}
-	}
-	return 0;
-}
-
-static cJSON *
-deep_fail(struct cairn_err *err)
-{
-	cairn_err_set(err, CAIRN_EINVAL, "JSON nests deeper than %d levels",
-	    CAIRN_JSON_MAX_DEPTH);
-	return NULL;
-}
-
-/* json_parse() of text known not to nest too deep. */
-static cJSON *
-parse_shallow(const char *data, size_t len, struct cairn_err *err)
-{
-	const char *end = NULL;
-	cJSON *j;
-
-	j = cJSON_ParseWithLengthOpts(data, len, &end, 0);
-	if (j == NULL) {
-		size_t off = end && end >= data ? (size_t)(end - data) : 0;
-
-		cairn_err_set(err, CAIRN_EPROTO,
-		    "JSON does not parse (near byte %zu of %zu)", off, len);
-		return NULL;
-	}
-	return j;
-}
-
-cJSON *
-json_parse(const char *data, size_t len, struct cairn_err *err)
-{
-	if (too_deep(data, len))
-		return deep_fail(err);
-	return parse_shallow(data, len, err);
-}
-
 static const char *
 skip_ws(const char *p, const char *end)
 {
@@ -313,6 +253,53 @@ skip_value(const char *p, const char *end, int *depth)
 		p++;
 	}
 	return NULL;
+}
+
+/* Nesting depth check before handing the text to cJSON. */
+static int
+too_deep(const char *p, size_t len)
+{
+	const char *end = p + len;
+	int depth = 0;
+
+	p = skip_ws(p, end);
+	if (p < end)	/* cJSON reads one value: that one's depth */
+		(void)skip_value(p, end, &depth);
+	return depth > CAIRN_JSON_MAX_DEPTH;
+}
+
+static cJSON *
+deep_fail(struct cairn_err *err)
+{
+	cairn_err_set(err, CAIRN_EINVAL, "JSON nests deeper than %d levels",
+	    CAIRN_JSON_MAX_DEPTH);
+	return NULL;
+}
+
+/* json_parse() of text known not to nest too deep. */
+static cJSON *
+parse_shallow(const char *data, size_t len, struct cairn_err *err)
+{
+	const char *end = NULL;
+	cJSON *j;
+
+	j = cJSON_ParseWithLengthOpts(data, len, &end, 0);
+	if (j == NULL) {
+		size_t off = end && end >= data ? (size_t)(end - data) : 0;
+
+		cairn_err_set(err, CAIRN_EPROTO,
+		    "JSON does not parse (near byte %zu of %zu)", off, len);
+		return NULL;
+	}
+	return j;
+}
+
+cJSON *
+json_parse(const char *data, size_t len, struct cairn_err *err)
+{
+	if (too_deep(data, len))
+		return deep_fail(err);
+	return parse_shallow(data, len, err);
 }
 
 /*
