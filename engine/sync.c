@@ -73,11 +73,27 @@ names_free(struct names *s)
 	memset(s, 0, sizeof *s);
 }
 
+int
+sync_is_synced(const cJSON *obj)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json_get(obj,
+	    "metadata.labels"), SYNC_LABEL);
+
+	return cJSON_IsString(v) && strcmp(v->valuestring, "true") == 0;
+}
+
+/* Created by a sync whose status write has not happened (or failed). */
+static int
+awaits_status(const cJSON *obj)
+{
+	return sync_is_synced(obj) && json_str(obj, "status.phase") == NULL;
+}
+
 /* A synced Backup still without its status counts as missing: repaired. */
 static int
 collect_backup(void *arg, cJSON *item)
 {
-	if (!sync_is_synced(item) || json_str(item, "status.phase") != NULL)
+	if (!awaits_status(item))
 		names_add(arg, json_str_or(item, "metadata.name", ""));
 	return 0;
 }
@@ -139,15 +155,6 @@ reset_metadata(cJSON *obj, const char *ns)
 	json_set_str(md, "namespace", ns);
 }
 
-int
-sync_is_synced(const cJSON *obj)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json_get(obj,
-	    "metadata.labels"), SYNC_LABEL);
-
-	return cJSON_IsString(v) && strcmp(v->valuestring, "true") == 0;
-}
-
 /*
  * Create obj (labelled synced; its status kept aside), then write its
  * status. If it exists already as a synced object that never got its
@@ -173,8 +180,7 @@ create_with_status(struct kube *k, const struct kube_gvr *g, const char *ns,
 		cur = NULL;
 		if (status == NULL || kube_get(k, g, ns, json_str_or(obj,
 		    "metadata.name", ""), &cur, &gerr) < 0 ||
-		    !sync_is_synced(cur) ||
-		    json_str(cur, "status.phase") != NULL) {
+		    !awaits_status(cur)) {
 			cJSON_Delete(cur);
 			cJSON_Delete(status);
 			return rc;
