@@ -5,7 +5,11 @@
  *   int main(void) { RUN(test_buf_cap); return unit_done(); }
  *
  * Each RUN prints "PASS: <file>:<test>" or "FAIL: <file>:<test>: <where>"
- * (the lines tests/run.sh counts). A failed CHECK records the first failure
+ * (the lines tests/run.sh counts). XRUN(fn, "#N: the bug") runs a test that
+ * fails because of a known bug an issue will fix: it prints
+ * "XFAIL: <file>:<test>: <reason>" when it fails (not a failure) and
+ * "XPASS: <file>:<test>: <reason>" when it passes (a failure: take the
+ * marker off). A failed CHECK records the first failure
  * and the test goes on; REQUIRE returns from the test at once.
  * UNIT_TMPDIR() gives the private temp directory the runner made
  * ($CAIRN_TMP, else /tmp).
@@ -60,6 +64,23 @@ static char unit_cur_why[512];
 		    unit_cur_why);					\
 	} else {							\
 		printf("PASS: %s:%s\n", unit_name(__FILE__), #fn);	\
+	}								\
+	fflush(stdout);							\
+} while (0)
+
+#define XRUN(fn, reason) do {						\
+	unit_cur_failed = 0;						\
+	unit_cur_why[0] = '\0';						\
+	fn();								\
+	if (unit_cur_failed) {						\
+		printf("expected failure of %s:%s: %s\n",		\
+		    unit_name(__FILE__), #fn, unit_cur_why);		\
+		printf("XFAIL: %s:%s: %s\n", unit_name(__FILE__), #fn,	\
+		    reason);						\
+	} else {							\
+		unit_failed_total++;					\
+		printf("XPASS: %s:%s: %s\n", unit_name(__FILE__), #fn,	\
+		    reason);						\
 	}								\
 	fflush(stdout);							\
 } while (0)
