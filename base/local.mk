@@ -1,5 +1,6 @@
 # base/: the shared helpers every module uses (errors, logging, memory,
-# buffers, time, flags, JSON access). Depends on nothing but libc and cJSON.
+# buffers, time, flags, JSON access, the metrics registry). Depends on
+# nothing but libc and cJSON.
 noinst_LIBRARIES += base/libbase.a
 CAIRN_MODULE_LIBS += base/libbase.a
 base_libbase_a_SOURCES = \
@@ -10,7 +11,12 @@ base_libbase_a_SOURCES = \
 	base/timeutil.c base/timeutil.h \
 	base/flags.c base/flags.h base/flags.def \
 	base/jsonutil.c base/jsonutil.h \
-	base/util.c base/util.h
+	base/util.c base/util.h \
+	base/metrics.c base/metrics.h base/metrics.def
+
+check_PROGRAMS += tests/unit/test_metrics
+tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c tests/unit/unit.h
+tests_unit_test_metrics_LDADD = base/libbase.a $(DEPS_LIBS)
 
 check_PROGRAMS += tests/unit/test_base
 tests_unit_test_base_SOURCES = tests/unit/test_base.c tests/unit/unit.h

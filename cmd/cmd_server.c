@@ -1,7 +1,9 @@
 /*
  * cmd_server.c: `cairn server`: the controller process. Opens the
  * Kubernetes client and the journal, starts the web endpoint when --listen
- * is given (engine/status.c is its source), configures the volume movers,
+ * is given (wiring the engine's published status, engine/status.h, to
+ * web/web.h's source callbacks: the engine and the web know nothing of
+ * each other), configures the volume movers,
  * then runs engine/server.c until SIGTERM or SIGINT. On a signal the server
  * stops claiming, gives running items --shutdown-grace to reach their next
  * checkpoint, releases their claims and its Lease so another server takes
@@ -28,6 +30,25 @@
 #include "web/web.h"
 
 static volatile int server_stop;
+
+/* The web endpoint's source: the engine's status (engine/status.h). */
+static cJSON *
+web_status(void *arg)
+{
+	return status_document(arg);
+}
+
+static int
+web_healthy(void *arg)
+{
+	return status_healthy(arg);
+}
+
+static int
+web_ready(void *arg, struct buf *why)
+{
+	return status_ready(arg, why);
+}
 
 static void
 on_signal(int sig)
@@ -117,7 +138,11 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 			cli_fail("%s", err.msg);
 			goto done;
 		}
-		status_web_source(st, &src);
+		memset(&src, 0, sizeof src);
+		src.status = web_status;
+		src.healthy = web_healthy;
+		src.ready = web_ready;
+		src.arg = st;
 		memset(&wo, 0, sizeof wo);
 		wo.listen = flag_str(fs, F_LISTEN);
 		wo.token_file = flag_str(fs, F_WEB_TOKEN_FILE);
@@ -142,7 +167,6 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 			cli_fail("%s", err.msg);
 			goto done;
 		}
-		volumes_web_install_metrics();
 	}
 	period = flag_duration_us(fs, F_RETRY_PERIOD);
 	if (period > TIME_US_PER_SEC || period <= 0)

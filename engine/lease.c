@@ -11,7 +11,7 @@
 #include "base/jsonutil.h"
 #include "base/timeutil.h"
 #include "base/util.h"
-#include "web/metrics.h"
+#include "base/metrics.h"
 
 #include <pthread.h>
 #include <stdlib.h>

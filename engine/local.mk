@@ -43,7 +43,7 @@ endif
 check_PROGRAMS += tests/helpers/restore_runner
 tests_helpers_restore_runner_SOURCES = tests/helpers/restore_runner.c
 tests_helpers_restore_runner_LDADD = engine/libengine.a storage/libstorage.a \
-	journal/libjournal.a web/libweb.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
+	journal/libjournal.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
 # Operations (issue 12): cron, schedules, garbage collection, sync, BSL health.
 engine_libengine_a_SOURCES += \
@@ -62,7 +62,7 @@ engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h \
 	engine/hostpath.c engine/hostpath.h \
 	engine/volumes.c engine/volumes.h \
-	engine/volumes_web.c
+	engine/volumes_status.c
 
 check_PROGRAMS += tests/unit/test_plugin
 tests_unit_test_plugin_SOURCES = tests/unit/test_plugin.c
@@ -81,14 +81,20 @@ tests_helpers_volume_mover_LDADD = engine/libengine.a storage/libstorage.a \
 check_PROGRAMS += tests/helpers/volume_tool
 tests_helpers_volume_tool_SOURCES = tests/helpers/volume_tool.c
 tests_helpers_volume_tool_LDADD = engine/libengine.a storage/libstorage.a \
-	journal/libjournal.a web/libweb.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
+	journal/libjournal.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
-# The web endpoint's view of the server (issue 10): status document,
-# readiness probes, outcome metrics from the journal. Links web/.
-engine_libengine_a_SOURCES += engine/status.c engine/status.h
+# What the server publishes (issue 10): the status document and its
+# builders, readiness probes, outcome metrics from the journal. cmd/ wires
+# it to web/; the engine does not include web/.
+engine_libengine_a_SOURCES += engine/status.c engine/status.h \
+	engine/status_doc.c engine/status_doc.h
+
+check_PROGRAMS += tests/unit/test_status_doc
+tests_unit_test_status_doc_SOURCES = tests/unit/test_status_doc.c tests/unit/unit.h
+tests_unit_test_status_doc_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
 
 # Leases and claims (issue 8): the Lease against an in-process fake API.
 check_PROGRAMS += tests/unit/test_lease
 tests_unit_test_lease_SOURCES = tests/unit/test_lease.c tests/unit/unit_kube.h
-tests_unit_test_lease_LDADD = engine/libengine.a web/libweb.a kube/libkube.a \
+tests_unit_test_lease_LDADD = engine/libengine.a kube/libkube.a \
 	base/libbase.a $(DEPS_LIBS)

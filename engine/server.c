@@ -63,7 +63,7 @@
 #include "engine/sync.h"
 #include "engine/upkeep.h"
 #include "kube/kube.h"
-#include "web/metrics.h"
+#include "base/metrics.h"
 
 #define SERVER_QUEUE_MAX	10000
 #define SERVER_GRACE_DEFAULT_US	(30 * TIME_US_PER_SEC)

@@ -1,6 +1,6 @@
 /*
- * status.c: the server's view for its web endpoint: /status.json from the
- * journal and a probe snapshot, /readyz and /healthz from the probe
+ * status.c: the server's published status: the status document from the
+ * journal and a probe snapshot, readiness and liveness from the probe
  * thread, and outcome metrics derived from the journal. See status.h.
  */
 #include "config.h"
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/jsonutil.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -22,9 +23,8 @@
 #include "journal/journal.h"
 #include "kube/kube.h"
 #include "storage/store.h"
-#include "web/metrics.h"
-#include "web/status_doc.h"
-#include "web/web.h"
+#include "base/metrics.h"
+#include "engine/status_doc.h"
 
 #define STATUS_RECENT_MAX	20		/* finished items on the page */
 #define STATUS_WAITING_MAX	100		/* waiting items on the page */
@@ -349,14 +349,14 @@ probe_loop(void *arg)
 	return NULL;
 }
 
-/* ---- the web source -------------------------------------------------- */
+/* ---- what the status shows ------------------------------------------- */
 
 static int64_t
 parse_time(const char *t)
 {
 	int64_t us;
 
-	return t != NULL && time_parse(t, &us) == 0 ? us : WEB_UNKNOWN;
+	return t != NULL && time_parse(t, &us) == 0 ? us : STATUS_UNKNOWN;
 }
 
 static const cJSON *
@@ -375,27 +375,26 @@ add_self_and_peers(struct status *s, cJSON *doc, int running)
 		const cJSON *p = cJSON_GetArrayItem(s->peers, i);
 		const char *id = json_str_or(p, "id", "");
 		char lname[300];
-		struct web_peer peer = { 0 };
+		struct status_peer peer = { 0 };
 
 		snprintf(lname, sizeof lname, "%s%s", LEASE_NAME_PREFIX, id);
 		peer.id = id;
 		peer.lease_name = lname;
 		peer.renewed_us = parse_time(json_str(p, "renewTime"));
 		peer.duration_us = json_int(p, "leaseDurationSeconds", -1) < 0 ?
-		    WEB_UNKNOWN : json_int(p, "leaseDurationSeconds", 0) *
+		    STATUS_UNKNOWN : json_int(p, "leaseDurationSeconds", 0) *
 		    TIME_US_PER_SEC;
 		peer.expired = json_bool(p, "expired", 1);
 		peer.self = strcmp(id, s->id) == 0;
-		peer.running = peer.self ? running : WEB_UNKNOWN;
-		web_doc_add_server(doc, &peer);
+		peer.running = peer.self ? running : STATUS_UNKNOWN;
+		status_doc_add_server(doc, &peer);
 	}
 }
 
-static cJSON *
-src_status(void *arg)
+cJSON *
+status_document(struct status *s)
 {
-	struct status *s = arg;
-	struct web_server_info si = { 0 };
+	struct status_server_info si = { 0 };
 	struct journal_item *it = NULL;
 	struct journal_filter f = { 0 };
 	const cJSON *self = NULL;
@@ -421,15 +420,15 @@ src_status(void *arg)
 	si.lease_state = self == NULL ? "acquiring" :
 	    json_bool(self, "expired", 1) ? "lost" : "held";
 	si.lease_renewed_us = self ? parse_time(json_str(self, "renewTime")) :
-	    WEB_UNKNOWN;
+	    STATUS_UNKNOWN;
 	si.lease_duration_us = self ? json_int(self, "leaseDurationSeconds", 0) *
-	    TIME_US_PER_SEC : WEB_UNKNOWN;
-	doc = web_doc_new(&si, now);
+	    TIME_US_PER_SEC : STATUS_UNKNOWN;
+	doc = status_doc_new(&si, now);
 	add_self_and_peers(s, doc, running);
 
 	/* Running items, then finished ones newest first. */
 	for (size_t i = 0; i < n; i++) {
-		struct web_op op = { 0 };
+		struct status_op op = { 0 };
 
 		if (it[i].finished_at != 0)
 			continue;
@@ -444,22 +443,22 @@ src_status(void *arg)
 		op.labels = labels_of(s, &it[i]);
 		op.schedule = json_str(op.labels, SCHEDULE_LABEL);
 		op.progress.total_items = it[i].total_items > 0 ?
-		    it[i].total_items : WEB_UNKNOWN;
+		    it[i].total_items : STATUS_UNKNOWN;
 		op.progress.items_done = it[i].items_done;
 		op.progress.bytes_done = it[i].bytes_done;
-		op.progress.total_bytes = WEB_UNKNOWN;
+		op.progress.total_bytes = STATUS_UNKNOWN;
 		op.progress.since_us = it[i].claimed_at;
-		web_doc_add_op(doc, strcmp(it[i].kind, JOURNAL_KIND_RESTORE) == 0 ?
-		    WEB_OP_RESTORE : WEB_OP_BACKUP, &op, now);
+		status_doc_add_op(doc, strcmp(it[i].kind, JOURNAL_KIND_RESTORE) == 0 ?
+		    STATUS_RESTORE : STATUS_BACKUP, &op, now);
 	}
 	for (size_t i = n; i-- > 0 && recent < STATUS_RECENT_MAX;) {
 		const char *msgs[] = { it[i].message, NULL };
-		struct web_result r = { 0 };
+		struct status_result r = { 0 };
 
 		if (it[i].finished_at == 0)
 			continue;
 		r.kind = strcmp(it[i].kind, JOURNAL_KIND_RESTORE) == 0 ?
-		    WEB_OP_RESTORE : WEB_OP_BACKUP;
+		    STATUS_RESTORE : STATUS_BACKUP;
 		r.name = it[i].name;
 		r.namespace = it[i].namespace;
 		r.phase = it[i].phase;
@@ -469,35 +468,34 @@ src_status(void *arg)
 		r.attempt = (int)it[i].attempt;
 		r.items_done = it[i].items_done;
 		r.total_items = it[i].total_items > 0 ? it[i].total_items :
-		    WEB_UNKNOWN;
+		    STATUS_UNKNOWN;
 		r.bytes_done = it[i].bytes_done;
 		r.labels = labels_of(s, &it[i]);
 		r.messages = it[i].message[0] ? msgs : NULL;
-		web_doc_add_recent(doc, &r);
+		status_doc_add_recent(doc, &r);
 		recent++;
 	}
 	for (int i = 0; i < cJSON_GetArraySize(s->waiting); i++) {
 		const cJSON *w = cJSON_GetArrayItem(s->waiting, i);
-		struct web_waiting wt = { 0 };
+		struct status_waiting wt = { 0 };
 
 		wt.kind = strcmp(json_str_or(w, "kind", ""), "Restore") == 0 ?
-		    WEB_OP_RESTORE : WEB_OP_BACKUP;
+		    STATUS_RESTORE : STATUS_BACKUP;
 		wt.name = json_str(w, "name");
 		wt.namespace = s->ns;
 		wt.created_us = parse_time(json_str(w, "created"));
 		wt.reason = "not claimed yet";
-		web_doc_add_waiting(doc, &wt);
+		status_doc_add_waiting(doc, &wt);
 	}
 	pthread_mutex_unlock(&s->mu);
 	free(it);
-	volumes_web_status(doc, s->kube, s->ns, now);
+	volumes_status_add(doc, s->kube, s->ns, now);
 	return doc;
 }
 
-static int
-src_healthy(void *arg)
+int
+status_healthy(struct status *s)
 {
-	struct status *s = arg;
 	int ok;
 
 	pthread_mutex_lock(&s->mu);
@@ -507,10 +505,9 @@ src_healthy(void *arg)
 	return ok;
 }
 
-static int
-src_ready(void *arg, struct buf *why)
+int
+status_ready(struct status *s, struct buf *why)
 {
-	struct status *s = arg;
 	int ok;
 
 	pthread_mutex_lock(&s->mu);
@@ -519,16 +516,6 @@ src_ready(void *arg, struct buf *why)
 		buf_puts(why, s->last_pass_mono ? s->why : "starting");
 	pthread_mutex_unlock(&s->mu);
 	return ok;
-}
-
-void
-status_web_source(struct status *s, struct web_source *src)
-{
-	memset(src, 0, sizeof *src);
-	src->status = src_status;
-	src->healthy = src_healthy;
-	src->ready = src_ready;
-	src->arg = s;
 }
 
 /* ---- life cycle ------------------------------------------------------ */

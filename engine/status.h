@@ -1,5 +1,9 @@
 /*
- * status.h: what `cairn server` shows on its web endpoint.
+ * status.h: what `cairn server` publishes about itself: the status
+ * document (docs/status-json.md), liveness and readiness. This is the
+ * engine's own interface; it knows nothing of HTTP. cmd/cmd_server.c
+ * wires it to the web endpoint (web/web.h), which serves it as
+ * /status.json, /healthz and /readyz.
  *
  * A status keeps one probe thread that, every period, (1) checks what
  * /readyz reports (the API server answers, the journal takes a write, the
@@ -12,20 +16,22 @@
  * keeps them in one place and exactly as durable as the record they
  * count: a worker never has to remember to count.
  *
- * The web threads call the source callbacks (status_web_source()); they
- * read the journal (its read connection never waits for writers) and the
- * probe thread's snapshot under a mutex, so they never slow a backup.
+ * status_document(), status_healthy() and status_ready() may be called
+ * from any thread (the web endpoint's): they read the journal (its read
+ * connection never waits for writers) and the probe thread's snapshot
+ * under a mutex, so they never slow a backup.
  */
 #ifndef CAIRN_STATUS_H
 #define CAIRN_STATUS_H
 
 #include <stdint.h>
+#include <cjson/cJSON.h>
 #include "base/err.h"
 
+struct buf;
 struct kube;
 struct journal;
 struct status;
-struct web_source;
 
 struct status_opts {
 	/*
@@ -46,8 +52,22 @@ struct status_opts {
 /* Start the probe thread. On failure *out is NULL. */
 int status_start(const struct status_opts *o, struct status **out,
 	struct cairn_err *err);
-/* Fill src with callbacks reading s (which must outlive the web endpoint). */
-void status_web_source(struct status *s, struct web_source *src);
+/*
+ * A new status document (docs/status-json.md, built with
+ * engine/status_doc.h): this server, its Lease and the others seen,
+ * running backups and restores (from the journal), volume operations,
+ * waiting items and recent results. Owned by the caller; the serving
+ * side adds "version" and "generatedAt".
+ */
+cJSON *status_document(struct status *s);
+/* Non-zero while the probe loop is alive (a pass in the last minute). */
+int status_healthy(struct status *s);
+/*
+ * Non-zero when ready (API server answers, journal takes a write, default
+ * storage location answers); else the first failing reason is appended
+ * to why ("starting" before the first probe) and 0 returned.
+ */
+int status_ready(struct status *s, struct buf *why);
 /* Stop the thread and free. NULL is fine. */
 void status_stop(struct status *s);
 

@@ -53,6 +53,7 @@
 #include "base/buf.h"
 #include "base/jsonutil.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "base/util.h"
@@ -93,18 +94,39 @@ static struct {
 	int set;
 } vcfg;
 
-static volumes_observer_fn vol_observer;
-
 /* Other processes' Leases, for takeover (see holder_gone). */
 static pthread_mutex_t vwatch_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct lease_watch *vwatch;
 static struct kube *vwatch_kube;
 static int64_t vwatch_at;
 
-void
-volumes_set_observer(volumes_observer_fn fn)
+/*
+ * The cairn_volume_* metrics: event "attempt" at a claim, else the final
+ * phase (Completed, Failed) with the bytes this process moved.
+ */
+static void
+vol_count(int restore, const char *event, int64_t bytes)
 {
-	vol_observer = fn;
+	const char *kind = restore ? "restore" : "backup";
+
+	if (strcmp(event, "attempt") == 0) {
+		metrics_inc(restore ? METRIC_VOLUME_RESTORE_ATTEMPT_TOTAL :
+		    METRIC_VOLUME_SNAPSHOT_ATTEMPT_TOTAL, NULL);
+		metrics_add(METRIC_VOLUME_OPERATIONS_IN_PROGRESS, 1,
+		    METRIC_LABELS(kind));
+		return;
+	}
+	metrics_add(METRIC_VOLUME_OPERATIONS_IN_PROGRESS, -1,
+	    METRIC_LABELS(kind));
+	if (bytes > 0)
+		metrics_add(METRIC_VOLUME_BYTES_TOTAL, (double)bytes,
+		    METRIC_LABELS(kind));
+	if (strcmp(event, "Completed") == 0)
+		metrics_inc(restore ? METRIC_VOLUME_RESTORE_SUCCESS_TOTAL :
+		    METRIC_VOLUME_SNAPSHOT_SUCCESS_TOTAL, NULL);
+	else
+		metrics_inc(restore ? METRIC_VOLUME_RESTORE_FAILURE_TOTAL :
+		    METRIC_VOLUME_SNAPSHOT_FAILURE_TOTAL, NULL);
 }
 
 int
@@ -486,8 +508,7 @@ vop_claim(struct vop *v, const struct volumes_ctx *c,
 		v->attempt = json_int(obj, "status.claim.attempt", 1);
 		log_info("%s %s: resuming (attempt %lld)", what, v->name,
 		    (long long)v->attempt);
-		if (vol_observer != NULL)
-			vol_observer(gvr == &vpr_gvr, "attempt", 0);
+		vol_count(gvr == &vpr_gvr, "attempt", 0);
 		return 0;	/* the fence re-reads before the first write */
 	}
 	if (strcmp(phase, "InProgress") == 0) {
@@ -535,8 +556,7 @@ vop_claim(struct vop *v, const struct volumes_ctx *c,
 	else
 		log_info("%s %s: claimed (attempt %lld)", what, v->name,
 		    (long long)v->attempt);
-	if (vol_observer != NULL)
-		vol_observer(gvr == &vpr_gvr, "attempt", 0);
+	vol_count(gvr == &vpr_gvr, "attempt", 0);
 	return 0;
 }
 
@@ -609,8 +629,7 @@ vop_finish(struct vop *v, const char *phase, const char *message,
 	if (message != NULL)
 		json_set_str(v->status, "message", message);
 	vop_set_progress(v);
-	if (vol_observer != NULL)
-		vol_observer(v->gvr == &vpr_gvr, phase, (int64_t)v->done);
+	vol_count(v->gvr == &vpr_gvr, phase, (int64_t)v->done);
 	log_info("%s %s: %s%s%s (%llu of %llu bytes)", v->what, v->name,
 	    phase, message ? ": " : "", message ? message : "",
 	    (unsigned long long)v->done, (unsigned long long)v->total);

@@ -148,26 +148,11 @@ int volumes_delete_backup(const struct volumes_ctx *c, const cJSON *backup,
 int volumes_poll(const struct volumes_ctx *c, int *ran, struct cairn_err *err);
 
 /*
- * Observer of volume operation events, for /metrics (engine/volumes_web.c
- * installs one that feeds web/metrics.h, so this module does not depend
- * on web/): event is "attempt" at a claim, else the final phase
- * (Completed, Failed); bytes moved by this process at the end. restore:
- * 1 for VolumePluginRestores. NULL uninstalls. Set before work starts.
- */
-typedef void (*volumes_observer_fn)(int restore, const char *event,
-	int64_t bytes);
-void volumes_set_observer(volumes_observer_fn fn);
-
-/* ---- engine/volumes_web.c: the web endpoint's view (links web/) ------- */
-
-/* Install the metrics observer (cairn_volume_* counters). */
-void volumes_web_install_metrics(void);
-/*
  * Add every running VolumePluginBackup / VolumePluginRestore in ns to a
- * status document (web/status_doc.h volumeOperations). Errors are logged
- * and leave the list as it was.
+ * status document (engine/status_doc.h, volumeOperations). Errors are
+ * logged and leave the list as it was. (engine/volumes_status.c)
  */
-void volumes_web_status(cJSON *doc, struct kube *k, const char *ns,
+void volumes_status_add(cJSON *doc, struct kube *k, const char *ns,
 	int64_t now_us);
 
 #endif

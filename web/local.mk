@@ -1,12 +1,10 @@
 # web/: the embedded web endpoint (/status, /status.json, /healthz, /readyz,
-# /metrics) and the metrics registry. See web/README.md. Depends on base/
-# only; the engine hands it callbacks (struct web_source).
+# /metrics). See web/README.md. Depends on base/ only; cmd/cmd_server.c
+# hands it callbacks (struct web_source) that read the engine's status.
 noinst_LIBRARIES += web/libweb.a
 CAIRN_MODULE_LIBS += web/libweb.a
 web_libweb_a_SOURCES = \
-	web/web.c web/web.h web/web_int.h \
-	web/metrics.c web/metrics.h web/metrics.def \
-	web/status_doc.c web/status_doc.h
+	web/web.c web/web.h web/web_int.h
 nodist_web_libweb_a_SOURCES = web/status_html.c
 EXTRA_DIST += web/status.html web/README.md
 CLEANFILES += web/status_html.c
@@ -30,9 +28,11 @@ check_PROGRAMS += tests/unit/test_web
 tests_unit_test_web_SOURCES = tests/unit/test_web.c tests/unit/unit.h
 tests_unit_test_web_LDADD = web/libweb.a base/libbase.a $(DEPS_LIBS)
 
-# The fake status source used by the web tests and the benchmark.
+# The fake status source used by the web tests and the benchmark (its
+# document is built with engine/status_doc.h, as the server's is).
 check_PROGRAMS += tests/helpers/web_demo
 tests_helpers_web_demo_SOURCES = tests/helpers/web_demo.c
-tests_helpers_web_demo_LDADD = web/libweb.a base/libbase.a $(DEPS_LIBS)
+tests_helpers_web_demo_LDADD = web/libweb.a engine/libengine.a base/libbase.a \
+	$(DEPS_LIBS)
 
 EXTRA_DIST += tests/lib/cdp.py tests/lib/webcheck.py docs/status-json.md docs/status.schema.json

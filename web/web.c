@@ -67,7 +67,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "base/util.h"
-#include "web/metrics.h"
+#include "base/metrics.h"
 #include "web/web_int.h"
 
 #define WEB_LISTEN_BACKLOG	1024

@@ -5,7 +5,7 @@
  *   GET /status.json   the status document (docs/status-json.md)
  *   GET /healthz       200 while the process's loops are alive, else 503
  *   GET /readyz        200 when ready, else 503 with the reason as the body
- *   GET /metrics       Prometheus text format 0.0.4 (web/metrics.h)
+ *   GET /metrics       Prometheus text format 0.0.4 (base/metrics.h)
  *
  * Read-only: GET and HEAD only (405 with Allow otherwise). With a token file
  * every path but /healthz and /readyz needs "Authorization: Bearer <token>"

@@ -41,8 +41,8 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
-#include "web/metrics.h"
-#include "web/status_doc.h"
+#include "base/metrics.h"
+#include "engine/status_doc.h"
 #include "web/web.h"
 
 #define DEMO_TOTAL_ITEMS	4000
@@ -132,22 +132,22 @@ demo_status(void *arg)
 	int64_t now = time_now_us();
 	cJSON *doc, *labels, *rlabels;
 	char name[64], owner[64];
-	struct web_server_info si = {
+	struct status_server_info si = {
 		.id = "demo-1", .namespace = "cairn-system",
 		.started_us = demo.started_us, .workers = 2,
 		.lease_name = "cairn-demo-1", .lease_state = "held",
 		.lease_renewed_us = now - 1500000,
 		.lease_duration_us = 15 * TIME_US_PER_SEC,
 	};
-	struct web_peer peers[] = {
+	struct status_peer peers[] = {
 		{ "demo-1", "cairn-demo-1", now - 1500000, 15 * TIME_US_PER_SEC, 0, 1, 2 },
 		{ "demo-2", "cairn-demo-2", now - 4000000, 15 * TIME_US_PER_SEC, 0, 0, 0 },
 		{ "demo-old", "cairn-demo-old", demo.started_us - 3600 * TIME_US_PER_SEC,
-		  15 * TIME_US_PER_SEC, 1, 0, WEB_UNKNOWN },
+		  15 * TIME_US_PER_SEC, 1, 0, STATUS_UNKNOWN },
 	};
-	struct web_op op;
-	struct web_volume_op vol;
-	struct web_waiting wait = { WEB_OP_BACKUP, "hourly-20261202-1300", "cairn-system",
+	struct status_op op;
+	struct status_volume_op vol;
+	struct status_waiting wait = { STATUS_BACKUP, "hourly-20261202-1300", "cairn-system",
 		now - 42 * TIME_US_PER_SEC, "all 2 workers busy" };
 
 	(void)arg;
@@ -158,9 +158,9 @@ demo_status(void *arg)
 	cJSON_AddStringToObject(rlabels, "note", SCRIPT_LABEL);
 
 	pthread_mutex_lock(&demo.mu);
-	doc = web_doc_new(&si, now);
+	doc = status_doc_new(&si, now);
 	for (size_t i = 0; i < sizeof peers / sizeof peers[0]; i++)
-		web_doc_add_server(doc, &peers[i]);
+		status_doc_add_server(doc, &peers[i]);
 
 	/* The running backup, resumed (attempt 2) with 250 items done before. */
 	snprintf(name, sizeof name, "nightly-20261202-%03d", demo.run);
@@ -179,11 +179,11 @@ demo_status(void *arg)
 	op.progress.total_items = DEMO_TOTAL_ITEMS;
 	op.progress.items_done = demo.items;
 	op.progress.bytes_done = demo.bytes;
-	op.progress.total_bytes = WEB_UNKNOWN;
+	op.progress.total_bytes = STATUS_UNKNOWN;
 	op.progress.since_us = demo.backup_started_us;
 	op.progress.items_at_since = demo.items_at_start;
 	op.progress.bytes_at_since = demo.items_at_start * DEMO_BYTES_PER_ITEM;
-	web_doc_add_op(doc, WEB_OP_BACKUP, &op, now);
+	status_doc_add_op(doc, STATUS_BACKUP, &op, now);
 
 	/* A running restore whose total is not known yet. */
 	memset(&op, 0, sizeof op);
@@ -194,16 +194,16 @@ demo_status(void *arg)
 	op.attempt = 1;
 	op.claimed_us = op.started_us = demo.started_us + 3700 * TIME_US_PER_SEC;
 	op.backup = "nightly-20261201-000";
-	op.progress.total_items = WEB_UNKNOWN;
+	op.progress.total_items = STATUS_UNKNOWN;
 	op.progress.items_done = demo.restore_items;
 	op.progress.bytes_done = demo.restore_items * 2048;
-	op.progress.total_bytes = WEB_UNKNOWN;
-	op.progress.since_us = WEB_UNKNOWN;
-	web_doc_add_op(doc, WEB_OP_RESTORE, &op, now);
+	op.progress.total_bytes = STATUS_UNKNOWN;
+	op.progress.since_us = STATUS_UNKNOWN;
+	status_doc_add_op(doc, STATUS_RESTORE, &op, now);
 
 	snprintf(owner, sizeof owner, "nightly-20261202-%03d", demo.run);
 	memset(&vol, 0, sizeof vol);
-	vol.kind = WEB_OP_BACKUP;
+	vol.kind = STATUS_BACKUP;
 	vol.name = "vpb-shop-data";
 	vol.owner = owner;
 	vol.volume = "shop-data";
@@ -214,15 +214,15 @@ demo_status(void *arg)
 	vol.bytes_done = demo.volume_bytes;
 	vol.total_bytes = 2048LL * 1024 * 1024;
 	vol.since_us = demo.volume_started_us;
-	web_doc_add_volume(doc, &vol, now);
+	status_doc_add_volume(doc, &vol, now);
 
-	web_doc_add_waiting(doc, &wait);
+	status_doc_add_waiting(doc, &wait);
 
 	for (int i = 0; i < demo.nrecent; i++) {
 		const struct recent *r = &demo.recent[i];
 		const char *msgs[] = { r->message, NULL };
-		struct web_result res = {
-			.kind = WEB_OP_BACKUP, .name = r->name, .phase = r->phase,
+		struct status_result res = {
+			.kind = STATUS_BACKUP, .name = r->name, .phase = r->phase,
 			.started_us = r->completed_us - (int64_t)(r->duration_s * TIME_US_PER_SEC),
 			.completed_us = r->completed_us, .holder = "demo-1",
 			.attempt = 1, .items_done = r->items, .total_items = r->total,
@@ -231,7 +231,7 @@ demo_status(void *arg)
 			.messages = r->message != NULL ? msgs : no_messages,
 		};
 
-		web_doc_add_recent(doc, &res);
+		status_doc_add_recent(doc, &res);
 	}
 	pthread_mutex_unlock(&demo.mu);
 	cJSON_Delete(labels);

@@ -1,7 +1,8 @@
 /*
- * test_web.c: unit tests of web/: the metrics registry and its text format,
- * and the endpoint's routing, auth, caps and status cache, talking HTTP to
- * a real web_start() on 127.0.0.1 port 0 over plain sockets.
+ * test_web.c: unit tests of web/: the endpoint's routing, auth, caps and
+ * status cache, talking HTTP to a real web_start() on 127.0.0.1 port 0
+ * over plain sockets. (The registry it renders: test_metrics.c; the
+ * status document builders: test_status_doc.c.)
  */
 #include "config.h"
 
@@ -18,197 +19,8 @@
 #include "base/buf.h"
 #include "base/timeutil.h"
 #include "tests/unit/unit.h"
-#include "web/metrics.h"
-#include "web/status_doc.h"
+#include "base/metrics.h"
 #include "web/web.h"
-
-/* ---- metrics ---- */
-
-static char *
-render(void)
-{
-	struct buf b;
-
-	buf_init(&b, METRICS_CAP_RENDER);
-	if (metrics_render(&b) < 0)
-		return NULL;
-	return buf_take(&b, NULL);
-}
-
-static void
-test_metrics_complete_at_start(void)
-{
-	char *t;
-
-	metrics_reset();
-	t = render();
-	REQUIRE(t != NULL);
-	CHECK(strstr(t, "# HELP cairn_backup_attempt_total ") != NULL);
-	CHECK(strstr(t, "# TYPE cairn_backup_attempt_total counter\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_attempt_total{schedule=\"\"} 0\n") != NULL);
-	CHECK(strstr(t, "# TYPE cairn_backup_duration_seconds histogram\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_duration_seconds_bucket{schedule=\"\",le=\"+Inf\"} 0\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_in_progress{phase=\"Finalizing\"} 0\n") != NULL);
-	CHECK(strstr(t, "cairn_lease_renew_failures_total 0\n") != NULL);
-	CHECK(strstr(t, "cairn_build_info{version=\"" PACKAGE_VERSION "\"} 1\n") != NULL);
-	/* Every metric of the table is declared. */
-	for (int i = 0; i < METRIC__COUNT; i++) {
-		char want[200];
-
-		snprintf(want, sizeof want, "# TYPE %s ", metrics_name((enum metric_id)i));
-		CHECK(strstr(t, want) != NULL);
-	}
-	free(t);
-}
-
-static void
-test_metrics_counts_and_labels(void)
-{
-	char *t;
-
-	metrics_reset();
-	metrics_inc(METRIC_BACKUP_ATTEMPT_TOTAL, METRIC_LABELS("nightly"));
-	metrics_inc(METRIC_BACKUP_ATTEMPT_TOTAL, METRIC_LABELS("nightly"));
-	metrics_add(METRIC_BACKUP_BYTES_TOTAL, 1.5, NULL);
-	metrics_set(METRIC_LEASE_HELD, 1, NULL);
-	metrics_inc(METRIC_BACKUP_SUCCESS_TOTAL, METRIC_LABELS("we\"ird\\na\nme"));
-	CHECK(metrics_get(METRIC_BACKUP_ATTEMPT_TOTAL, METRIC_LABELS("nightly")) == 2);
-	CHECK(metrics_get(METRIC_BACKUP_ATTEMPT_TOTAL, METRIC_LABELS("none")) == 0);
-	t = render();
-	REQUIRE(t != NULL);
-	CHECK(strstr(t, "cairn_backup_attempt_total{schedule=\"nightly\"} 2\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_bytes_total 1.5\n") != NULL);
-	CHECK(strstr(t, "cairn_lease_held 1\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_success_total{schedule=\"we\\\"ird\\\\na\\nme\"} 1\n") != NULL);
-	free(t);
-}
-
-static void
-test_metrics_misuse_ignored(void)
-{
-	metrics_reset();
-	/* Wrong label count, negative counter step, set on a counter. */
-	metrics_inc(METRIC_BACKUP_ATTEMPT_TOTAL, NULL);
-	metrics_inc(METRIC_BACKUP_ATTEMPT_TOTAL, METRIC_LABELS("a", "b"));
-	metrics_add(METRIC_BACKUP_ATTEMPT_TOTAL, -1, METRIC_LABELS(""));
-	metrics_set(METRIC_BACKUP_ATTEMPT_TOTAL, 5, METRIC_LABELS(""));
-	metrics_observe(METRIC_BACKUP_ATTEMPT_TOTAL, 5, METRIC_LABELS(""));
-	metrics_inc(METRIC__COUNT, NULL);
-	CHECK(metrics_get(METRIC_BACKUP_ATTEMPT_TOTAL, METRIC_LABELS("")) == 0);
-	/* Series cap. */
-	for (int i = 0; i < METRICS_MAX_SERIES + 20; i++) {
-		char s[32];
-
-		snprintf(s, sizeof s, "s%d", i);
-		metrics_inc(METRIC_BACKUP_FAILURE_TOTAL, METRIC_LABELS(s));
-	}
-	CHECK(metrics_get(METRIC_BACKUP_FAILURE_TOTAL, METRIC_LABELS("s10")) == 1);
-	CHECK(metrics_get(METRIC_BACKUP_FAILURE_TOTAL,
-	    METRIC_LABELS("s" "270")) == 0);
-}
-
-static void
-test_metrics_histogram(void)
-{
-	char *t;
-
-	metrics_reset();
-	metrics_observe(METRIC_BACKUP_DURATION_SECONDS, 0.5, METRIC_LABELS("x"));
-	metrics_observe(METRIC_BACKUP_DURATION_SECONDS, 12, METRIC_LABELS("x"));
-	metrics_observe(METRIC_BACKUP_DURATION_SECONDS, 1e9, METRIC_LABELS("x"));
-	t = render();
-	REQUIRE(t != NULL);
-	CHECK(strstr(t, "cairn_backup_duration_seconds_bucket{schedule=\"x\",le=\"1\"} 1\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_duration_seconds_bucket{schedule=\"x\",le=\"10\"} 1\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_duration_seconds_bucket{schedule=\"x\",le=\"15\"} 2\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_duration_seconds_bucket{schedule=\"x\",le=\"86400\"} 2\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_duration_seconds_bucket{schedule=\"x\",le=\"+Inf\"} 3\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_duration_seconds_count{schedule=\"x\"} 3\n") != NULL);
-	CHECK(strstr(t, "cairn_backup_duration_seconds_sum{schedule=\"x\"} 1000000012.5\n") != NULL);
-	CHECK(metrics_get(METRIC_BACKUP_DURATION_SECONDS, METRIC_LABELS("x")) == 3);
-	free(t);
-}
-
-static void *
-inc_thread(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < 20000; i++)
-		metrics_inc(METRIC_CLAIMS_TOTAL, METRIC_LABELS("backup"));
-	return NULL;
-}
-
-static void
-test_metrics_threads(void)
-{
-	pthread_t th[4];
-
-	metrics_reset();
-	for (int i = 0; i < 4; i++)
-		pthread_create(&th[i], NULL, inc_thread, NULL);
-	for (int i = 0; i < 4; i++)
-		pthread_join(th[i], NULL);
-	CHECK_INT(metrics_get(METRIC_CLAIMS_TOTAL, METRIC_LABELS("backup")), 80000);
-}
-
-/* ---- the status document builders ---- */
-
-static double
-num_at(const cJSON *o, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : -999;
-}
-
-static void
-test_status_doc_progress(void)
-{
-	int64_t now = 1800000000LL * TIME_US_PER_SEC;
-	struct web_server_info si = { .id = "s1", .started_us = now - 90 * TIME_US_PER_SEC,
-	    .workers = 2, .lease_name = "cairn-s1", .lease_state = "held",
-	    .lease_renewed_us = WEB_UNKNOWN, .lease_duration_us = WEB_UNKNOWN };
-	struct web_op op = { .name = "b1", .holder = "s1", .attempt = 3,
-	    .claimed_us = WEB_UNKNOWN, .started_us = WEB_UNKNOWN };
-	cJSON *doc, *b, *p;
-
-	doc = web_doc_new(&si, now);
-	REQUIRE(doc != NULL);
-	CHECK(num_at(cJSON_GetObjectItem(doc, "server"), "uptimeSeconds") == 90);
-	CHECK(cJSON_IsArray(cJSON_GetObjectItem(doc, "recent")));
-	/* Resumed at 100 items 10 s ago, now 500 of 1000: 40 items/s, 12.5 s left. */
-	op.progress.total_items = 1000;
-	op.progress.items_done = 500;
-	op.progress.items_at_since = 100;
-	op.progress.bytes_done = 4000;
-	op.progress.total_bytes = WEB_UNKNOWN;
-	op.progress.since_us = now - 10 * TIME_US_PER_SEC;
-	web_doc_add_op(doc, WEB_OP_BACKUP, &op, now);
-	/* Unknown total, nothing measurable yet. */
-	op.name = "r1";
-	op.progress.total_items = WEB_UNKNOWN;
-	op.progress.since_us = now - 100000;
-	web_doc_add_op(doc, WEB_OP_RESTORE, &op, now);
-
-	b = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "backups"), 0);
-	REQUIRE(b != NULL);
-	CHECK_STR(cJSON_GetObjectItem(b, "name")->valuestring, "b1");
-	CHECK(num_at(b, "attempt") == 3);
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(b, "claimedAt")));
-	p = cJSON_GetObjectItem(b, "progress");
-	CHECK(num_at(p, "percent") == 50);
-	CHECK(num_at(p, "rateItemsPerSecond") == 40);
-	CHECK(num_at(p, "rateBytesPerSecond") == 400);
-	CHECK(num_at(p, "etaSeconds") == 12.5);
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "totalBytes")));
-	b = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "restores"), 0);
-	REQUIRE(b != NULL);
-	p = cJSON_GetObjectItem(b, "progress");
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "percent")));
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "rateItemsPerSecond")));
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(p, "etaSeconds")));
-	cJSON_Delete(doc);
-}
 
 /* ---- the endpoint ---- */
 
@@ -528,12 +340,6 @@ test_web_bad_opts(void)
 int
 main(void)
 {
-	RUN(test_metrics_complete_at_start);
-	RUN(test_metrics_counts_and_labels);
-	RUN(test_metrics_misuse_ignored);
-	RUN(test_metrics_histogram);
-	RUN(test_metrics_threads);
-	RUN(test_status_doc_progress);
 	RUN(test_web_routes);
 	RUN(test_web_health_ready);
 	RUN(test_web_status_cached);

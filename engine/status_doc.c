@@ -5,7 +5,7 @@
  * demo helper builds with these functions against the schema.
  */
 #include "config.h"
-#include "web/status_doc.h"
+#include "engine/status_doc.h"
 
 #include <string.h>
 
@@ -90,7 +90,7 @@ list(cJSON *doc, const char *name)
 }
 
 cJSON *
-web_doc_new(const struct web_server_info *s, int64_t now_us)
+status_doc_new(const struct status_server_info *s, int64_t now_us)
 {
 	cJSON *doc = cJSON_CreateObject();
 	cJSON *srv, *lease;
@@ -123,7 +123,7 @@ web_doc_new(const struct web_server_info *s, int64_t now_us)
 }
 
 void
-web_doc_add_server(cJSON *doc, const struct web_peer *p)
+status_doc_add_server(cJSON *doc, const struct status_peer *p)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -166,10 +166,10 @@ add_rate(cJSON *o, const char *key, double r)
 }
 
 void
-web_doc_add_op(cJSON *doc, enum web_op_kind kind, const struct web_op *op,
+status_doc_add_op(cJSON *doc, enum status_kind kind, const struct status_op *op,
     int64_t now_us)
 {
-	const struct web_progress *pr = &op->progress;
+	const struct status_progress *pr = &op->progress;
 	cJSON *o = cJSON_CreateObject(), *p;
 	double ir, br, eta = -1, pct = -1;
 
@@ -214,19 +214,19 @@ web_doc_add_op(cJSON *doc, enum web_op_kind kind, const struct web_op *op,
 	else if (br > 0 && pr->total_bytes >= pr->bytes_done)
 		eta = (double)(pr->total_bytes - pr->bytes_done) / br;
 	add_rate(p, "etaSeconds", eta);
-	cJSON_AddItemToArray(list(doc, kind == WEB_OP_RESTORE ? "restores" :
+	cJSON_AddItemToArray(list(doc, kind == STATUS_RESTORE ? "restores" :
 	    "backups"), o);
 }
 
 void
-web_doc_add_volume(cJSON *doc, const struct web_volume_op *v, int64_t now_us)
+status_doc_add_volume(cJSON *doc, const struct status_volume_op *v, int64_t now_us)
 {
 	cJSON *o = cJSON_CreateObject();
 	double br;
 
-	add_str(o, "kind", kind_names[v->kind == WEB_OP_RESTORE]);
+	add_str(o, "kind", kind_names[v->kind == STATUS_RESTORE]);
 	add_str(o, "name", v->name != NULL ? v->name : "");
-	add_str(o, v->kind == WEB_OP_RESTORE ? "restore" : "backup", v->owner);
+	add_str(o, v->kind == STATUS_RESTORE ? "restore" : "backup", v->owner);
 	add_str(o, "volume", v->volume);
 	add_str(o, "plugin", v->plugin);
 	add_str(o, "phase", v->phase != NULL ? v->phase : "InProgress");
@@ -246,11 +246,11 @@ web_doc_add_volume(cJSON *doc, const struct web_volume_op *v, int64_t now_us)
 }
 
 void
-web_doc_add_waiting(cJSON *doc, const struct web_waiting *w)
+status_doc_add_waiting(cJSON *doc, const struct status_waiting *w)
 {
 	cJSON *o = cJSON_CreateObject();
 
-	add_str(o, "kind", kind_names[w->kind == WEB_OP_RESTORE]);
+	add_str(o, "kind", kind_names[w->kind == STATUS_RESTORE]);
 	add_str(o, "name", w->name != NULL ? w->name : "");
 	add_str(o, "namespace", w->namespace);
 	add_time(o, "createdAt", w->created_us, 1);
@@ -259,11 +259,11 @@ web_doc_add_waiting(cJSON *doc, const struct web_waiting *w)
 }
 
 void
-web_doc_add_recent(cJSON *doc, const struct web_result *r)
+status_doc_add_recent(cJSON *doc, const struct status_result *r)
 {
 	cJSON *o = cJSON_CreateObject(), *m;
 
-	add_str(o, "kind", kind_names[r->kind == WEB_OP_RESTORE]);
+	add_str(o, "kind", kind_names[r->kind == STATUS_RESTORE]);
 	add_str(o, "name", r->name != NULL ? r->name : "");
 	add_str(o, "namespace", r->namespace);
 	add_str(o, "phase", r->phase != NULL ? r->phase : "Failed");

@@ -1,8 +1,9 @@
 /*
- * metrics.h: cairn's metrics registry, rendered on /metrics in the
- * Prometheus text exposition format 0.0.4.
+ * metrics.h: cairn's metrics registry, rendered (by web/ on /metrics) in
+ * the Prometheus text exposition format 0.0.4. It lives in base/ because
+ * it is not HTTP: any module may count, and only the web endpoint renders.
  *
- * Every metric is declared once in web/metrics.def (name, type, label names,
+ * Every metric is declared once in base/metrics.def (name, type, label names,
  * help); there is no run-time registration. The engine updates them with
  * the functions below, passing the label VALUES in the order of the label
  * names of the table, as a NULL-terminated array (METRIC_LABELS) or NULL
@@ -28,7 +29,7 @@
 
 enum metric_id {
 #define METRIC(id, name, type, labels, buckets, init, help) METRIC_##id,
-#include "web/metrics.def"
+#include "base/metrics.def"
 #undef METRIC
 	METRIC__COUNT
 };

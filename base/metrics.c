@@ -16,7 +16,7 @@
  * scraper never holds more than one metric at a time.
  */
 #include "config.h"
-#include "web/metrics.h"
+#include "base/metrics.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -45,7 +45,7 @@ struct mdef {
 static const struct mdef defs[METRIC__COUNT] = {
 #define METRIC(id, name, type, labels, buckets, init, help) \
 	{ METRICS_PREFIX name, MT_##type, labels, MB_##buckets, init, help },
-#include "web/metrics.def"
+#include "base/metrics.def"
 #undef METRIC
 };
 
