@@ -5,6 +5,7 @@
 #include <archive.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <libwebsockets.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
 #include <sqlite3.h>
@@ -26,5 +27,6 @@ cmd_version(const struct cli_command *cmd, struct flagset *fs)
 	printf("  libmicrohttpd %s\n", MHD_get_version());
 	printf("  libyaml       %s\n", yaml_get_version_string());
 	printf("  libcrypto     %s\n", OpenSSL_version(OPENSSL_VERSION));
+	printf("  libwebsockets %s\n", lws_get_library_version());
 	return CLI_EXIT_OK;
 }

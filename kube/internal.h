@@ -35,6 +35,24 @@ struct kcfg_tls {
 };
 void kcfg_tls(const struct kube_config *cfg, struct kcfg_tls *out);
 
+/*
+ * What a connection made outside libcurl (kube/exec.c: WebSocket) needs to
+ * authenticate exactly as the transport does: the bearer token the next
+ * request would carry (never over plain http; force: re-read the token
+ * source now, as after a 401), the TLS material, the user agent and the
+ * request timeout. The server URL is kube_server(). Release with
+ * kube_auth_clear() (wipes the token).
+ */
+struct kube_auth {
+	char *token;			/* owned; NULL: none */
+	struct kcfg_tls tls;		/* borrowed from the client's config */
+	int https;
+	const char *user_agent;		/* borrowed */
+	int64_t timeout_us;		/* the client's request timeout */
+};
+void kube_auth_get(struct kube *k, int force_token, struct kube_auth *out);
+void kube_auth_clear(struct kube_auth *a);
+
 /* Parse a YAML document into cJSON (scalars as strings). Exposed for tests. */
 cJSON *kcfg_yaml_to_json(const char *data, size_t len, const char *what,
 	struct cairn_err *err);

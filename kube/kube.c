@@ -638,6 +638,43 @@ setup_handle(struct kube *k, CURL *h, struct kube_call *c, struct xfer *x,
 	}
 }
 
+/* The bearer token to send (owned), NULL: none, or never over plain http. */
+static char *
+bearer_token(struct kube *k, int force_token)
+{
+	char *tok = kcfg_token(k->cfg, force_token);
+
+	if (tok != NULL && !k->https) {
+		if (!k->warned_http_token) {
+			k->warned_http_token = 1;
+			log_warn("not sending the bearer token over plain "
+			    "http to %s", k->base_url);
+		}
+		explicit_bzero(tok, strlen(tok));
+		FREE_NULL(tok);
+	}
+	return tok;
+}
+
+void
+kube_auth_get(struct kube *k, int force_token, struct kube_auth *out)
+{
+	memset(out, 0, sizeof *out);
+	out->token = bearer_token(k, force_token);
+	kcfg_tls(k->cfg, &out->tls);
+	out->https = k->https;
+	out->user_agent = k->user_agent;
+	out->timeout_us = k->o.timeout_us;
+}
+
+void
+kube_auth_clear(struct kube_auth *a)
+{
+	if (a->token != NULL)
+		explicit_bzero(a->token, strlen(a->token));
+	FREE_NULL(a->token);
+}
+
 static struct curl_slist *
 make_headers(struct kube *k, struct kube_call *c, int force_token)
 {
@@ -652,18 +689,12 @@ make_headers(struct kube *k, struct kube_call *c, int force_token)
 		h = curl_slist_append(h, line);
 		free(line);
 	}
-	tok = kcfg_token(k->cfg, force_token);
+	tok = bearer_token(k, force_token);
 	if (tok != NULL) {
-		if (k->https) {
-			line = xasprintf("Authorization: Bearer %s", tok);
-			h = curl_slist_append(h, line);
-			explicit_bzero(line, strlen(line));
-			free(line);
-		} else if (!k->warned_http_token) {
-			k->warned_http_token = 1;
-			log_warn("not sending the bearer token over plain "
-			    "http to %s", k->base_url);
-		}
+		line = xasprintf("Authorization: Bearer %s", tok);
+		h = curl_slist_append(h, line);
+		explicit_bzero(line, strlen(line));
+		free(line);
 		explicit_bzero(tok, strlen(tok));
 		free(tok);
 	}

@@ -517,6 +517,65 @@ size_t kube_informer_count(struct kube_informer *inf);
 void kube_informer_free(struct kube_informer *inf);
 
 /* ------------------------------------------------------------------ */
+/* Exec in a pod's container (kube/exec.c)                             */
+/* ------------------------------------------------------------------ */
+
+#define KUBE_EXEC_OUTPUT_CAP (64u << 10)	/* bytes kept per stream */
+#define KUBE_EXEC_TIMEOUT_US (30LL * 1000000)	/* default whole-exec timeout */
+
+struct kube_exec_opts {
+	const char *container;		/* NULL or "": the pod's first container */
+	/*
+	 * The pod as the caller read it (borrowed): its containers and phase
+	 * are checked instead of GETting it first. NULL: GET it.
+	 */
+	const cJSON *pod;
+	const char *const *command;	/* argv, NULL-terminated, at least one */
+	size_t output_cap;		/* bytes kept of stdout and of stderr
+					   each; 0: KUBE_EXEC_OUTPUT_CAP */
+	int64_t timeout_us;		/* the whole exec, connect included;
+					   0: KUBE_EXEC_TIMEOUT_US */
+	const volatile int *stop;	/* non-zero: CAIRN_ECANCELED within ~0.1 s */
+};
+
+struct kube_exec_result {
+	int exit_code;			/* the command's exit code; -1 unknown */
+	char *out, *err;		/* stdout / stderr as received, the first
+					   output_cap bytes, NUL-terminated, owned */
+	size_t out_len, err_len;	/* bytes kept */
+	uint64_t out_total, err_total;	/* bytes received */
+	char container[254];		/* the container it ran in */
+	char protocol[32];		/* "v5.channel.k8s.io", "v4.channel.k8s.io" */
+};
+
+/*
+ * Run a command in a container of pod ns/name through the API server, as
+ * `kubectl exec` does: a GET of the pod first, unless o->pod is given (so
+ * a missing pod or container, or a pod that has ended, is a clear
+ * CAIRN_ENOTFOUND / CAIRN_EINVAL), then the pods/exec subresource upgraded to a WebSocket
+ * (libwebsockets) offering v5.channel.k8s.io, then v4.channel.k8s.io;
+ * stdout and stderr are captured (capped), no stdin, no TTY. The
+ * connection authenticates as every other request of k does (bearer
+ * token, client certificate, CA, tls-server-name; a 401 re-reads the
+ * token once).
+ *
+ * Returns 0 when the command ran to its end: res->exit_code is its exit
+ * code (0 or not; the Status on the error channel says). Otherwise res
+ * keeps what arrived and: CAIRN_ETIMEOUT (o->timeout_us passed; the
+ * connection is closed), CAIRN_ECANCELED (stop), CAIRN_EAUTH (the
+ * upgrade was refused with 401/403: RBAC needs get and create on
+ * pods/exec), CAIRN_ENET (connection or TLS), CAIRN_ESERVER (the server
+ * reported a failure without an exit code, e.g. the container is not
+ * running or the command could not start: its message is in err),
+ * CAIRN_EPROTO (the stream ended without a Status). res is always filled
+ * (free with kube_exec_result_free).
+ */
+int kube_exec(struct kube *k, const char *ns, const char *name,
+	const struct kube_exec_opts *o, struct kube_exec_result *res,
+	struct cairn_err *err);
+void kube_exec_result_free(struct kube_exec_result *res);
+
+/* ------------------------------------------------------------------ */
 /* Label selectors (kube/selector.c)                                   */
 /* ------------------------------------------------------------------ */
 

@@ -12,6 +12,7 @@ kube_libkube_a_SOURCES = \
 	kube/objects.c \
 	kube/list.c \
 	kube/watch.c \
+	kube/exec.c \
 	kube/selector.c
 EXTRA_DIST += kube/README.md
 
@@ -27,3 +28,7 @@ tests_unit_test_kube_list_text_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS
 check_PROGRAMS += tests/helpers/kube_tool
 tests_helpers_kube_tool_SOURCES = tests/helpers/kube_tool.c
 tests_helpers_kube_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/helpers/exec_tool
+tests_helpers_exec_tool_SOURCES = tests/helpers/exec_tool.c
+tests_helpers_exec_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)

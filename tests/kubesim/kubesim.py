@@ -3,6 +3,7 @@
 
 usage: kubesim.py --port 0 --ready-file FILE --kubeconfig-out FILE [--tls]
                   [--token NAME=TOKEN ...] [--seed DIR|FILE ...] [--host 127.0.0.1]
+                  [--exec-root DIR] [--exec-protocols P1,P2]
 
 See README.md in this directory for what is faithful, what is approximated and
 the /_sim/ test API."""
@@ -40,6 +41,7 @@ from ks_core import Sim, ApiError, STATUS_REASONS, dumps, loads, bad_request  # 
 from ks_select import parse_label_selector, parse_field_selector, SelectorError  # noqa: E402
 from ks_types import make_table, partial_meta  # noqa: E402
 from ks_rbac import Authorizer, user_for  # noqa: E402
+import ks_exec  # noqa: E402
 
 try:
     import yaml  # optional, for YAML seeds / bodies / apply patches
@@ -617,6 +619,9 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
+        if sub == "exec" and rt.kind == "Pod" and ns is not None and name is not None:
+            ks_exec.serve(self, rt, ns, name, method, self.log_entry["query"])
+            return
         if sub is not None and not ((sub == "status" and rt.has_status) or (sub == "scale" and rt.scale)):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if rt.namespaced and ns is None and name is not None:
@@ -999,6 +1004,9 @@ def main(argv=None):
     ap.add_argument("--history", type=int, default=10000, help="watch event history length")
     ap.add_argument("--bookmark-interval", type=float, default=5.0)
     ap.add_argument("--no-gzip", action="store_true")
+    ap.add_argument("--exec-root", help="pods/exec runs commands in EXEC_ROOT/NS/POD/CONTAINER (default: a temp dir)")
+    ap.add_argument("--exec-protocols", default="v5.channel.k8s.io,v4.channel.k8s.io",
+                    help="pods/exec WebSocket subprotocols served")
     opts = ap.parse_args(argv)
 
     tokens = []
@@ -1013,6 +1021,7 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
     signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
 
+    opts.exec_root = opts.exec_root or os.path.join(tmp, "exec")
     sim = Sim(history=opts.history)
     if opts.seed:
         load_seeds(sim, opts.seed)
