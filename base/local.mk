@@ -12,7 +12,8 @@ base_libbase_a_SOURCES = \
 	base/flags.c base/flags.h base/flags.def \
 	base/jsonutil.c base/jsonutil.h \
 	base/util.c base/util.h \
-	base/metrics.c base/metrics.h base/metrics.def
+	base/metrics.c base/metrics.h base/metrics.def \
+	base/fault.c base/fault.h
 
 check_PROGRAMS += tests/unit/test_metrics
 tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c tests/unit/unit.h

@@ -60,6 +60,7 @@
 #include <zlib.h>
 
 #include "base/buf.h"
+#include "base/fault.h"
 #include "base/jsonutil.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -154,6 +155,8 @@ struct bk {
 	/* the resource list of the items this run wrote (all, unless resumed) */
 	struct rlgz *rl;
 	int resumed;			/* parts were kept from an earlier run */
+	size_t nkept;			/* ... that many: parts[0..nkept) */
+	int tar_done;			/* the tarball is complete in storage */
 	int from_status;		/* ... vouched for by status, not our journal */
 	char *cur_gvk;			/* "apps/v1/Deployment" of cur */
 	/* current resource while listing */
@@ -287,6 +290,8 @@ bk_set_checkpoint(struct bk *b)
 /* The part sink: spool, upload, journal, status.                     */
 /* ------------------------------------------------------------------ */
 
+static int bk_completed_meanwhile(struct bk *b);
+
 static int
 sink_begin(void *arg, int part, struct cairn_err *err)
 {
@@ -355,6 +360,8 @@ sink_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 		return rc;
 	rc = store_mpu_put_part(b->store, b->tar_key, b->upload_id, part, &src,
 	    etag, NULL, err);
+	if (rc == CAIRN_ENOTFOUND && bk_completed_meanwhile(b))
+		return cairn_err_set(err, CAIRN_EEXIST, "tarball complete");
 	if (rc < 0)
 		return cairn_err_prefix(err, "uploading part %d of %s", part,
 		    b->tar_key);
@@ -385,6 +392,7 @@ sink_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 	rc = bk_status_write(b, err);
 	if (rc < 0)
 		return rc;
+	fault_point("backup.after-part");
 	log_info("backup %s/%s: part %d stored (%llu bytes, %lld items, "
 	    "last %s)", b->ns, b->name, part, (unsigned long long)bytes,
 	    (long long)jp.items, jp.last_key);
@@ -1138,12 +1146,65 @@ bk_next_part(const struct bk *b)
 	return (int)last + 1;
 }
 
+/*
+ * Whether the tarball key holds the join of parts[0..n): an earlier
+ * attempt completed the upload and died before it could say so (or its
+ * complete landed late, docs/protocol.md "Writes in flight"). 0 when it
+ * cannot tell (the upload is then started again: wasted work, never a
+ * lost or mixed tarball).
+ */
+static int
+bk_tarball_is_join(struct bk *b, size_t n)
+{
+	struct store_part *sp;
+	struct cairn_err e = CAIRN_ERR_INIT;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	sp = xcalloc(n, sizeof *sp);
+	for (size_t i = 0; i < n; i++) {
+		sp[i].number = (int)b->parts[i].part_number;
+		snprintf(sp[i].etag, sizeof sp[i].etag, "%.*s",
+		    (int)sizeof sp[i].etag - 1, b->parts[i].etag);
+		sp[i].size = (uint64_t)b->parts[i].bytes;
+	}
+	rc = store_mpu_joined(b->store, b->tar_key, sp, n, &e);
+	free(sp);
+	if (rc < 0)
+		bk_event(b, "warning", "cannot tell whether %s is complete: %s",
+		    b->tar_key, e.msg);
+	return rc == 1;
+}
+
+/*
+ * The upload vanished under a resumed run: the earlier owner's complete of
+ * the kept parts landed after we listed them. Then the tarball is whole
+ * and ours to finish (sets tar_done).
+ */
+static int
+bk_completed_meanwhile(struct bk *b)
+{
+	if (!b->resumed || b->tar_done || !bk_tarball_is_join(b, b->nkept))
+		return b->tar_done;
+	bk_event(b, "info", "upload %s was completed meanwhile by the earlier "
+	    "attempt with the %zu checkpointed parts: finishing from there",
+	    b->upload_id, b->nkept);
+	b->tar_done = 1;
+	return 1;
+}
+
+/* Forget the parts (memory and journal): the tarball starts again. */
 static void
 bk_drop_checkpoint(struct bk *b)
 {
+	struct cairn_err e = CAIRN_ERR_INIT;
+
 	b->nparts = 0;
 	FREE_NULL(b->upload_id);
 	FREE_NULL(b->resume_cont);
+	if (journal_parts_clear(b->env->journal, b->jid, &e) < 0)
+		bk_event(b, "warning", "%s", e.msg);
 }
 
 /* Set up the upload and the resume point. */
@@ -1160,7 +1221,15 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 		pc.matched = 0;
 		rc = store_mpu_list_parts(b->store, b->tar_key, b->upload_id,
 		    part_check_cb, &pc, err);
-		if (rc < 0 || pc.matched != b->nparts) {
+		if (rc == CAIRN_ENOTFOUND && bk_tarball_is_join(b, b->nparts)) {
+			/* Completed by an attempt that died before Completed. */
+			cairn_err_clear(err);
+			bk_event(b, "info", "upload %s was completed with the %zu "
+			    "checkpointed parts before the earlier attempt "
+			    "stopped: finishing from there", b->upload_id,
+			    b->nparts);
+			b->tar_done = 1;
+		} else if (rc < 0 || pc.matched != b->nparts) {
 			bk_event(b, "warning", "checkpointed parts are not all in "
 			    "upload %s (%s): starting the tarball again",
 			    b->upload_id, rc < 0 ? err->msg : "ETag mismatch");
@@ -1192,6 +1261,9 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 		b->bytes_stored += b->parts[i].bytes;
 	}
 	b->items_done = b->items_stored;
+	b->nkept = b->nparts;
+	if (b->tar_done)
+		return 0;
 	if (bspec_key_split(b->parts[b->nparts - 1].last_key, b->resume) < 0) {
 		bk_event(b, "warning", "bad checkpoint key \"%s\": starting "
 		    "again", b->parts[b->nparts - 1].last_key);
@@ -1573,7 +1645,13 @@ bk_complete(struct bk *b, struct cairn_err *err)
 			bk_record(b, 1, i == 0 ? vr.message : "another volume "
 			    "failed (see its VolumePluginBackup)");
 	}
+	if (b->tar_done)
+		goto metadata;
 	rc = tarparts_finish(b->tp, err);
+	if (rc < 0 && b->tar_done) {
+		cairn_err_clear(err);
+		goto metadata;
+	}
 	if (rc < 0)
 		return rc;
 	sp = xcalloc(b->nparts ? b->nparts : 1, sizeof *sp);
@@ -1584,16 +1662,22 @@ bk_complete(struct bk *b, struct cairn_err *err)
 		sp[i].size = (uint64_t)b->parts[i].bytes;
 	}
 	rc = engine_fence_check(&b->f, err);
+	fault_point("backup.before-complete");	/* the complete in flight */
 	if (rc == 0)
 		rc = store_mpu_complete(b->store, b->tar_key, b->upload_id, sp,
 		    b->nparts, NULL, err);
 	free(sp);
-	if (rc < 0)
+	if (rc == CAIRN_ENOTFOUND && bk_completed_meanwhile(b))
+		cairn_err_clear(err);
+	else if (rc < 0)
 		return cairn_err_prefix(err, "completing %s", b->tar_key);
+	fault_point("backup.after-complete");
+metadata:
 	phase = b->nerrors > 0 ? "PartiallyFailed" : "Completed";
 	rc = bk_upload_metadata(b, phase, err);
 	if (rc < 0)
 		return cairn_err_prefix(err, "metadata files");
+	fault_point("backup.after-metadata");
 	return bk_finish_status(b, phase, NULL, err);
 }
 
@@ -1788,6 +1872,10 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	rc = bk_progress(&b, 1, err);
 	if (rc < 0)
 		goto out;
+	if (b.tar_done) {
+		b.resumed = 1;	/* the resource list is read back */
+		goto complete;
+	}
 
 	sink.begin = sink_begin;
 	sink.write = sink_write;
@@ -1816,8 +1904,10 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	rc = bk_walk(&b, err);
 	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED)
 		goto out;
-	if (rc < 0)
+	if (rc < 0 && !b.tar_done)
 		goto storage_fail;
+	cairn_err_clear(err);
+complete:
 	rc = bk_complete(&b, err);
 	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED)
 		goto out;

@@ -71,6 +71,7 @@ enum stmt_id {
 	ST_ITEMS,
 	ST_PART_ADD,
 	ST_PARTS,
+	ST_PARTS_CLEAR,
 	ST_RESTORE_MARK,
 	ST_RESTORE_GET,
 	ST_RESTORE_COUNTS,
@@ -120,6 +121,7 @@ static const char *const stmt_sql[ST__COUNT] = {
 	[ST_PARTS] = "SELECT part_number, upload_id, etag, last_key, items, "
 	    "bytes, created_at, list_continue FROM parts WHERE item_id = ?1 "
 	    "ORDER BY part_number",
+	[ST_PARTS_CLEAR] = "DELETE FROM parts WHERE item_id = ?1",
 	[ST_RESTORE_MARK] = "INSERT INTO restore_items (item_id, key, state, "
 	    "at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (item_id, key) DO UPDATE "
 	    "SET state = excluded.state, at = excluded.at",
@@ -1322,6 +1324,26 @@ journal_parts(struct journal *j, int64_t id, struct journal_part **out,
     size_t *n, struct cairn_err *err)
 {
 	return read_list(j, &parts_shape, bind_id, &id, out, n, err);
+}
+
+int
+journal_parts_clear(struct journal *j, int64_t id, struct cairn_err *err)
+{
+	struct cairn_err local = CAIRN_ERR_INIT;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	rc = journal_begin(j, err);
+	if (rc < 0)
+		return rc;
+	rc = stmt(j, &j->w, ST_PARTS_CLEAR, &st, err);
+	if (rc == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		rc = step_done(j, &j->w, st, err, "clearing the parts");
+	}
+	return wdone(j, rc, err);
 }
 
 /* ---- Restore progress ------------------------------------------------------- */

@@ -216,6 +216,13 @@ int	journal_part_add(struct journal *j, int64_t id,
 int	journal_parts(struct journal *j, int64_t id, struct journal_part **out,
 	    size_t *n, struct cairn_err *err);
 
+/*
+ * Forget every part of item id (its tarball starts again under a new
+ * upload, whose part numbers start at 1 again).
+ */
+int	journal_parts_clear(struct journal *j, int64_t id,
+	    struct cairn_err *err);
+
 /* ---- Restore progress ----------------------------------------------------- */
 
 /* Record the outcome of one item key (replaces an earlier outcome). */

@@ -29,9 +29,12 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include <openssl/evp.h>
 
 #include "base/buf.h"
 #include "base/mem.h"
@@ -533,4 +536,156 @@ store_mpu_abort(struct store *s, const char *key, const char *upload_id,
 	if (rc < 0)
 		return rc;
 	return s->ops->mpu_abort(s, key, upload_id, err);
+}
+
+/* ---- recognising a completed upload ---------------------------------- */
+
+/* 1 if s is 32 hex digits (an MD5), else 0. */
+static int
+is_md5_hex(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 32; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+			return 0;
+	return s[32] == '\0';
+}
+
+static int
+hex_byte(const char *p)
+{
+	int v = 0;
+
+	for (int i = 0; i < 2; i++) {
+		char c = p[i];
+
+		v = v * 16 + (c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
+	}
+	return v;
+}
+
+/* Reading the object back, one MD5 per part-sized slice. */
+struct join_check {
+	const struct store_part *parts;
+	size_t n, i;			/* part being hashed */
+	uint64_t left;			/* its bytes still to come */
+	EVP_MD_CTX *ctx;
+	int mismatch;
+};
+
+static int
+join_slice_end(struct join_check *jc)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	char hex[2 * EVP_MAX_MD_SIZE + 1];
+
+	EVP_DigestFinal_ex(jc->ctx, md, &len);
+	store_hex(md, len, hex);
+	if (strcasecmp(hex, jc->parts[jc->i].etag) != 0)
+		jc->mismatch = 1;
+	jc->i++;
+	if (jc->i < jc->n) {
+		jc->left = jc->parts[jc->i].size;
+		EVP_DigestInit_ex(jc->ctx, EVP_md5(), NULL);
+	}
+	return jc->mismatch ? -1 : 0;
+}
+
+static int
+join_sink(void *arg, const void *p, size_t n)
+{
+	struct join_check *jc = arg;
+	const unsigned char *c = p;
+
+	while (n > 0) {
+		size_t k;
+
+		if (jc->i >= jc->n)
+			return jc->mismatch = 1, -1;
+		k = n < jc->left ? n : (size_t)jc->left;
+		EVP_DigestUpdate(jc->ctx, c, k);
+		c += k;
+		n -= k;
+		jc->left -= k;
+		if (jc->left == 0 && join_slice_end(jc) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int
+store_mpu_joined(struct store *s, const char *key,
+    const struct store_part *parts, size_t nparts, struct cairn_err *err)
+{
+	struct store_stat st;
+	struct join_check jc;
+	uint64_t total = 0;
+	char want[STORE_ETAG_MAX];
+	int rc;
+
+	if (nparts == 0)
+		return 0;
+	for (size_t i = 0; i < nparts; i++) {
+		if (!is_md5_hex(parts[i].etag))
+			return 0;	/* not an MD5: nothing to compare with */
+		total += parts[i].size;
+	}
+	rc = store_head(s, key, &st, err);
+	if (rc == CAIRN_ENOTFOUND) {
+		cairn_err_clear(err);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	if (st.size != total)
+		return 0;
+	/* S3: "<MD5 of the parts' binary MD5s>-<parts>". */
+	if (strchr(st.etag, '-') != NULL) {
+		unsigned char bin[16], md[EVP_MAX_MD_SIZE];
+		unsigned int len = 0;
+		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+		if (ctx == NULL)
+			return cairn_err_set(err, CAIRN_EFAIL, "EVP_MD_CTX_new");
+		EVP_DigestInit_ex(ctx, EVP_md5(), NULL);
+		for (size_t i = 0; i < nparts; i++) {
+			for (int k = 0; k < 16; k++)
+				bin[k] = (unsigned char)hex_byte(parts[i].etag +
+				    2 * k);
+			EVP_DigestUpdate(ctx, bin, sizeof bin);
+		}
+		EVP_DigestFinal_ex(ctx, md, &len);
+		EVP_MD_CTX_free(ctx);
+		store_hex(md, len, want);
+		snprintf(want + strlen(want), sizeof want - strlen(want),
+		    "-%zu", nparts);
+		return strcasecmp(want, st.etag) == 0;
+	}
+	/* One part: its MD5 is the object's. */
+	if (nparts == 1 && st.etag[0] != '\0')
+		return strcasecmp(parts[0].etag, st.etag) == 0;
+	/* Else (fs: the MD5 of the whole): read back, one MD5 per part. */
+	memset(&jc, 0, sizeof jc);
+	jc.parts = parts;
+	jc.n = nparts;
+	jc.left = parts[0].size;
+	jc.ctx = EVP_MD_CTX_new();
+	if (jc.ctx == NULL)
+		return cairn_err_set(err, CAIRN_EFAIL, "EVP_MD_CTX_new");
+	EVP_DigestInit_ex(jc.ctx, EVP_md5(), NULL);
+	/* Empty parts at the start end at once. */
+	while (jc.i < jc.n && jc.left == 0 && join_slice_end(&jc) == 0)
+		;
+	rc = store_get(s, key, 0, -1, join_sink, &jc, NULL, err);
+	EVP_MD_CTX_free(jc.ctx);
+	if (jc.mismatch) {
+		cairn_err_clear(err);
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	return jc.i == jc.n;
 }

@@ -248,6 +248,17 @@ int store_mpu_complete(struct store *s, const char *key, const char *upload_id,
 int store_mpu_abort(struct store *s, const char *key, const char *upload_id,
 	struct cairn_err *err);
 
+/*
+ * Whether key holds exactly the join of parts (each part's size and MD5
+ * ETag, in order): 1 yes, 0 no (missing, other size or content, or an
+ * ETag that is not an MD5 so there is nothing to compare), < 0 could not
+ * tell (the error). Recognises an upload that was completed by a process
+ * that died before it could record that: from the S3 multipart ETag when
+ * the store gives one, else by reading the object back.
+ */
+int store_mpu_joined(struct store *s, const char *key,
+	const struct store_part *parts, size_t nparts, struct cairn_err *err);
+
 /* ---- helpers ---------------------------------------------------------- */
 
 /* 0 if key is a valid key (rules above), else CAIRN_EINVAL with why. */
