@@ -1,6 +1,7 @@
 /* err.c: the error convention, see err.h. */
 #include "config.h"
 #include "base/err.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -16,7 +17,7 @@ cairn_err_set(struct cairn_err *err, int code, const char *fmt, ...)
 		return code;
 	err->code = code;
 	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	(void)str_vformat(err->msg, sizeof err->msg, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -32,10 +33,9 @@ cairn_err_errno(struct cairn_err *err, int code, int errnum, const char *fmt,
 		return code;
 	err->code = code;
 	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	len = str_vformat(err->msg, sizeof err->msg, fmt, ap);
 	va_end(ap);
-	len = strlen(err->msg);
-	snprintf(err->msg + len, sizeof err->msg - len, ": %s",
+	(void)str_format(err->msg + len, sizeof err->msg - len, ": %s",
 	    strerror(errnum));
 	return code;
 }
@@ -54,7 +54,10 @@ cairn_err_prefix(struct cairn_err *err, const char *fmt, ...)
 	n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 	va_end(ap);
 	if (n >= 0 && (size_t)n < sizeof err->msg && old[0] != '\0')
-		snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", old);
+		(void)str_format(err->msg + n, sizeof err->msg - (size_t)n,
+		    ": %s", old);
+	else if (n >= 0 && (size_t)n >= sizeof err->msg)
+		err->msg[str_utf8_cut(err->msg, strlen(err->msg))] = '\0';
 	if (err->code == 0)
 		err->code = CAIRN_EFAIL;
 	return err->code;

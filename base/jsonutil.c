@@ -2,6 +2,7 @@
 #include "config.h"
 #include "base/jsonutil.h"
 #include "base/mem.h"
+#include "base/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -478,9 +479,21 @@ json_parse_member(const char *data, size_t len, const char *key,
 char *
 json_print(const cJSON *item)
 {
-	char *s = cJSON_PrintUnformatted(item);
+	char *s = cJSON_PrintUnformatted(item), *fixed;
+	size_t len;
 
 	if (s == NULL)
-		s = xstrdup("null");
-	return s;
+		return xstrdup("null");
+	/*
+	 * cJSON copies string bytes as they are: text from outside (a
+	 * plugin's message) may hold invalid UTF-8, which an API server
+	 * refuses or mangles. Only string contents can be non-ASCII, so
+	 * replacing each bad byte by U+FFFD keeps the JSON well formed.
+	 */
+	len = strlen(s);
+	if (str_utf8_valid(s, len))
+		return s;
+	fixed = str_utf8_fix(s, len);
+	cJSON_free(s);
+	return fixed;
 }

@@ -72,7 +72,7 @@ cJSON *json_parse_member(const char *data, size_t len, const char *key,
  * of streams that must not parse; p must not follow a lone backslash.
  */
 const char *json_string_end(const char *p, const char *end, int *esc);
-/* Compact text, owned (free()). */
+/* Compact text, owned (free()), always valid UTF-8 (bad bytes -> U+FFFD). */
 char *json_print(const cJSON *item);
 
 #endif

@@ -3,30 +3,150 @@
 #include "base/util.h"
 #include "base/mem.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-/* Length of a valid UTF-8 sequence at s, or 0 if invalid. */
+/*
+ * Length of a valid UTF-8 sequence at s, or 0 if invalid: RFC 3629, as Go
+ * and Python decode it (no overlong forms, no surrogates, nothing past
+ * U+10FFFF). A NUL is never a continuation byte, so this stops at the end.
+ */
 static size_t
 utf8_len(const unsigned char *s)
 {
 	size_t n;
+	unsigned char lo = 0x80, hi = 0xbf;	/* range of the second byte */
 
 	if (s[0] < 0x80)
 		return 1;
 	if (s[0] >= 0xc2 && s[0] <= 0xdf)
 		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+	else if (s[0] >= 0xe0 && s[0] <= 0xef) {
 		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		if (s[0] == 0xe0)
+			lo = 0xa0;		/* overlong */
+		else if (s[0] == 0xed)
+			hi = 0x9f;		/* surrogates */
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
 		n = 4;
-	else
+		if (s[0] == 0xf0)
+			lo = 0x90;		/* overlong */
+		else if (s[0] == 0xf4)
+			hi = 0x8f;		/* past U+10FFFF */
+	} else
 		return 0;
-	for (size_t i = 1; i < n; i++)
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
 		if ((s[i] & 0xc0) != 0x80)
 			return 0;
+	return n;
+}
+
+size_t
+str_utf8_cut(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = len, back = 0;
+
+	/* Back over up to 3 continuation bytes to the lead byte. */
+	while (i > 0 && back < 3 && (p[i - 1] & 0xc0) == 0x80) {
+		i--;
+		back++;
+	}
+	if (i == 0 || p[i - 1] < 0xc0)
+		return len;	/* ASCII or stray continuation: no lead cut */
+	/* p[i-1] leads a sequence; does it end within len? */
+	{
+		size_t need = p[i - 1] >= 0xf0 ? 4 : p[i - 1] >= 0xe0 ? 3 : 2;
+
+		return back + 1 >= need ? len : i - 1;
+	}
+}
+
+int
+str_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		size_t n;
+
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		if ((size_t)(end - p) < 2)
+			return 0;
+		n = utf8_len(p);
+		if (n == 0 || n > (size_t)(end - p))
+			return 0;
+		p += n;
+	}
+	return 1;
+}
+
+char *
+str_utf8_fix(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	struct buf b;
+
+	char *out;
+
+	buf_init(&b, 3 * len + 1);
+	while (p < end) {
+		size_t n = *p < 0x80 ? 1 : (size_t)(end - p) < 2 ? 0 :
+		    utf8_len(p);
+
+		if (n == 0 || n > (size_t)(end - p)) {
+			(void)buf_puts(&b, "\xef\xbf\xbd");	/* U+FFFD */
+			p++;
+			continue;
+		}
+		if (n == 1 && *p == '\0')
+			(void)buf_puts(&b, "\xef\xbf\xbd");
+		else
+			(void)buf_append(&b, p, n);
+		p += n;
+	}
+	out = buf_take(&b, NULL);
+	return out != NULL ? out : xstrdup("");
+}
+
+size_t
+str_vformat(char *dst, size_t cap, const char *fmt, va_list ap)
+{
+	int n;
+	size_t len;
+
+	if (cap == 0)
+		return 0;
+	n = vsnprintf(dst, cap, fmt, ap);
+	if (n < 0) {
+		dst[0] = '\0';
+		return 0;
+	}
+	len = strlen(dst);
+	if ((size_t)n >= cap) {	/* truncated: never inside a character */
+		len = str_utf8_cut(dst, len);
+		dst[len] = '\0';
+	}
+	return len;
+}
+
+size_t
+str_format(char *dst, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	n = str_vformat(dst, cap, fmt, ap);
+	va_end(ap);
 	return n;
 }
 

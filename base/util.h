@@ -5,6 +5,7 @@
 #ifndef CAIRN_UTIL_H
 #define CAIRN_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "base/buf.h"
@@ -15,6 +16,29 @@ int str_escape_text(struct buf *b, const char *s);
 int str_escape_json(struct buf *b, const char *s);
 /* Append s with & < > " ' replaced by entities. */
 int str_escape_html(struct buf *b, const char *s);
+
+/*
+ * UTF-8. Text from outside (plugins, API errors, file names) is capped and
+ * formatted into status, logs and messages; the API server and JSON
+ * readers refuse or mangle invalid UTF-8, so everything cairn emits is
+ * valid: strict RFC 3629 (no overlong forms, surrogates or values past
+ * U+10FFFF).
+ *
+ * str_utf8_cut: the largest n <= len such that s[0..n) does not end inside
+ * a multi-byte character (a cut point for a cap of len bytes).
+ * str_utf8_valid: 1 if the len bytes at s are valid UTF-8 without NUL
+ * issues (NUL is valid UTF-8), else 0.
+ * str_utf8_fix: an owned NUL-terminated copy of len bytes with every byte
+ * of an invalid sequence, and every NUL, replaced by U+FFFD.
+ * str_format / str_vformat: snprintf into dst of cap bytes that, when it
+ * must truncate, cuts before a partial character; returns the length.
+ */
+size_t str_utf8_cut(const char *s, size_t len);
+int str_utf8_valid(const char *s, size_t len);
+char *str_utf8_fix(const char *s, size_t len);
+size_t str_format(char *dst, size_t cap, const char *fmt, ...)
+	CAIRN_PRINTF(3, 4);
+size_t str_vformat(char *dst, size_t cap, const char *fmt, va_list ap);
 
 /* Shell-style glob with '*' and '?' only (Velero's namespace globs). */
 int str_glob(const char *pattern, const char *s);

@@ -148,6 +148,7 @@ struct prun {
 	int has_request;
 	struct buf line;	/* partial stdout line */
 	char errtail[PLUGIN_STDERR_KEEP];
+	int warned_utf8;		/* logged once: invalid UTF-8 replaced */
 	size_t errlen;
 	int hello_seen;
 	struct plugin_hello *hello;
@@ -319,6 +320,15 @@ keep_stderr(struct prun *r, const char *p, size_t n)
 	r->errlen += n;
 }
 
+/* Length of s capped at max bytes, never inside a UTF-8 character. */
+static int
+cap_len(const char *s, size_t max)
+{
+	size_t n = strnlen(s, max);
+
+	return (int)str_utf8_cut(s, n);
+}
+
 static int proto_err(struct prun *, struct cairn_err *, const char *, ...)
 	CAIRN_PRINTF(3, 4);
 
@@ -384,18 +394,37 @@ handle_line(struct prun *r, char *line, size_t len, struct cairn_err *err)
 	struct cairn_err perr = CAIRN_ERR_INIT;
 	cJSON *o, *p, *it;
 	const char *type, *msg;
+	char *fixed = NULL;
 	int rc = 0, nprops = 0;
 
 	if (len > 0 && line[len - 1] == '\r')
 		line[--len] = '\0';
 	if (len == 0)
 		return 0;	/* blank lines are allowed */
+	/*
+	 * A plugin's bytes are not trusted to be UTF-8, and its strings end
+	 * up in status, where the API server refuses invalid UTF-8: every
+	 * bad byte becomes U+FFFD before anything else looks at the line.
+	 */
+	if (!str_utf8_valid(line, len)) {
+		fixed = str_utf8_fix(line, len);
+		line = fixed;
+		len = strlen(fixed);
+		if (!r->warned_utf8) {
+			log_warn("plugin %s: wrote invalid UTF-8 (replaced by "
+			    "U+FFFD)", r->path);
+			r->warned_utf8 = 1;
+		}
+	}
 	o = json_parse(line, len, &perr);
 	if (o == NULL || !cJSON_IsObject(o)) {
 		cJSON_Delete(o);
-		return proto_err(r, err, "wrote a line that is not a JSON "
-		    "object: %.200s", line);
+		rc = proto_err(r, err, "wrote a line that is not a JSON "
+		    "object: %.*s", cap_len(line, 200), line);
+		free(fixed);
+		return rc;
 	}
+	free(fixed);
 	type = json_str(o, "type");
 	if (type == NULL) {
 		rc = proto_err(r, err, "%s", "wrote an object without \"type\"");
@@ -403,7 +432,8 @@ handle_line(struct prun *r, char *line, size_t len, struct cairn_err *err)
 	}
 	if (!r->hello_seen) {
 		if (strcmp(type, "hello") != 0) {
-			rc = proto_err(r, err, "said \"%.64s\" before hello", type);
+			rc = proto_err(r, err, "said \"%.*s\" before hello",
+			    cap_len(type, 64), type);
 			goto done;
 		}
 		rc = parse_hello(r, o, err);
@@ -450,13 +480,13 @@ handle_line(struct prun *r, char *line, size_t len, struct cairn_err *err)
 		return 1;
 	} else if (strcmp(type, "error") == 0) {
 		msg = json_str_or(o, "message", "(no message)");
-		rc = cairn_err_set(err, CAIRN_EFAIL, "plugin %s failed: %.512s",
-		    r->path, msg);
+		rc = cairn_err_set(err, CAIRN_EFAIL, "plugin %s failed: %.*s",
+		    r->path, cap_len(msg, 512), msg);
 	} else if (strcmp(type, "hello") == 0) {
 		rc = proto_err(r, err, "%s", "said hello twice");
 	} else {
-		rc = proto_err(r, err, "wrote an unknown line type \"%.64s\"",
-		    type);
+		rc = proto_err(r, err, "wrote an unknown line type \"%.*s\"",
+		    cap_len(type, 64), type);
 	}
 done:
 	cJSON_Delete(o);

@@ -483,6 +483,58 @@ test_uuid(void)
 	CHECK(strcmp(a, b) != 0);
 }
 
+/* Issue 19: caps never cut a character; invalid UTF-8 never leaves cairn. */
+static void
+test_utf8(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	char small[8], big[CAIRN_ERR_MSG_MAX + 64];
+	char *fixed, *printed;
+	cJSON *o;
+
+	/* cut points */
+	CHECK_INT((int)str_utf8_cut("ab\xe2\x82\xac", 5), 5);
+	CHECK_INT((int)str_utf8_cut("ab\xe2\x82\xac", 4), 2);
+	CHECK_INT((int)str_utf8_cut("ab\xe2\x82\xac", 3), 2);
+	CHECK_INT((int)str_utf8_cut("\xf0\x9f\x98\x80", 3), 0);
+	CHECK_INT((int)str_utf8_cut("\xf0\x9f\x98\x80", 4), 4);
+	CHECK_INT((int)str_utf8_cut("a\xc3\xa9", 2), 1);
+	/* validity: strict RFC 3629 */
+	CHECK(str_utf8_valid("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14));
+	CHECK(!str_utf8_valid("\xc0\xaf", 2));		/* overlong '/' */
+	CHECK(!str_utf8_valid("\xe0\x80\xaf", 3));		/* overlong */
+	CHECK(!str_utf8_valid("\xed\xa0\x80", 3));		/* surrogate */
+	CHECK(!str_utf8_valid("\xf4\x90\x80\x80", 4));	/* > U+10FFFF */
+	CHECK(!str_utf8_valid("\xe2\x82", 2));		/* cut */
+	CHECK(!str_utf8_valid("\xff", 1));
+	fixed = str_utf8_fix("a\xff" "b\xe2\x82", 5);
+	CHECK_STR(fixed, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd");
+	free(fixed);
+	/* formatting that truncates backs off to a whole character */
+	CHECK_INT((int)str_format(small, sizeof small, "%s", "ab\xe2\x82\xac\xe2\x82\xac"), 5);
+	CHECK_STR(small, "ab\xe2\x82\xac");
+	memset(big, 'x', sizeof big);
+	for (size_t i = 0; i + 3 < sizeof big; i += 3)
+		memcpy(big + i, "\xe2\x82\xac", 3);
+	big[sizeof big - 1] = '\0';
+	for (int shift = 0; shift < 3; shift++) {
+		cairn_err_set(&err, CAIRN_EFAIL, "%.*s%s", shift, "ab", big);
+		CHECK(str_utf8_valid(err.msg, strlen(err.msg)));
+		cairn_err_prefix(&err, "%.*s%s", shift, "ab", big);
+		CHECK(str_utf8_valid(err.msg, strlen(err.msg)));
+		cairn_err_errno(&err, CAIRN_EIO, 2, "%.*s%s", shift, "ab", big);
+		CHECK(str_utf8_valid(err.msg, strlen(err.msg)));
+	}
+	/* json_print never emits invalid UTF-8 */
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "m", "d\xe9" "fectueux \xed\xa0\x80");
+	printed = json_print(o);
+	CHECK(str_utf8_valid(printed, strlen(printed)));
+	CHECK(strstr(printed, "d\xef\xbf\xbd" "fectueux") != NULL);
+	free(printed);
+	cJSON_Delete(o);
+}
+
 int
 main(void)
 {
@@ -505,5 +557,6 @@ main(void)
 	RUN(test_json_string_end_random);
 	RUN(test_log_config);
 	RUN(test_uuid);
+	RUN(test_utf8);
 	return unit_done();
 }

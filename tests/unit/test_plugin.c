@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "base/jsonutil.h"
+#include "base/buf.h"
 #include "base/mem.h"
+#include "base/util.h"
 #include "base/timeutil.h"
 #include "engine/plugin.h"
 #include "tests/unit/unit.h"
@@ -211,6 +213,56 @@ test_exits_early(void)
 	CHECK(strstr(err.msg, "killed by signal 9") != NULL);
 	cJSON_Delete(req);
 	free(p);
+}
+
+/*
+ * Issue 19: a plugin's bytes are not trusted. Invalid UTF-8 in its error
+ * message, in a result and in a line that is not JSON, and a message of
+ * 3-byte characters long enough that cairn's own caps cut it: every error
+ * message and every string of the result is valid UTF-8.
+ */
+static void
+test_untrusted_text(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *req = request("create_snapshot"), *res = NULL;
+	char *p, *body, *euro = NULL;
+	struct buf b;
+
+	p = script("latin1", HELLO "read x\nprintf '{\"type\":\"error\","
+	    "\"message\":\"disque d\\351fectueux \\377\\300\\200\"}\\n'\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EFAIL);
+	CHECK(str_utf8_valid(err.msg, strlen(err.msg)));
+	CHECK(strstr(err.msg, "disque d\xef\xbf\xbd" "fectueux") != NULL);
+	free(p);
+	p = script("latin1res", HELLO "read x\nprintf '{\"type\":\"result\","
+	    "\"snapshotID\":\"snap-\\351\\355\\240\\200\"}\\n'\n");
+	CHECK_INT(run(p, req, NULL, &err, &res), 0);
+	REQUIRE(res != NULL);
+	body = json_print(res);
+	CHECK(str_utf8_valid(body, strlen(body)));
+	CHECK(strstr(json_str_or(res, "snapshotID", ""), "snap-") != NULL);
+	free(body);
+	cJSON_Delete(res);
+	free(p);
+	p = script("notjson8", HELLO "read x\nprintf '\\351\\351 not json\\n'\nsleep 5\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	CHECK(str_utf8_valid(err.msg, strlen(err.msg)));
+	free(p);
+	/* 400 euro signs (1200 bytes): capped at 512 bytes by cairn */
+	buf_init(&b, 1 << 16);
+	buf_puts(&b, HELLO "read x\nprintf '{\"type\":\"error\",\"message\":\"x");
+	for (int i = 0; i < 400; i++)
+		buf_puts(&b, "\xe2\x82\xac");
+	buf_puts(&b, "\"}\\n'\n");
+	euro = buf_take(&b, NULL);
+	p = script("euro", euro);
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EFAIL);
+	CHECK(str_utf8_valid(err.msg, strlen(err.msg)));
+	CHECK(strstr(err.msg, "failed: x\xe2\x82\xac") != NULL);
+	free(p);
+	free(euro);
+	cJSON_Delete(req);
 }
 
 static void
@@ -422,6 +474,7 @@ main(void)
 	RUN(test_example_plugin);
 	RUN(test_exits_early);
 	RUN(test_garbage);
+	RUN(test_untrusted_text);
 	RUN(test_hangs);
 	RUN(test_flood);
 	RUN(test_env_scrubbed);
