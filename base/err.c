@@ -102,6 +102,7 @@ cairn_strerror(int code)
 	case CAIRN_EUNSUPPORTED: return "unsupported";
 	case CAIRN_EBUSY: return "busy";
 	case CAIRN_ESERVER: return "server error";
+	case CAIRN_EREADONLY: return "read-only";
 	}
 	return "unknown error";
 }

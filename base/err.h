@@ -38,6 +38,7 @@ enum cairn_rc {
 	CAIRN_EUNSUPPORTED = -15, /* not supported by this peer or backend */
 	CAIRN_EBUSY = -16,	/* locked, rate limited, try later */
 	CAIRN_ESERVER = -17,	/* peer reported an internal error (5xx) */
+	CAIRN_EREADONLY = -18,	/* target may not be written (a ReadOnly location) */
 };
 
 #define CAIRN_ERR_MSG_MAX 1024

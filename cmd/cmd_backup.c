@@ -13,10 +13,12 @@
  * Backup's storage location (spec.storageLocation, else the location
  * marked default) is read from the cluster and opened here, its Secret
  * credentials read through the API. Keys follow Velero's layout
- * (backups/<name>/...). `delete` has the plugins delete the backup's
- * volume snapshots (engine/volumes.h), removes every key under
- * backups/<name>/ and the Backup object last, so a failure half way leaves
- * the object to retry with. A Backup is created with the cleanup finalizer
+ * (backups/<name>/...). `delete` deletes what the backup stored exactly as
+ * the server's collector does (engine/gc.h gc_clean_backup(): volume
+ * snapshots through the plugins, VolumePluginBackups, every key under
+ * backups/<name>/; a ReadOnly location is refused, nothing deleted) and
+ * the Backup object last, so a failure half way leaves the object to
+ * retry with. A Backup is created with the cleanup finalizer
  * (engine/gc.h) so that `kubectl delete` goes through the server's GC;
  * `delete` has cleaned storage itself, so it removes the finalizer and the
  * object goes at once, with or without a running server.
@@ -1160,19 +1162,24 @@ out:
 /* ---- backup delete ---------------------------------------------------- */
 
 /*
- * Have the plugins in --plugin-dir delete the volume snapshots of backup b
- * and delete its VolumePluginBackups. 0, or the exit code after a message:
- * a snapshot that could not be deleted keeps everything else (the stored
- * -volumepluginbackups.json.gz is the only record of its id).
+ * Delete what backup b stored (engine/gc.h gc_clean_backup(), the
+ * collector's own deletion), with the plugins of --plugin-dir for its
+ * volume snapshots. A location that cannot be opened is fine only for a
+ * backup that never started (nothing was written); a ReadOnly one is
+ * refused. 0 (*cl filled), or the exit code after a message: nothing of
+ * the Backup object has been touched then.
  */
 static int
-delete_volumes(const struct flagset *fs, struct kube *k, const char *ns,
-    const cJSON *b)
+delete_stored(const struct flagset *fs, struct kube *k, const char *ns,
+    const cJSON *b, struct gc_clean *cl)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct volumes_config vc;
 	struct volumes_ctx c;
-	int failed = 0, rc;
+	const char *name = json_str_or(b, "metadata.name", "");
+	int started = json_get(b, "status.startTimestamp") != NULL ||
+	    json_get(b, "status.checkpoint") != NULL;
+	int rc;
 
 	memset(&vc, 0, sizeof vc);
 	vc.plugin_dir = flag_str(fs, F_PLUGIN_DIR);
@@ -1184,18 +1191,21 @@ delete_volumes(const struct flagset *fs, struct kube *k, const char *ns,
 		c.namespace = ns;
 		c.server_id = "cli";
 		c.stop = &bk_interrupted;
-		rc = volumes_delete_backup(&c, b, &failed, &err);
+		/* Never started: it may have written nothing, keep no files. */
+		rc = gc_clean_backup(&c, b, !started, cl, &err);
 	}
 	volumes_shutdown();
-	if (rc < 0)
-		return cli_fail("backup %s: volume snapshots: %s; nothing else "
-		    "deleted", json_str_or(b, "metadata.name", ""), err.msg);
-	if (failed > 0)
+	if (rc == 0 && cl->lost[0] != '\0')
+		fprintf(stderr, "Backup %s never started; deleting only the "
+		    "object (%s).\n", name, cl->lost);
+	if (rc < 0 && cl->snapshots_failed > 0)
 		return cli_fail("backup %s: %d volume snapshot%s could not be "
 		    "deleted (see above: --plugin-dir must hold the plugins that "
-		    "made them); its files and the Backup are kept",
-		    json_str_or(b, "metadata.name", ""), failed,
-		    failed == 1 ? "" : "s");
+		    "made them); its files and the Backup are kept", name,
+		    cl->snapshots_failed, cl->snapshots_failed == 1 ? "" : "s");
+	if (rc < 0)
+		return cli_fail("backup %s: %s; the Backup object is kept", name,
+		    err.msg);
 	return 0;
 }
 
@@ -1257,14 +1267,11 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE);
-	struct bk_location loc;
+	struct gc_clean cl;
 	struct kube *k = NULL;
 	cJSON *b = NULL, *reply = NULL;
-	char *prefix = NULL;
-	size_t n = 0;
-	int rc, have_loc = 0;
+	int rc;
 
-	memset(&loc, 0, sizeof loc);
 	if (fs->nargs != 1)
 		return cli_usage_error(cmd, "backup delete needs one NAME");
 	if (!flag_bool(fs, F_CONFIRM)) {
@@ -1281,36 +1288,9 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 	rc = cli_get_named(k, &gvr_backups, ns, "backup", fs->args[0], &b);
 	if (rc != 0)
 		goto out;
-	rc = bk_location_open(k, ns, b, &loc, &err);
-	if (rc == 0)
-		have_loc = 1;
-	else if (json_get(b, "status.startTimestamp") != NULL ||
-	    json_get(b, "status.checkpoint") != NULL) {
-		/* It may have written files: do not orphan them silently. */
-		rc = cli_fail("backup %s: %s; nothing deleted", fs->args[0],
-		    err.msg);
+	rc = delete_stored(fs, k, ns, b, &cl);
+	if (rc != 0)
 		goto out;
-	} else
-		fprintf(stderr, "Backup %s never started; deleting only the "
-		    "object (%s).\n", fs->args[0], err.msg);
-	if (have_loc) {
-		prefix = layout_backup_dir(loc.prefix, fs->args[0]);
-		if (prefix == NULL) {
-			rc = cli_fail("\"%s\" cannot be a backup name",
-			    fs->args[0]);
-			goto out;
-		}
-		rc = delete_volumes(fs, k, ns, b);
-		if (rc != 0)
-			goto out;
-		rc = store_delete_prefix(loc.store, prefix, &n, &err);
-		if (rc < 0) {
-			rc = cli_fail("deleting %s in storage location %s: %s; "
-			    "the Backup object is kept", prefix, loc.name,
-			    err.msg);
-			goto out;
-		}
-	}
 	rc = kube_delete(k, &gvr_backups, ns, fs->args[0], NULL, &reply, &err);
 	if (rc < 0 && rc != CAIRN_ENOTFOUND) {
 		rc = cli_fail("deleting backup %s: %s", fs->args[0], err.msg);
@@ -1320,15 +1300,13 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 		fprintf(stderr, "Backup %s: removing finalizer %s: %s (a cairn "
 		    "server will release it).\n", fs->args[0], GC_FINALIZER,
 		    err.msg);
-	if (have_loc)
+	if (cl.location[0] != '\0')
 		printf("Backup %s deleted (%zu objects removed from storage "
-		    "location %s).\n", fs->args[0], n, loc.name);
+		    "location %s).\n", fs->args[0], cl.removed, cl.location);
 	else
 		printf("Backup %s deleted.\n", fs->args[0]);
 	rc = CLI_EXIT_OK;
 out:
-	free(prefix);
-	location_free(&loc);
 	cJSON_Delete(reply);
 	cJSON_Delete(b);
 	kube_free(k);

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "engine/gc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,8 +30,6 @@
 #include "storage/store.h"
 
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
-static const struct kube_gvr bsl_gvr = { "cairn.io", "v1",
-	"backupstoragelocations" };
 
 int
 gc_phase_final(const char *phase)
@@ -41,140 +40,110 @@ gc_phase_final(const char *phase)
 	    strcmp(phase, "FailedValidation") == 0);
 }
 
-char *
-gc_backup_dir(const struct bsl *l, const char *name)
-{
-	return layout_backup_dir(bsl_prefix(l), name);
-}
-
-struct pick_default {
-	cJSON *found;
-};
-
+/*
+ * The plugins delete the backup's volume snapshots, then its
+ * VolumePluginBackups go. 0, CAIRN_EFAIL when a snapshot could not be
+ * deleted (out->snapshots_failed), or the error of listing them.
+ */
 static int
-pick_default(void *arg, cJSON *item)
+clean_volumes(const struct volumes_ctx *c, const cJSON *b,
+	struct gc_clean *out, struct cairn_err *err)
 {
-	struct pick_default *p = arg;
+	int failed = 0, rc;
 
-	if (p->found == NULL && json_bool(item, "spec.default", 0)) {
-		p->found = item;
-		return KUBE_TAKE;
-	}
+	rc = volumes_delete_backup(c, b, &failed, err);
+	if (rc < 0)
+		return cairn_err_prefix(err, "volume snapshots");
+	out->snapshots_failed = failed;
+	if (failed > 0)
+		return cairn_err_set(err, CAIRN_EFAIL, "%d volume snapshot%s "
+		    "could not be deleted (logged above): the backup's files "
+		    "are kept", failed, failed == 1 ? "" : "s");
 	return 0;
 }
 
 int
-gc_open_location(struct kube *k, const char *ns, const char *name,
-	struct bsl **out, cJSON **bsl_obj, int *readonly,
-	struct cairn_err *err)
-{
-	cJSON *obj = NULL;
-	int rc;
-
-	*out = NULL;
-	if (bsl_obj != NULL)
-		*bsl_obj = NULL;
-	if (readonly != NULL)
-		*readonly = 0;
-	if (name != NULL && name[0] != '\0') {
-		rc = kube_get(k, &bsl_gvr, ns, name, &obj, err);
-		if (rc < 0)
-			return rc;
-	} else {
-		struct pick_default p = { NULL };
-
-		rc = kube_list(k, &bsl_gvr, ns, NULL, pick_default, &p, NULL,
-		    err);
-		if (rc < 0)
-			return rc;
-		if (p.found == NULL)
-			return cairn_err_set(err, CAIRN_ENOTFOUND, "no "
-			    "BackupStorageLocation in %s is marked default", ns);
-		obj = p.found;
-	}
-	rc = bsl_open_object(k, ns, obj, out, err);
-	if (rc == 0 && readonly != NULL)
-		*readonly = bsl_read_only(*out);
-	if (rc == 0 && bsl_obj != NULL)
-		*bsl_obj = obj;
-	else
-		cJSON_Delete(obj);
-	return rc;
-}
-
-/*
- * Delete the backup's volume snapshots (plugins) and VolumePluginBackups.
- * 0 when done; CAIRN_EFAIL when a snapshot could not be deleted: the
- * caller keeps the folder, whose -volumepluginbackups.json.gz is the only
- * record of the snapshot ids, and retries on a later pass.
- */
-static int
-clean_volumes(struct kube *k, const char *ns, const cJSON *b,
-	struct cairn_err *err)
-{
-	struct volumes_ctx c;
-	int failed = 0, rc;
-
-	memset(&c, 0, sizeof c);
-	c.kube = k;
-	c.namespace = ns;
-	c.server_id = "gc";
-	rc = volumes_delete_backup(&c, b, &failed, err);
-	if (rc < 0)
-		return rc;
-	if (failed > 0)
-		return cairn_err_set(err, CAIRN_EFAIL, "%d volume snapshot%s "
-		    "could not be deleted (logged above); the backup's files are "
-		    "kept until they are (remove finalizer " GC_FINALIZER " to "
-		    "give up on them)", failed, failed == 1 ? "" : "s");
-	return 0;
-}
-
-/*
- * Remove the backup's volume snapshots, then backups/<name>/ from its
- * location. 0 when clean (or nothing can be cleaned: no such location,
- * read-only), < 0 to retry.
- */
-static int
-clean_storage(struct kube *k, const char *ns, const cJSON *b,
-	struct cairn_err *err)
+gc_clean_backup(const struct volumes_ctx *c, const cJSON *b, int lost_ok,
+	struct gc_clean *out, struct cairn_err *err)
 {
 	const char *name = json_str_or(b, "metadata.name", "");
 	const char *loc = json_str(b, "spec.storageLocation");
 	struct bsl *l = NULL;
 	char *dir = NULL;
-	size_t n = 0;
-	int ro = 0, rc;
+	int rc;
 
-	rc = gc_open_location(k, ns, loc, &l, NULL, &ro, err);
-	if (rc == CAIRN_ENOTFOUND || rc == CAIRN_EINVAL) {
-		log_warn("backup %s/%s: storage location %s: %s; nothing to "
-		    "clean", ns, name, loc != NULL ? loc : "(default)", err->msg);
+	memset(out, 0, sizeof *out);
+	rc = bsl_open(c->kube, c->namespace, loc, &l, err);
+	if ((rc == CAIRN_ENOTFOUND || rc == CAIRN_EINVAL) && lost_ok) {
+		snprintf(out->lost, sizeof out->lost, "%.500s", err->msg);
 		cairn_err_clear(err);
 		/* The snapshot ids are unreadable; its objects still go. */
-		return clean_volumes(k, ns, b, err);
+		return clean_volumes(c, b, out, err);
 	}
 	if (rc < 0)
 		return rc;
-	if (ro) {
-		log_info("backup %s/%s: location %s is ReadOnly; its files are "
-		    "kept", ns, name, bsl_name(l));
-		bsl_free(l);
-		return 0;
+	snprintf(out->location, sizeof out->location, "%s", bsl_name(l));
+	if (bsl_read_only(l)) {
+		rc = cairn_err_set(err, CAIRN_EREADONLY, "storage location %s "
+		    "is ReadOnly (spec.accessMode): nothing deleted",
+		    bsl_name(l));
+		goto out;
 	}
-	dir = gc_backup_dir(l, name);
-	if (dir == NULL) {
-		bsl_free(l);
-		return 0;
-	}
-	rc = clean_volumes(k, ns, b, err);
+	dir = layout_backup_dir(bsl_prefix(l), name);
+	if (dir == NULL)
+		goto out;	/* no key can hold it: nothing stored */
+	rc = clean_volumes(c, b, out, err);
 	if (rc == 0)
-		rc = store_delete_prefix(bsl_store(l), dir, &n, err);
+		rc = store_delete_prefix(bsl_store(l), dir, &out->removed, err);
 	if (rc == 0)
-		log_info("backup %s/%s: %zu objects removed from %s (%s)", ns,
-		    name, n, bsl_name(l), dir);
+		log_info("backup %s/%s: %zu objects removed from %s (%s)",
+		    c->namespace, name, out->removed, bsl_name(l), dir);
+	else if (out->snapshots_failed == 0)
+		cairn_err_prefix(err, "deleting %s in storage location %s",
+		    dir, bsl_name(l));
+out:
 	free(dir);
 	bsl_free(l);
+	return rc;
+}
+
+/*
+ * The collector's cleaning of Backup b: gc_clean_backup() with the
+ * collector's policy: a location that is gone leaves nothing to clean,
+ * a ReadOnly one keeps its files (1: the object may go all the same).
+ * 0 when the object may go, < 0 to retry on the next pass.
+ */
+static int
+clean_storage(struct kube *k, const char *ns, const cJSON *b,
+	struct cairn_err *err)
+{
+	struct volumes_ctx c;
+	struct gc_clean cl;
+	int rc;
+
+	memset(&c, 0, sizeof c);
+	c.kube = k;
+	c.namespace = ns;
+	c.server_id = "gc";
+	rc = gc_clean_backup(&c, b, 1, &cl, err);
+	if (cl.lost[0] != '\0')
+		log_warn("backup %s/%s: storage location %s: %s; nothing to "
+		    "clean there", ns, json_str_or(b, "metadata.name", ""),
+		    json_str_or(b, "spec.storageLocation", "(default)"),
+		    cl.lost);
+	if (rc == CAIRN_EREADONLY) {
+		log_info("backup %s/%s: location %s is ReadOnly; its files are "
+		    "kept", ns, json_str_or(b, "metadata.name", ""),
+		    cl.location);
+		cairn_err_clear(err);
+		return 1;
+	}
+	if (rc < 0 && cl.snapshots_failed > 0)
+		rc = cairn_err_set(err, rc, "%d volume snapshot%s could not be "
+		    "deleted (logged above); the backup's files are kept until "
+		    "they are (remove finalizer " GC_FINALIZER " to give up on "
+		    "them)", cl.snapshots_failed,
+		    cl.snapshots_failed == 1 ? "" : "s");
 	return rc;
 }
 
@@ -270,22 +239,17 @@ gc_one(struct gc_pass *g, const cJSON *b)
 	    exp_us <= g->now) {
 		struct kube_delete_opts d;
 		cJSON *reply = NULL;
-		int ro = 0;
-		struct bsl *l = NULL;
 
-		if (gc_open_location(g->k, g->ns, json_str(b,
-		    "spec.storageLocation"), &l, NULL, &ro, &err) == 0) {
-			bsl_free(l);
-			if (ro) {
-				log_info("backup %s/%s expired but its location is "
-				    "ReadOnly: kept", g->ns, name);
-				return;
-			}
-		}
-		cairn_err_clear(&err);
-		log_info("backup %s/%s expired at %s: deleting", g->ns, name, exp);
-		if (clean_storage(g->k, g->ns, b, &err) < 0)
+		rc = clean_storage(g->k, g->ns, b, &err);
+		if (rc < 0)
 			goto fail;
+		if (rc > 0) {
+			log_info("backup %s/%s expired but its location is "
+			    "ReadOnly: kept", g->ns, name);
+			return;
+		}
+		log_info("backup %s/%s expired at %s: storage cleaned, deleting",
+		    g->ns, name, exp);
 		memset(&d, 0, sizeof d);
 		d.uid = json_str(b, "metadata.uid");
 		d.propagation = "Background";

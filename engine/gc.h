@@ -13,6 +13,8 @@
  *    the snapshot ids) and is retried on the next pass.
  *    A ReadOnly location is never written to: the finalizer is dropped and
  *    the files stay (sync will bring the Backup back, as Velero does).
+ *    The deletion itself is gc_clean_backup(), which `cairn backup
+ *    delete` uses too (it refuses a ReadOnly location instead).
  *  - Expiry: a finished Backup whose status.expiration has passed is
  *    deleted: storage first, then the object.
  *  - InProgress Backups are left alone until they finish; Restores are
@@ -23,6 +25,7 @@
 #ifndef CAIRN_GC_H
 #define CAIRN_GC_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 #include "base/err.h"
@@ -30,7 +33,7 @@
 #define GC_FINALIZER "cairn.io/backup-cleanup"
 
 struct kube;
-struct bsl;
+struct volumes_ctx;
 
 /* What one pass did (for logs and tests). */
 struct gc_stats {
@@ -50,21 +53,39 @@ struct gc_stats {
 int gc_tick(struct kube *k, const char *ns, int64_t now_us, int expire,
 	struct gc_stats *stats, struct cairn_err *err);
 
-/*
- * Open a storage location by name (NULL or "": the default) in ns, the
- * way upkeep needs it: *bsl_obj (owned, may be NULL) gets the object,
- * *readonly its accessMode. Codes as bsl_open().
- */
-int gc_open_location(struct kube *k, const char *ns, const char *name,
-	struct bsl **out, cJSON **bsl_obj, int *readonly,
-	struct cairn_err *err);
+/* What gc_clean_backup() did. */
+struct gc_clean {
+	char location[254];	/* the location's name ("" when none opened) */
+	char lost[512];		/* lost_ok: why the location could not be opened */
+	size_t removed;		/* keys deleted under backups/<name>/ */
+	int snapshots_failed;	/* volume snapshots the plugins could not delete */
+};
 
 /*
- * The key prefix of one backup's folder ("<prefix>/backups/<name>/");
- * owned, NULL for a name that cannot be a key. The location's own prefix
- * is bsl_prefix().
+ * The one way a backup's stored data is deleted, used by the cleanup
+ * finalizer, expiry and `cairn backup delete`: the plugins delete its
+ * volume snapshots, its VolumePluginBackups go (engine/volumes.h
+ * volumes_delete_backup(), with c's client, namespace and stop flag), then
+ * every key under backups/<name>/ of its storage location. In that order,
+ * so that a failure half way leaves what is needed to try again. out is
+ * always filled.
+ *
+ * Returns 0 when done (out->removed keys deleted), and otherwise deletes
+ * nothing more than the message says:
+ *  - CAIRN_EREADONLY: the location's accessMode is ReadOnly; nothing at
+ *    all is deleted (a ReadOnly location is never written to);
+ *  - the location cannot be opened: CAIRN_ENOTFOUND / CAIRN_EINVAL (it or
+ *    its Secret is gone or unusable) or an API error, nothing deleted.
+ *    With lost_ok, ENOTFOUND and EINVAL instead delete the backup's
+ *    VolumePluginBackups only (its files cannot be reached) and return 0
+ *    with the reason in out->lost;
+ *  - CAIRN_EFAIL with out->snapshots_failed > 0: a snapshot could not be
+ *    deleted; the files stay (their -volumepluginbackups.json.gz is the
+ *    only record of the snapshot ids);
+ *  - other errors: listing the volume objects or deleting keys failed.
  */
-char *gc_backup_dir(const struct bsl *l, const char *name);
+int gc_clean_backup(const struct volumes_ctx *c, const cJSON *b, int lost_ok,
+	struct gc_clean *out, struct cairn_err *err);
 
 /* 1 when Backup b carries GC_FINALIZER. */
 int gc_has_finalizer(const cJSON *b);

@@ -52,9 +52,11 @@ def get_backup(sim, name):
     return sim.ok("GET", "%s/%s" % (BK, name))
 
 
-def add_fs_location(sim, name, path, prefix="", default=False):
+def add_fs_location(sim, name, path, prefix="", default=False, access=None):
     spec = {"provider": "fs", "config": {"path": path}, "objectStorage": {"bucket": "local"},
             "default": default}
+    if access:
+        spec["accessMode"] = access
     if prefix:
         spec["objectStorage"]["prefix"] = prefix
     sim.ok("POST", BSL, {"apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
@@ -457,6 +459,28 @@ def logs_download_and_delete_on_fs_storage(t):
     t.check(os.path.exists(os.path.join(d2, "b2.tar.gz")), "backup b2's files are untouched")
     r = cli(sim, "backup", "delete", "b1", "--confirm")
     t.eq(r.returncode, 1, "deleting a missing backup")
+
+
+@case
+def delete_refuses_a_readonly_location(t):
+    """A ReadOnly location is never written to: `backup delete` refuses
+    and deletes nothing, neither files nor the object (issue 24: it used to
+    say "Backup kept deleted (7 objects removed)")."""
+    sim = setup(t)
+    root = t.mkdir("store")
+    add_fs_location(sim, "default", root, default=True, access="ReadOnly")
+    d, _ = lay_out_backup(root, "", "kept", "one line\n")
+    before = sorted(os.listdir(d))
+    t.eq(cli(sim, "backup", "create", "kept").returncode, 0, "create")
+    set_status(sim, "kept", {"phase": "Completed"})
+    r = cli(sim, "backup", "delete", "kept", "--confirm")
+    t.eq(r.returncode, 1, "delete from a ReadOnly location: %r %r" % (r.stdout, r.stderr))
+    t.check("ReadOnly" in r.stderr and "default" in r.stderr and "nothing deleted" in r.stderr,
+            "the refusal names the location and its access mode: %r" % r.stderr)
+    t.check("deleted (" not in r.stdout, "no success line: %r" % r.stdout)
+    t.eq(sorted(os.listdir(d)), before, "files in the ReadOnly location")
+    b = get_backup(sim, "kept")
+    t.check("deletionTimestamp" not in b["metadata"], "the Backup object is not deleted")
 
 
 @case
