@@ -19,38 +19,10 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
-
-struct kube;
-struct journal;
+#include "engine/claim.h"	/* struct engine_env */
 
 #define BACKUP_GVR_GROUP "cairn.io"
 #define BACKUP_GVR_VERSION "v1"
-
-/* What every run needs; borrowed by the run, owned by the server. */
-struct engine_env {
-	struct kube *kube;
-	struct journal *journal;
-	const char *server_id;		/* claim.holder */
-	const char *namespace;		/* where Backups and BSLs live */
-	size_t part_size;		/* --part-size */
-	const volatile int *stop;	/* non-zero: stop at the next item */
-	/*
-	 * Non-zero: stop after the next checkpoint (a clean shutdown's
-	 * grace); NULL: never. The run returns CAIRN_ECANCELED then.
-	 */
-	const volatile int *drain;
-	/*
-	 * Self-fencing hook (the server's Lease, lease_write_epoch()):
-	 * called before each part upload and status write; 0 means "do
-	 * not write now" (the run waits, re-checking, until it is non-zero
-	 * or stop is set). A non-zero value names the Lease's holding
-	 * period: after a pause, or when the value differs from the last
-	 * one seen, the run re-reads the item and stops with CAIRN_EFENCED
-	 * if the claim is no longer its own. NULL: always allowed.
-	 */
-	int (*may_write)(void *arg);
-	void *may_write_arg;
-};
 
 /*
  * Claim a Backup object as read (its resourceVersion is the condition):

@@ -18,6 +18,15 @@
 #define ENGINE_STATUS_RETRIES 5
 
 int
+engine_is_synced(const cJSON *obj)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json_get(obj,
+	    "metadata.labels"), ENGINE_LABEL_SYNCED);
+
+	return cJSON_IsString(v) && strcmp(v->valuestring, "true") == 0;
+}
+
+int
 engine_claim(const struct engine_env *env, const struct kube_gvr *gvr,
 	const cJSON *obj, const char *worker, int64_t attempt, cJSON **out,
 	struct cairn_err *err)

@@ -1,6 +1,8 @@
 /*
  * claim.h: the claim on a cairn.io item (Backup, Restore, volume
- * operations) and its fence, shared by the controllers.
+ * operations) and its fence, shared by the controllers, with what every
+ * run needs (struct engine_env). It is the bottom of the controllers:
+ * it includes no other engine/ header.
  *
  * Ownership protocol (docs/protocol.md): engine_claim() writes
  * phase=InProgress and status.claim conditionally on the resourceVersion
@@ -16,14 +18,52 @@
 #ifndef CAIRN_CLAIM_H
 #define CAIRN_CLAIM_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
-#include "engine/backup.h"
 
 struct kube;
 struct kube_gvr;
+struct journal;
+
+/* What every run needs; borrowed by the run, owned by the server. */
+struct engine_env {
+	struct kube *kube;
+	struct journal *journal;
+	const char *server_id;		/* claim.holder */
+	const char *namespace;		/* where Backups and BSLs live */
+	size_t part_size;		/* --part-size */
+	const volatile int *stop;	/* non-zero: stop at the next item */
+	/*
+	 * Non-zero: stop after the next checkpoint (a clean shutdown's
+	 * grace); NULL: never. The run returns CAIRN_ECANCELED then.
+	 */
+	const volatile int *drain;
+	/*
+	 * Self-fencing hook (the server's Lease, lease_write_epoch()):
+	 * called before each part upload and status write; 0 means "do
+	 * not write now" (the run waits, re-checking, until it is non-zero
+	 * or stop is set). A non-zero value names the Lease's holding
+	 * period: after a pause, or when the value differs from the last
+	 * one seen, the run re-reads the item and stops with CAIRN_EFENCED
+	 * if the claim is no longer its own. NULL: always allowed.
+	 */
+	int (*may_write)(void *arg);
+	void *may_write_arg;
+};
+
+/* Label of objects created from storage by a sync (engine/sync.h). */
+#define ENGINE_LABEL_SYNCED "cairn.io/synced"
+
+/*
+ * Was obj created by a sync (label cairn.io/synced=true)? Such objects
+ * describe work done elsewhere and are never claimed or run: between the
+ * create and the status write they have no phase, and running one would
+ * write over what is stored.
+ */
+int engine_is_synced(const cJSON *obj);
 
 /*
  * The claim write itself, for any cairn.io resource (backups, restores,

@@ -58,9 +58,9 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/backup.h"
+#include "engine/claim.h"
 #include "engine/lease.h"
 #include "engine/restore.h"
-#include "engine/sync.h"
 #include "engine/upkeep.h"
 #include "kube/kube.h"
 #include "base/metrics.h"
@@ -156,7 +156,7 @@ take_mode(struct server *s, const cJSON *item)
 	 * first and given its stored status next, so for a moment it looks
 	 * New. Running it would write over the stored backup.
 	 */
-	if (sync_is_synced(item))
+	if (engine_is_synced(item))
 		return TAKE_NONE;
 	if (phase[0] == '\0' || strcmp(phase, "New") == 0)
 		return in_shard ? TAKE_CLAIM : TAKE_NONE;

@@ -21,6 +21,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/bsl.h"
+#include "engine/claim.h"
 #include "engine/gc.h"
 #include "kube/kube.h"
 #include "storage/layout.h"
@@ -73,20 +74,11 @@ names_free(struct names *s)
 	memset(s, 0, sizeof *s);
 }
 
-int
-sync_is_synced(const cJSON *obj)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json_get(obj,
-	    "metadata.labels"), SYNC_LABEL);
-
-	return cJSON_IsString(v) && strcmp(v->valuestring, "true") == 0;
-}
-
 /* Created by a sync whose status write has not happened (or failed). */
 static int
 awaits_status(const cJSON *obj)
 {
-	return sync_is_synced(obj) && json_str(obj, "status.phase") == NULL;
+	return engine_is_synced(obj) && json_str(obj, "status.phase") == NULL;
 }
 
 /* A synced Backup still without its status counts as missing: repaired. */
@@ -170,8 +162,8 @@ create_with_status(struct kube *k, const struct kube_gvr *g, const char *ns,
 	int rc, rc2;
 
 	labels = json_ensure(obj, "metadata.labels");
-	cJSON_DeleteItemFromObjectCaseSensitive(labels, SYNC_LABEL);
-	cJSON_AddStringToObject(labels, SYNC_LABEL, "true");
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, ENGINE_LABEL_SYNCED);
+	cJSON_AddStringToObject(labels, ENGINE_LABEL_SYNCED, "true");
 	rc = kube_create(k, g, ns, obj, &cur, err);
 	if (rc == CAIRN_EEXIST) {
 		struct cairn_err gerr = CAIRN_ERR_INIT;

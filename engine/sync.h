@@ -20,7 +20,8 @@
  * the same way (also labelled cairn.io/synced). A synced object found
  * without a phase (its status write failed, or the create raced with
  * another server's) gets the stored status on the next pass; until then
- * nothing claims it (sync_is_synced). Only finished backups are synced (an unfinished one could
+ * nothing claims it (engine_is_synced(), engine/claim.h, with the label
+ * ENGINE_LABEL_SYNCED). Only finished backups are synced (an unfinished one could
  * otherwise be "taken over" here and overwrite the other cluster's files).
  * Sync only reads storage, so a ReadOnly location is never written to.
  * The due times come from the status fields, so several servers share the
@@ -34,7 +35,6 @@
 #include <cjson/cJSON.h>
 #include "base/err.h"
 
-#define SYNC_LABEL "cairn.io/synced"
 #define SYNC_LOCATION_LABEL "cairn.io/storage-location"
 #define SYNC_DEFAULT_PERIOD_US (60LL * 1000000)
 
@@ -52,14 +52,6 @@ struct sync_stats {
  * sync those that are due. stats may be NULL. Returns 0, or an error when
  * the locations could not be listed.
  */
-/*
- * Was obj created by a sync (label cairn.io/synced=true)? Such objects
- * describe work done elsewhere and are never claimed or run: between the
- * create and the status write they have no phase, and running one would
- * write over what is stored.
- */
-int sync_is_synced(const cJSON *obj);
-
 int sync_tick(struct kube *k, const char *ns, int64_t now_us,
 	struct sync_stats *stats, struct cairn_err *err);
 

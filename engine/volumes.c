@@ -58,13 +58,11 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 #include "engine/bsl.h"
-#include "engine/backup.h"
 #include "engine/claim.h"
 #include "engine/bspec.h"
 #include "engine/hostpath.h"
 #include "engine/lease.h"
 #include "engine/plugin.h"
-#include "engine/sync.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
 #include "storage/store.h"
@@ -1742,7 +1740,7 @@ poll_kind(const struct volumes_ctx *c, const struct kube_gvr *gvr,
 			break;
 		phase = json_str_or(op, "status.phase", "New");
 		/* synced: done elsewhere, its stored status is on the way */
-		if (is_final(phase) || sync_is_synced(op) ||
+		if (is_final(phase) || engine_is_synced(op) ||
 		    !may_run(label_of(op, VOLUMES_LABEL_NODE)))
 			continue;
 		if (strcmp(phase, "InProgress") == 0 && strcmp(json_str_or(op,
