@@ -1555,11 +1555,26 @@ bk_finish_status(struct bk *b, const char *phase, const char *reason,
 	return rc;
 }
 
+/*
+ * Failed, for good: then its tarball upload is dropped (S3 keeps and bills
+ * the parts of an upload nobody completes; fs keeps them under
+ * .cairn-uploads). Only after the Failed status is written: that write is
+ * conditional, so no other owner can be resuming the upload by then.
+ */
 static int
 bk_fail(struct bk *b, const char *reason, struct cairn_err *err)
 {
+	struct cairn_err ae = CAIRN_ERR_INIT;
+	int rc;
+
 	bk_event(b, "error", "%s", reason);
-	return bk_finish_status(b, "Failed", reason, err);
+	rc = bk_finish_status(b, "Failed", reason, err);
+	if (rc == 0 && b->upload_id != NULL && b->tar_key != NULL &&
+	    store_mpu_abort(b->store, b->tar_key, b->upload_id, &ae) < 0 &&
+	    ae.code != CAIRN_ENOTFOUND)
+		log_warn("backup %s/%s: failed, and its upload %s could not be "
+		    "aborted: %s", b->ns, b->name, b->upload_id, ae.msg);
+	return rc;
 }
 
 /* Upload the metadata files (velero-backup.json last: its presence means done). */

@@ -834,6 +834,13 @@ hostpath_backup(struct store *s, const char *key, const char *dir,
 		goto out;
 	hp_progress(&w);
 out:
+	/*
+	 * Failed for good (not stopped, not fenced): drop the upload, its
+	 * parts are of no use to anyone (the caller marks the volume Failed).
+	 */
+	if (rc < 0 && rc != CAIRN_ECANCELED && rc != CAIRN_EFENCED &&
+	    w.upload_id[0] != '\0' && hp_fence(&w) == 0)
+		(void)store_mpu_abort(s, key, w.upload_id, NULL);
 	if (st != NULL) {
 		st->bytes_total = w.bytes_total;
 		st->files_total = w.files_total;

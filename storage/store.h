@@ -240,6 +240,11 @@ int store_mpu_list_parts(struct store *s, const char *key,
 /*
  * Join parts (ascending numbers, ETags as returned) into the object key,
  * atomically; the upload is gone afterwards. etag_out may be NULL.
+ * Safe to repeat: when the upload is gone because an earlier complete of
+ * the same parts went through (its reply lost, or its caller gone before
+ * it recorded it), the object at key is recognised and this succeeds: by
+ * S3's multipart ETag of the parts' ETags, or, where that cannot be
+ * computed, by the sum of the parts' sizes (so give `size` when known).
  */
 int store_mpu_complete(struct store *s, const char *key, const char *upload_id,
 	const struct store_part *parts, size_t nparts,

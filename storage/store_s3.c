@@ -15,11 +15,14 @@
  * the engine, on the ETag check at completion): hashing them first would
  * read every byte twice.
  *
- * Retries. A request is retried with capped exponential backoff and full
+ * Retries. Every request is retried with capped exponential backoff and
  * jitter (base 100 ms, cap 5 s, at most max_attempts tries) on connection
  * errors and resets, timeouts, HTTP 5xx, 429, SlowDown and RequestTimeout.
  * A body is re-sent only when its source can rewind (memory and fd sources
- * can); re-sending a part or a whole PUT is safe because both replace. A
+ * can); re-sending a part or a whole PUT is safe because both replace.
+ * libcurl resends by itself when a kept-alive connection proves dead after
+ * the body went out: cb_seek() rewinds the source for it. A complete whose
+ * reply was lost is recognised by store_mpu_complete() (store.c). A
  * download that breaks resumes with a Range request from the first byte
  * not yet delivered, so the sink sees each byte once. Failures to connect
  * at all (refused, unknown host) are retried only twice, so a wrong
@@ -123,6 +126,8 @@ struct s3_call {
 	uint64_t sent;			/* body bytes read from src */
 	uint64_t delivered;		/* bytes given to sink, all attempts */
 	int canceled;			/* src or sink refused */
+	int attempts;			/* requests made by s3_call_run */
+	int resends;			/* bodies curl rewound and sent again */
 	int range_ignored;		/* 200 instead of 206 to a Range */
 	int too_big;
 };
@@ -201,6 +206,39 @@ cb_read(char *p, size_t size, size_t nmemb, void *u)
 	c->sent += (uint64_t)n;
 	store_progress_report(c->prog, c->sent, c->prog_total);
 	return (size_t)n;
+}
+
+/*
+ * curl's seek callback: libcurl resends a request by itself when a kept-
+ * alive connection turns out dead after some of the body went out (and on
+ * some redirects and auth rounds); it must then rewind the body. Without
+ * this callback that ended in CURLE_SEND_FAIL_REWIND. Only sources that can
+ * rewind can seek: to offset 0 directly, elsewhere by reading and
+ * dropping bytes after the rewind (curl asks for offset 0 in practice).
+ */
+static int
+cb_seek(void *u, curl_off_t offset, int origin)
+{
+	struct s3_call *c = u;
+	char tmp[8192];
+	curl_off_t left = offset;
+	ssize_t n;
+
+	if (c->src == NULL || origin != SEEK_SET || offset < 0 ||
+	    store_src_rewind(c->src) < 0)
+		return CURL_SEEKFUNC_CANTSEEK;
+	c->sent = 0;
+	c->resends++;
+	while (left > 0) {
+		n = store_src_read(c->src, tmp, left < (curl_off_t)sizeof tmp ?
+		    (size_t)left : sizeof tmp);
+		if (n <= 0)
+			return CURL_SEEKFUNC_FAIL;
+		left -= n;
+		c->sent += (uint64_t)n;
+	}
+	store_progress_report(c->prog, c->sent, c->prog_total);
+	return CURL_SEEKFUNC_OK;
 }
 
 static int
@@ -495,6 +533,8 @@ s3_attempt(struct store_s3 *s3, CURL *h, struct s3_call *c, int64_t now,
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h, CURLOPT_READFUNCTION, cb_read);
 		curl_easy_setopt(h, CURLOPT_READDATA, c);
+		curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, cb_seek);
+		curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
 		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE,
 		    (curl_off_t)(c->src ? c->src->len : 0));
 	} else if (strcmp(c->method, "POST") == 0) {
@@ -502,6 +542,8 @@ s3_attempt(struct store_s3 *s3, CURL *h, struct s3_call *c, int64_t now,
 		if (c->src != NULL) {
 			curl_easy_setopt(h, CURLOPT_READFUNCTION, cb_read);
 			curl_easy_setopt(h, CURLOPT_READDATA, c);
+			curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, cb_seek);
+			curl_easy_setopt(h, CURLOPT_SEEKDATA, c);
 			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
 			    (curl_off_t)c->src->len);
 		} else {
@@ -530,6 +572,7 @@ out:
 	return rc;
 }
 
+/* The request never reached the server: nothing of it happened. */
 static int
 connect_error(CURLcode cc)
 {
@@ -537,6 +580,20 @@ connect_error(CURLcode cc)
 	    cc == CURLE_COULDNT_RESOLVE_PROXY;
 }
 
+/* Setting up TLS failed: a certificate, a protocol, a handshake. */
+static int
+tls_error(CURLcode cc)
+{
+	return cc == CURLE_SSL_CONNECT_ERROR ||
+	    cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
+	    cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CIPHER;
+}
+
+/*
+ * Failures worth another try: the connection broke (reset, closed, a reply
+ * cut short or garbled by the break), a timeout, a resend curl could not
+ * make itself (s3_call_run rewinds and sends again when the source can).
+ */
 static int
 transient_error(CURLcode cc)
 {
@@ -544,7 +601,50 @@ transient_error(CURLcode cc)
 	    cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING ||
 	    cc == CURLE_PARTIAL_FILE || cc == CURLE_OPERATION_TIMEDOUT ||
 	    cc == CURLE_SSL_CONNECT_ERROR || cc == CURLE_HTTP2 ||
-	    cc == CURLE_HTTP2_STREAM;
+	    cc == CURLE_HTTP2_STREAM || cc == CURLE_SEND_FAIL_REWIND ||
+	    cc == CURLE_WEIRD_SERVER_REPLY;
+}
+
+/*
+ * The message for a transfer that failed below HTTP, saying what happened:
+ * never reached the server, timed out, or broke on the way.
+ */
+static int
+transfer_error(struct store_s3 *s3, struct s3_call *c, const char *tgt,
+    CURLcode cc, struct cairn_err *err)
+{
+	if (connect_error(cc) || tls_error(cc))
+		return cairn_err_set(err, CAIRN_ENET, "%s %s: cannot reach "
+		    "%s://%s: %s", c->op, tgt, s3->scheme, s3->hostport,
+		    curl_easy_strerror(cc));
+	if (cc == CURLE_OPERATION_TIMEDOUT)
+		return cairn_err_set(err, CAIRN_ETIMEOUT, "%s %s: %s://%s "
+		    "stopped answering (nothing moved for %ld s): %s", c->op,
+		    tgt, s3->scheme, s3->hostport, s3->timeout_ms / 1000,
+		    curl_easy_strerror(cc));
+	if (cc == CURLE_SEND_FAIL_REWIND)
+		return cairn_err_set(err, CAIRN_ENET, "%s %s: the connection "
+		    "to %s://%s broke while sending, and the data source "
+		    "cannot be read again to resend it", c->op, tgt,
+		    s3->scheme, s3->hostport);
+	return cairn_err_set(err, CAIRN_ENET, "%s %s: the connection to "
+	    "%s://%s broke during the request: %s", c->op, tgt, s3->scheme,
+	    s3->hostport, curl_easy_strerror(cc));
+}
+
+/*
+ * The pause before retry number `attempt` (1 = the first retry): capped
+ * exponential backoff with jitter over the upper half, so a crowd of
+ * clients that failed together does not come back together.
+ */
+static int64_t
+backoff_ms(struct store_s3 *s3, int attempt)
+{
+	int64_t delay = s3->backoff_ms << (attempt - 1 < 16 ? attempt - 1 : 16);
+
+	if (delay > S3_BACKOFF_CAP_MS || delay <= 0)
+		delay = S3_BACKOFF_CAP_MS;
+	return delay / 2 + (int64_t)rand_below((uint64_t)delay / 2 + 1);
 }
 
 /*
@@ -576,6 +676,7 @@ s3_call_run(struct store_s3 *s3, struct s3_call *c, struct cairn_err *err)
 		    store_src_rewind(c->src) < 0)
 			break;	/* rc and err from the last attempt stand */
 		h = handle_get(s3);
+		c->attempts = attempt;
 		rc = s3_attempt(s3, h, c, time_now_us() / TIME_US_PER_SEC, &cc, err);
 		handle_put(s3, h, rc < 0 || cc != CURLE_OK);
 		if (rc < 0)
@@ -593,14 +694,7 @@ s3_call_run(struct store_s3 *s3, struct s3_call *c, struct cairn_err *err)
 			    "%s %s: reply larger than %u bytes", c->op, tgt,
 			    CAIRN_CAP_S3_XML);
 		} else if (cc != CURLE_OK) {
-			rc = cairn_err_set(err, CAIRN_ENET,
-			    "%s %s: cannot reach %s://%s: %s", c->op, tgt,
-			    s3->scheme, s3->hostport, curl_easy_strerror(cc));
-			if (cc == CURLE_OPERATION_TIMEDOUT) {
-				rc = CAIRN_ETIMEOUT;
-				if (err != NULL)
-					err->code = rc;
-			}
+			rc = transfer_error(s3, c, tgt, cc, err);
 			if (connect_error(cc))
 				retry = ++connect_tries < S3_CONNECT_ATTEMPTS;
 			else
@@ -615,10 +709,7 @@ s3_call_run(struct store_s3 *s3, struct s3_call *c, struct cairn_err *err)
 			break;
 		if (c->src != NULL && c->src->rewind == NULL && c->sent > 0)
 			break;
-		delay = s3->backoff_ms << (attempt - 1 < 16 ? attempt - 1 : 16);
-		if (delay > S3_BACKOFF_CAP_MS || delay <= 0)
-			delay = S3_BACKOFF_CAP_MS;
-		delay = delay / 2 + (int64_t)rand_below((uint64_t)delay / 2 + 1);
+		delay = backoff_ms(s3, attempt);
 		log_debug("%s %s: attempt %d failed (%s), retrying in %lld ms",
 		    c->op, tgt, attempt, err ? err->msg : "error", (long long)delay);
 		time_sleep_us(delay * 1000, NULL);
@@ -1195,6 +1286,13 @@ s3_mpu_list_parts(struct store *s, const char *key, const char *id,
 	return rc;
 }
 
+/*
+ * CompleteMultipartUpload. S3 may answer 200 and put an <Error> in the
+ * body (the work runs after the headers went out); such a reply is retried
+ * like a 5xx, here, since s3_call_run saw a 2xx. A retry after a complete
+ * that did go through (its reply lost to a reset) meets NoSuchUpload:
+ * store_mpu_complete() recognises that case by the object now at the key.
+ */
 static int
 s3_mpu_complete(struct store *s, const char *key, const char *id,
     const struct store_part *parts, size_t n, char *etag,
@@ -1207,7 +1305,7 @@ s3_mpu_complete(struct store *s, const char *key, const char *id,
 	struct buf body;
 	char quoted[STORE_ETAG_MAX + 4];
 	size_t i;
-	int rc = 0;
+	int rc = 0, attempt;
 
 	buf_init(&body, (size_t)STORE_PART_MAX_NUMBER * 256);
 	rc |= buf_puts(&body, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
@@ -1224,16 +1322,26 @@ s3_mpu_complete(struct store *s, const char *key, const char *id,
 		return cairn_err_set(err, CAIRN_ETOOBIG,
 		    "CompleteMultipartUpload: request body too large");
 	}
-	call_init(&c, "CompleteMultipartUpload", "POST", key);
-	call_param(&c, "uploadId", id);
-	store_src_mem(&src, body.data, body.len);
-	c.src = &src;
-	rc = s3_call_run(s3, &c, err);
-	/* S3 can answer 200 and put an <Error> in the body. */
-	if (rc == 0 && c.reply.len > 0 &&
-	    s3xml_error(c.reply.data, c.reply.len, &xe) == 1) {
-		c.status = 500;
-		rc = map_error(s3, &c, err);
+	for (attempt = 1;; attempt++) {
+		call_init(&c, "CompleteMultipartUpload", "POST", key);
+		call_param(&c, "uploadId", id);
+		store_src_mem(&src, body.data, body.len);
+		c.src = &src;
+		rc = s3_call_run(s3, &c, err);
+		if (rc == 0 && c.reply.len > 0 &&
+		    s3xml_error(c.reply.data, c.reply.len, &xe) == 1) {
+			c.status = 500;
+			rc = map_error(s3, &c, err);
+			if (attempt < s3->max_attempts) {
+				log_debug("CompleteMultipartUpload s3://%s/%.300s: "
+				    "error %s inside a 200 reply, retrying",
+				    s3->bucket, key, xe.code);
+				call_done(&c);
+				time_sleep_us(backoff_ms(s3, attempt) * 1000, NULL);
+				continue;
+			}
+		}
+		break;
 	}
 	if (rc == 0)
 		rc = s3xml_complete_etag(c.reply.data ? c.reply.data : "",

@@ -3,8 +3,11 @@
 // ListParts (GET ?uploadId) and AbortMultipartUpload (DELETE ?uploadId).
 // They read and remove s3rver's own upload directory (parts stored as
 // <n> and <n>.md5 by its FilesystemStore.putPart) and answer in S3's XML
-// shape, so cairn's resume-from-list-parts path can be tested. Everything
-// else, including SigV4 checking for the S3RVER/S3RVER credentials, is
+// shape, so cairn's resume-from-list-parts path can be tested. Uploads
+// and completes (PUT / POST ?uploadId) of an unknown or finished upload
+// get S3's 404 NoSuchUpload instead of s3rver's 500, so a retried
+// CompleteMultipartUpload meets what it meets on AWS. Everything else,
+// including SigV4 checking for the S3RVER/S3RVER credentials, is
 // s3rver's.
 //
 // usage: node s3rver_ext.js ROOT DATA-DIR READY-FILE [BUCKET...]
@@ -35,7 +38,7 @@ const server = new S3rver({
 
 async function multipartExtras(ctx, next) {
   const m = /^\/([^/]+)\/(.+)$/.exec(ctx.path);
-  if (!m || !('uploadId' in ctx.query) || !['GET', 'DELETE'].includes(ctx.method)) {
+  if (!m || !('uploadId' in ctx.query) || !['GET', 'DELETE', 'PUT', 'POST'].includes(ctx.method)) {
     return next();
   }
   const bucket = m[1];
@@ -50,6 +53,9 @@ async function multipartExtras(ctx, next) {
   }
   if (!/^[0-9a-f]+$/.test(uploadId) || storedKey !== key) {
     throw new S3Error('NoSuchUpload', 'The specified upload does not exist.', { UploadId: uploadId });
+  }
+  if (ctx.method === 'PUT' || ctx.method === 'POST') {
+    return next();
   }
   if (ctx.method === 'DELETE') {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -79,8 +85,9 @@ async function multipartExtras(ctx, next) {
   return undefined;
 }
 
-// After the logger and the XML encoder, before s3rver's routes.
-server.middleware.splice(2, 0, multipartExtras);
+// After the logger, the XML encoder and the virtual-host rewrite (which
+// puts the bucket into ctx.path), before s3rver's routes.
+server.middleware.splice(server.middleware.length - 1, 0, multipartExtras);
 
 server.run().then(addr => {
   fs.writeFileSync(readyFile + '.tmp', String(addr.port));
