@@ -146,6 +146,22 @@ struct store_s3_config {
 int store_open_s3(const struct store_s3_config *cfg, struct store **out,
 	struct cairn_err *err);
 
+struct crypt_keyring;
+/*
+ * Client-side encryption: wrap inner in a store that encrypts every object
+ * it writes with kr's current key and decrypts what it reads (one segment
+ * per put and per multipart part; format in storage/crypt.h and
+ * docs/backup-format.md). Takes ownership of inner and kr, freed even on
+ * failure (CAIRN_EINVAL: kr has no current key). Reads fail with
+ * CAIRN_EPROTO naming the part when any stored byte was changed, and for
+ * an object without the encryption header unless allow_plain. head and
+ * list report stored sizes; mpu_list_parts plaintext sizes.
+ */
+int store_open_crypt(struct store *inner, struct crypt_keyring *kr,
+	int allow_plain, struct store **out, struct cairn_err *err);
+/* The key id new objects are encrypted with; NULL if s does not encrypt. */
+const char *store_encryption_key_id(const struct store *s);
+
 /* Free a store (NULL is fine). No call may be in flight. */
 void store_free(struct store *s);
 

@@ -7,6 +7,8 @@
  *                  [--path-style] [--creds-file F] [--profile P]
  *                  [--attempts N] [--backoff-ms N] [--ca-file F] [--insecure]
  *                  | --bsl FILE.json [--creds-file F]
+ *                  [--key ID=FILE[,ID=FILE...]] [--allow-plain]
+ *                  (encrypt with the first key, read with any)
  *   commands:
  *     check
  *     put KEY FILE               fd source (known length, rewindable)
@@ -44,6 +46,7 @@
 #include "base/jsonutil.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
+#include "storage/crypt.h"
 #include "storage/location.h"
 #include "storage/store.h"
 
@@ -64,6 +67,8 @@ usage(void)
 	return 2;
 }
 
+static size_t slurp_len;	/* bytes slurp() read last */
+
 static char *
 slurp(const char *path)
 {
@@ -79,6 +84,7 @@ slurp(const char *path)
 	data = xmalloc((size_t)n + 1);
 	n = (long)fread(data, 1, (size_t)n, f);
 	data[n] = '\0';
+	slurp_len = (size_t)n;
 	fclose(f);
 	return data;
 }
@@ -427,12 +433,54 @@ run(struct store *s, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * --key ID=FILE[,ID=FILE...]: encrypt with the first key, read with any of
+ * them (storage/store_crypt.c over the store just opened).
+ */
+static int
+open_crypt(const char *arg, int allow_plain, struct store **s)
+{
+	struct crypt_keyring *kr = crypt_keyring_new();
+	unsigned char key[CRYPT_KEY_LEN];
+	char *copy = xstrdup(arg), *save = NULL, *tok, *eq, *data;
+	int rc = 0, first = 1;
+
+	for (tok = strtok_r(copy, ",", &save); rc == 0 && tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		eq = strchr(tok, '=');
+		if (eq == NULL) {
+			rc = cairn_err_set(&err, CAIRN_EINVAL, "--key ID=FILE");
+			break;
+		}
+		*eq = '\0';
+		data = slurp(eq + 1);
+		if (data == NULL) {
+			rc = cairn_err_set(&err, CAIRN_EINVAL, "cannot read %s", eq + 1);
+			break;
+		}
+		rc = crypt_key_parse(data, slurp_len, eq + 1, key, &err);
+		free(data);
+		if (rc == 0)
+			rc = crypt_keyring_add(kr, tok, key, &err);
+		if (rc == 0 && first)
+			rc = crypt_keyring_set_current(kr, tok, &err);
+		first = 0;
+	}
+	free(copy);
+	if (rc < 0) {
+		crypt_keyring_free(kr);
+		return rc;
+	}
+	return store_open_crypt(*s, kr, allow_plain, s, &err);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct store_s3_config c;
 	struct store *s = NULL;
-	const char *fsdir = NULL, *bsl = NULL;
+	const char *fsdir = NULL, *bsl = NULL, *keyarg = NULL;
+	int allow_plain = 0;
 	char *creds = NULL, *text;
 	cJSON *obj;
 	int i, rc, s3 = 0;
@@ -464,6 +512,10 @@ main(int argc, char **argv)
 			c.insecure_skip_verify = 1;
 		else if (strcmp(argv[i], "--bsl") == 0 && i + 1 < argc)
 			bsl = argv[++i];
+		else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
+			keyarg = argv[++i];
+		else if (strcmp(argv[i], "--allow-plain") == 0)
+			allow_plain = 1;
 		else
 			return usage();
 	}
@@ -491,6 +543,11 @@ main(int argc, char **argv)
 	}
 	if (rc < 0)
 		return die_rc(rc);
+	if (keyarg != NULL) {
+		rc = open_crypt(keyarg, allow_plain, &s);
+		if (rc < 0)
+			return die_rc(rc);
+	}
 	rc = run(s, argc - i, argv + i);
 	fflush(stdout);
 	store_free(s);
