@@ -500,77 +500,8 @@ store_mpu_list_parts(struct store *s, const char *key, const char *upload_id,
 	return s->ops->mpu_list_parts(s, key, upload_id, fn, arg, err);
 }
 
-/*
- * S3's ETag of a multipart object: MD5 of the parts' binary MD5s, "-N".
- * 0 and out filled when every part ETag is an MD5 in hex, else -1.
- */
-static int
-multipart_etag(const struct store_part *parts, size_t n,
-    char out[STORE_ETAG_MAX])
-{
-	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	unsigned char bin[16], sum[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	size_t i, j;
-	int ok = md != NULL && EVP_DigestInit_ex(md, EVP_md5(), NULL) == 1;
-
-	for (i = 0; ok && i < n; i++) {
-		if (strlen(parts[i].etag) != 32) {
-			ok = 0;
-			break;
-		}
-		for (j = 0; j < 16; j++) {
-			unsigned int v;
-
-			if (sscanf(parts[i].etag + 2 * j, "%2x", &v) != 1)
-				ok = 0;
-			bin[j] = (unsigned char)v;
-		}
-		ok = ok && EVP_DigestUpdate(md, bin, 16) == 1;
-	}
-	ok = ok && EVP_DigestFinal_ex(md, sum, &len) == 1 && len == 16;
-	EVP_MD_CTX_free(md);
-	if (!ok)
-		return -1;
-	store_hex(sum, 16, out);
-	snprintf(out + 32, STORE_ETAG_MAX - 32, "-%zu", n);
-	return 0;
-}
-
-/*
- * A complete failed with "not found": did an earlier complete of these
- * same parts go through (its reply lost to a broken connection, or its
- * caller gone before recording it)? The upload is then gone and its object
- * is at key. It is taken as ours when its ETag is S3's multipart ETag of
- * these parts, or, where that cannot be computed (fs ETags are MD5s of the
- * content; SSE-KMS and SSE-C part ETags are not MD5s), when its size is
- * the sum of the parts' sizes, all known. 1: yes (etag filled), 0: no.
- */
-static int
-completed_already(struct store *s, const char *key,
-    const struct store_part *parts, size_t n, char *etag)
-{
-	struct store_stat st;
-	char want[STORE_ETAG_MAX];
-	uint64_t total = 0;
-	int sizes = 1;
-	size_t i;
-
-	if (s->ops->head(s, key, memset(&st, 0, sizeof st), NULL) < 0)
-		return 0;
-	for (i = 0; i < n; i++) {
-		total += parts[i].size;
-		sizes = sizes && parts[i].size > 0;
-	}
-	if (!((multipart_etag(parts, n, want) == 0 &&
-	    strcmp(want, st.etag) == 0) || (sizes && st.size == total)))
-		return 0;
-	snprintf(etag, STORE_ETAG_MAX, "%s", st.etag);
-	log_info("%s: the upload of \"%.200s\" is gone and the object holds "
-	    "its %zu parts (%llu bytes): an earlier complete went through",
-	    s->desc, key, n, (unsigned long long)st.size);
-	return 1;
-}
+static int completed_already(struct store *s, const char *key,
+    const struct store_part *parts, size_t n, char *etag);
 
 int
 store_mpu_complete(struct store *s, const char *key, const char *upload_id,
@@ -598,6 +529,9 @@ store_mpu_complete(struct store *s, const char *key, const char *upload_id,
 	if (rc == CAIRN_ENOTFOUND && completed_already(s, key, parts, nparts,
 	    etag)) {
 		cairn_err_clear(err);
+		log_info("%s: the upload of \"%.200s\" is gone and the object "
+		    "is the join of its %zu parts: an earlier complete went "
+		    "through", s->desc, key, nparts);
 		rc = 0;
 	}
 	if (rc == 0 && etag_out != NULL)
@@ -707,6 +641,8 @@ store_mpu_joined(struct store *s, const char *key,
 
 	if (nparts == 0)
 		return 0;
+	if (s->ops->mpu_joined != NULL)
+		return s->ops->mpu_joined(s, key, parts, nparts, err);
 	for (size_t i = 0; i < nparts; i++) {
 		if (!is_md5_hex(parts[i].etag))
 			return 0;	/* not an MD5: nothing to compare with */
@@ -767,4 +703,34 @@ store_mpu_joined(struct store *s, const char *key,
 	if (rc < 0)
 		return rc;
 	return jc.i == jc.n;
+}
+
+/*
+ * A complete failed with "not found": did an earlier complete of these
+ * same parts go through (its reply lost to a broken connection, or its
+ * caller gone before recording it)? Then the upload is gone and its object
+ * is at key: store_mpu_joined() tells when the part ETags are MD5s; where
+ * they are not (SSE-KMS, SSE-C), the total size of the parts, all known,
+ * has to do. 1: yes (etag filled), 0: no.
+ */
+static int
+completed_already(struct store *s, const char *key,
+    const struct store_part *parts, size_t n, char *etag)
+{
+	struct store_stat st;
+	uint64_t total = 0;
+	int md5s = 1, sizes = 1;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		md5s = md5s && is_md5_hex(parts[i].etag);
+		sizes = sizes && parts[i].size > 0;
+		total += parts[i].size;
+	}
+	if (md5s ? store_mpu_joined(s, key, parts, n, NULL) != 1 : !sizes)
+		return 0;
+	if (store_head(s, key, &st, NULL) < 0 || (!md5s && st.size != total))
+		return 0;
+	snprintf(etag, STORE_ETAG_MAX, "%s", st.etag);
+	return 1;
 }

@@ -259,8 +259,8 @@ int store_mpu_list_parts(struct store *s, const char *key,
  * Safe to repeat: when the upload is gone because an earlier complete of
  * the same parts went through (its reply lost, or its caller gone before
  * it recorded it), the object at key is recognised and this succeeds: by
- * S3's multipart ETag of the parts' ETags, or, where that cannot be
- * computed, by the sum of the parts' sizes (so give `size` when known).
+ * store_mpu_joined() when the part ETags are MD5s, else (SSE-KMS, SSE-C)
+ * by the sum of the parts' sizes (so give `size` when known).
  */
 int store_mpu_complete(struct store *s, const char *key, const char *upload_id,
 	const struct store_part *parts, size_t nparts,

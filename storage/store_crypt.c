@@ -178,22 +178,45 @@ crypt_mpu_list_parts(struct store *s, const char *key, const char *id,
 	return store_mpu_list_parts(sc->inner, key, id, parts_plain, &pm, err);
 }
 
-static int
-crypt_mpu_complete(struct store *s, const char *key, const char *id,
-    const struct store_part *parts, size_t n, char *etag,
-    struct cairn_err *err)
+/* The parts as the inner store has them: stored sizes. Owned. */
+static struct store_part *
+parts_stored(const struct store_part *parts, size_t n)
 {
-	struct store_crypt *sc = (struct store_crypt *)s;
-	struct store_part *sp = xcalloc(n, sizeof *sp);
+	struct store_part *sp = xcalloc(n ? n : 1, sizeof *sp);
 	size_t i;
-	int rc;
 
 	for (i = 0; i < n; i++) {
 		sp[i] = parts[i];
 		sp[i].size = parts[i].size > 0 ?
 		    crypt_stored_size(parts[i].size) : 0;
 	}
+	return sp;
+}
+
+static int
+crypt_mpu_complete(struct store *s, const char *key, const char *id,
+    const struct store_part *parts, size_t n, char *etag,
+    struct cairn_err *err)
+{
+	struct store_crypt *sc = (struct store_crypt *)s;
+	struct store_part *sp = parts_stored(parts, n);
+	int rc;
+
 	rc = store_mpu_complete(sc->inner, key, id, sp, n, etag, err);
+	free(sp);
+	return rc;
+}
+
+/* ETags are of the stored parts: ask the inner store, in stored sizes. */
+static int
+crypt_mpu_joined(struct store *s, const char *key,
+    const struct store_part *parts, size_t n, struct cairn_err *err)
+{
+	struct store_crypt *sc = (struct store_crypt *)s;
+	struct store_part *sp = parts_stored(parts, n);
+	int rc;
+
+	rc = store_mpu_joined(sc->inner, key, sp, n, err);
 	free(sp);
 	return rc;
 }
@@ -362,7 +385,7 @@ static const struct store_ops crypt_ops = {
 	"encrypted", crypt_free, crypt_check, crypt_put, crypt_get, crypt_head,
 	crypt_list, crypt_del, crypt_del_many, crypt_mpu_create,
 	crypt_mpu_put_part, crypt_mpu_list_parts, crypt_mpu_complete,
-	crypt_mpu_abort,
+	crypt_mpu_abort, crypt_mpu_joined,
 };
 
 int

@@ -1186,5 +1186,5 @@ store_open_fs(const char *root, int create, struct store **out,
 static const struct store_ops fs_ops = {
 	"fs", fs_free, fs_check, fs_put, fs_get, fs_head, fs_list, fs_del, NULL,
 	fs_mpu_create, fs_mpu_put_part, fs_mpu_list_parts, fs_mpu_complete,
-	fs_mpu_abort,
+	fs_mpu_abort, NULL,
 };

@@ -37,6 +37,9 @@ struct store_ops {
 	    struct cairn_err *err);
 	int (*mpu_abort)(struct store *s, const char *key, const char *id,
 	    struct cairn_err *err);
+	/* optional: store_mpu_joined() for a layer over another store */
+	int (*mpu_joined)(struct store *s, const char *key,
+	    const struct store_part *parts, size_t n, struct cairn_err *err);
 };
 
 /* Every backend's struct starts with this. */

@@ -1605,5 +1605,5 @@ fail:
 static const struct store_ops s3_ops = {
 	"s3", s3_free, s3_check, s3_put, s3_get, s3_head, s3_list, s3_del,
 	s3_del_many, s3_mpu_create, s3_mpu_put_part, s3_mpu_list_parts, s3_mpu_complete,
-	s3_mpu_abort,
+	s3_mpu_abort, NULL,
 };
