@@ -1933,6 +1933,9 @@ complete:
 storage_fail:
 	if (b.f.fenced || rc == CAIRN_EFENCED)
 		goto out;
+	/* Our journal is full: not the backup's fault; resumed when it is not. */
+	if (!journal_writable(env->journal, NULL))
+		goto out;
 	snprintf(reason, sizeof reason, "%s", err->msg);
 	cairn_err_clear(err);
 	rc = bk_fail(&b, reason, err);

@@ -49,6 +49,7 @@
 #include "engine/server.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +58,13 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
+#include "base/util.h"
 #include "engine/backup.h"
 #include "engine/claim.h"
 #include "engine/lease.h"
 #include "engine/restore.h"
 #include "engine/upkeep.h"
+#include "journal/journal.h"
 #include "kube/kube.h"
 #include "base/metrics.h"
 
@@ -104,6 +107,7 @@ struct server {
 	struct qitem *cand;
 	size_t ncand, acand;
 	int scan_kind;
+	atomic_int journal_down;	/* logged: the journal cannot be written */
 	struct upkeep *upkeep;		/* schedules, sync, GC thread */
 	int watch_failing;		/* scan thread only */
 	/*
@@ -189,6 +193,95 @@ spread_hash(const char *id, const char *name)
 	for (const char *p = name; *p != '\0'; p++)
 		h = (h ^ (unsigned char)*p) * 16777619u;
 	return h;
+}
+
+/*
+ * May this server take work? Not while its journal cannot be written
+ * (disk full, read-only): a claim it cannot journal would stall the item
+ * (docs/protocol.md rule 3). Logged once per outage; /readyz says the
+ * same (engine/status.c).
+ */
+static int
+server_journal_ok(struct server *s, struct cairn_err *err)
+{
+	if (journal_writable(s->env.journal, err)) {
+		if (atomic_exchange(&s->journal_down, 0))
+			log_info("server %s: the journal is writable again: "
+			    "taking work again", s->o->server_id);
+		return 1;
+	}
+	if (!atomic_exchange(&s->journal_down, 1))
+		log_error("server %s: %s: taking no new work until the journal "
+		    "can be written", s->o->server_id, err->msg);
+	return 0;
+}
+
+#define JOURNAL_COND	"JournalWritable"
+
+/*
+ * Tell an item of ours, in status.conditions[type=JournalWritable], that
+ * this server cannot write its journal (writable 0, why) or can again
+ * (writable 1; only where the condition said False). A write conditional
+ * on the item's resourceVersion, only while the claim is ours and the
+ * Lease held; a lost race is left to the next scan. *obj is replaced by
+ * the object as written.
+ */
+static void
+server_note_journal(struct server *s, int kind, cJSON **obj, int writable,
+	const char *why)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *conds, *c = NULL, *it, *out = NULL;
+	char ts[TIME_STR_MAX], msg[CAIRN_ERR_MSG_MAX + 128];
+	const char *want = writable ? "True" : "False";
+
+	if (strcmp(json_str_or(*obj, "status.claim.holder", ""),
+	    s->o->server_id) != 0 || !lease_held(s->lease))
+		return;
+	conds = json_get(*obj, "status.conditions");
+	cJSON_ArrayForEach(it, conds)
+		if (strcmp(json_str_or(it, "type", ""), JOURNAL_COND) == 0)
+			c = it;
+	if (writable && (c == NULL ||
+	    strcmp(json_str_or(c, "status", ""), "False") != 0))
+		return;
+	if (writable)
+		str_format(msg, sizeof msg, "the journal of server %s is "
+		    "writable again", s->o->server_id);
+	else
+		str_format(msg, sizeof msg, "server %s cannot write its journal "
+		    "(%s): the work waits until it can, nothing is lost",
+		    s->o->server_id, why);
+	if (c != NULL && strcmp(json_str_or(c, "status", ""), want) == 0 &&
+	    strcmp(json_str_or(c, "message", ""), msg) == 0)
+		return;		/* said already */
+	if (!cJSON_IsArray(conds)) {
+		conds = cJSON_CreateArray();
+		json_set_item(*obj, "status.conditions", conds);
+	}
+	if (c == NULL) {
+		c = cJSON_CreateObject();
+		cJSON_AddItemToArray(conds, c);
+		json_set_str(c, "type", JOURNAL_COND);
+	}
+	if (strcmp(json_str_or(c, "status", ""), want) != 0) {
+		time_format_rfc3339(time_now_us(), ts);
+		json_set_str(c, "lastTransitionTime", ts);
+	}
+	json_set_str(c, "status", want);
+	json_set_str(c, "reason", writable ? "Writable" : "JournalUnwritable");
+	json_set_str(c, "message", msg);
+	json_set_int(c, "observedGeneration",
+	    json_int(*obj, "metadata.generation", 0));
+	if (kube_update_status(s->o->kube, &server_gvrs[kind],
+	    s->o->namespace, *obj, &out, &err) < 0) {
+		log_warn("%s %s/%s: cannot note the journal state: %s",
+		    server_kind_names[kind], s->o->namespace,
+		    json_str_or(*obj, "metadata.name", ""), err.msg);
+		return;
+	}
+	cJSON_Delete(*obj);
+	*obj = out;
 }
 
 static int
@@ -489,6 +582,14 @@ worker_take(struct worker *w, int kind, const char *name)
 		cJSON_Delete(obj);
 		return;
 	}
+	if (!server_journal_ok(s, &err)) {
+		if (mode == TAKE_RESUME)
+			server_note_journal(s, kind, &obj, 0, err.msg);
+		cJSON_Delete(obj);
+		return;
+	}
+	if (mode == TAKE_RESUME)
+		server_note_journal(s, kind, &obj, 1, NULL);
 	if (mode == TAKE_CLAIM || mode == TAKE_OVER) {
 		const char *prev = json_str_or(obj, "status.claim.holder", "");
 		char *was = xstrdup(prev[0] ? prev : "(released)");
@@ -537,6 +638,17 @@ worker_take(struct worker *w, int kind, const char *name)
 		rc = restore_run(&s->renv, obj, w->id, s->o->restore_workers,
 		    &err);
 	cJSON_Delete(obj);
+	obj = NULL;
+	if (rc < 0 && rc != CAIRN_EFENCED && rc != CAIRN_ECANCELED) {
+		struct cairn_err jerr = CAIRN_ERR_INIT;
+
+		/* Stopped by the journal: the item says so until it resumes. */
+		if (!server_journal_ok(s, &jerr) && kube_get(s->o->kube, g,
+		    s->o->namespace, name, &obj, NULL) == 0) {
+			server_note_journal(s, kind, &obj, 0, jerr.msg);
+			cJSON_Delete(obj);
+		}
+	}
 	if (rc == CAIRN_EFENCED) {
 		metrics_inc(METRIC_FENCED_TOTAL, METRIC_LABELS("conflict"));
 		log_warn("%s %s/%s: ownership lost, stopped without writing "

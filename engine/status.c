@@ -310,6 +310,12 @@ probe_loop(void *arg)
 			probe_slow(s);
 			s->slow_probe_mono = time_mono_us();
 		}
+		/* A worker's failed journal write counts at once. */
+		if (s->journal_ok && !journal_writable(s->journal, &err)) {
+			s->journal_ok = 0;
+			snprintf(s->journal_why, sizeof s->journal_why,
+			    "journal: %.200s", err.msg);
+		}
 		ready = api_ok && s->journal_ok && s->storage_ok;
 		if (api_ok && !s->journal_ok)
 			snprintf(why, sizeof why, "%s", s->journal_why);

@@ -48,16 +48,19 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define JOURNAL_BUSY_MS		10000		/* wait for another writer */
 #define JOURNAL_WAL_LIMIT	(64 << 20)	/* WAL size kept after a checkpoint */
+#define JOURNAL_FREE_MIN	(1u << 20)	/* to count as writable again */
 #define SCHEMA_MARK		"-- @version "
 
 enum stmt_id {
@@ -170,7 +173,17 @@ struct journal {
 	int		 depth;		/* batch nesting, 0: none */
 	int		 poisoned;	/* a write in this batch failed */
 	struct cairn_err first;		/* that first failure */
+	/*
+	 * The last write failed for want of disk (full, I/O error, read
+	 * only) and none has succeeded since: set by jfail() on the writer,
+	 * cleared by a commit (journal_writable()).
+	 */
+	atomic_int	 unwritable;
+	atomic_llong	 probe_mono;	/* last journal_writable() try */
+	char		 unwritable_why[CAIRN_ERR_MSG_MAX];	/* under w.lock */
 };
+
+static int free_enough(const struct journal *j);
 
 /* The journal whose batch this thread holds (NULL: none). */
 static _Thread_local struct journal *tl_batch;
@@ -207,25 +220,43 @@ map_rc(int rc)
  * "journal PATH: WHAT: sqlite message (sqlite code N, errno text)".
  */
 static int
-jfail(const struct journal *j, sqlite3 *db, int rc, struct cairn_err *err,
+jfail(struct journal *j, sqlite3 *db, int rc, struct cairn_err *err,
     const char *what)
 {
+	struct cairn_err local = CAIRN_ERR_INIT;
 	const char *msg;
-	int sys;
+	int sys, ret;
 
+	if (err == NULL)
+		err = &local;
 	msg = db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
 	sys = db != NULL ? sqlite3_system_errno(db) : 0;
 	if (sys != 0)
-		return cairn_err_set(err, map_rc(rc),
+		ret = cairn_err_set(err, map_rc(rc),
 		    "journal %s: %s: %s (sqlite code %d, %s)", j->path, what,
 		    msg, rc, strerror(sys));
-	if ((rc & 0xff) == SQLITE_FULL || rc == SQLITE_IOERR_WRITE ||
+	else if ((rc & 0xff) == SQLITE_FULL || rc == SQLITE_IOERR_WRITE ||
 	    rc == SQLITE_IOERR_FSYNC)
-		return cairn_err_set(err, map_rc(rc), "journal %s: %s: %s "
+		ret = cairn_err_set(err, map_rc(rc), "journal %s: %s: %s "
 		    "(sqlite code %d; is the disk full?)", j->path, what, msg,
 		    rc);
-	return cairn_err_set(err, map_rc(rc),
-	    "journal %s: %s: %s (sqlite code %d)", j->path, what, msg, rc);
+	else
+		ret = cairn_err_set(err, map_rc(rc),
+		    "journal %s: %s: %s (sqlite code %d)", j->path, what, msg,
+		    rc);
+	/* The writer cannot write: remember it until a commit succeeds. */
+	if (db != NULL && db == j->w.db && ((rc & 0xff) == SQLITE_FULL ||
+	    (rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_READONLY ||
+	    (rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_PERM)) {
+		pthread_mutex_lock(&j->w.lock);
+		snprintf(j->unwritable_why, sizeof j->unwritable_why, "%s",
+		    err->msg);
+		atomic_store(&j->unwritable, 1);
+		/* the first probe a second from now, not at once */
+		atomic_store(&j->probe_mono, time_mono_us());
+		pthread_mutex_unlock(&j->w.lock);
+	}
+	return ret;
 }
 
 /* A required text argument s fits in cap bytes, else EINVAL. */
@@ -802,6 +833,8 @@ journal_commit(struct journal *j, struct cairn_err *err)
 			batch_rollback(j);
 		} else {
 			tl_batch = NULL;
+			if (atomic_load(&j->unwritable) && free_enough(j))
+				atomic_store(&j->unwritable, 0);
 		}
 	}
 	pthread_mutex_unlock(&j->w.lock);
@@ -1324,6 +1357,56 @@ journal_parts(struct journal *j, int64_t id, struct journal_part **out,
     size_t *n, struct cairn_err *err)
 {
 	return read_list(j, &parts_shape, bind_id, &id, out, n, err);
+}
+
+/* 1 unless the journal's filesystem has less than JOURNAL_FREE_MIN free. */
+static int
+free_enough(const struct journal *j)
+{
+	struct statvfs sv;
+	char *dir = xstrdup(j->path), *slash = strrchr(dir, '/');
+	int rc;
+
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+	else
+		strcpy(dir, ".");
+	rc = statvfs(dir, &sv);
+	free(dir);
+	if (rc < 0)
+		return 1;	/* cannot tell: the probe write decides */
+	return (uint64_t)sv.f_bavail * sv.f_frsize >= JOURNAL_FREE_MIN;
+}
+
+int
+journal_writable(struct journal *j, struct cairn_err *err)
+{
+	int64_t now = time_mono_us();
+	struct cairn_err pe = CAIRN_ERR_INIT;
+
+	if (!atomic_load(&j->unwritable))
+		return 1;
+	/*
+	 * At most one probe a second, whoever asks. A small write can
+	 * succeed on a full disk (SQLite reuses the WAL file's space), so
+	 * "writable again" also needs JOURNAL_FREE_MIN free on the
+	 * journal's filesystem: otherwise claims and failures would
+	 * alternate every second.
+	 */
+	if (now - atomic_load(&j->probe_mono) >= TIME_US_PER_SEC) {
+		atomic_store(&j->probe_mono, now);
+		if (free_enough(j) &&
+		    journal_counter_add(j, "Probe", "Write", 0, &pe) == 0)
+			return 1;
+	}
+	if (err != NULL) {
+		pthread_mutex_lock(&j->w.lock);
+		cairn_err_set(err, CAIRN_EIO, "%s", j->unwritable_why);
+		pthread_mutex_unlock(&j->w.lock);
+	}
+	return 0;
 }
 
 int

@@ -148,6 +148,15 @@ const char *journal_path(const struct journal *j);
 int	journal_schema_version(void);
 /* PRAGMA integrity_check: 0 if "ok", else CAIRN_EIO with its first lines. */
 int	journal_check(struct journal *j, struct cairn_err *err);
+/*
+ * 1 if the journal can be written, 0 if its last write failed for want of
+ * disk (full, I/O error, read-only) and no write has succeeded since; err
+ * then says why. While it cannot, a call at most once a second tries a
+ * tiny write (and, after a full disk, wants 1 MiB free on the journal's
+ * filesystem), so the answer turns 1 again by itself once space is back.
+ * Servers stop claiming work and /readyz says false meanwhile.
+ */
+int	journal_writable(struct journal *j, struct cairn_err *err);
 
 /* ---- Batches -------------------------------------------------------------- */
 
