@@ -77,16 +77,27 @@ is_space_char(char c)
 
 /* ---- YAML to cJSON ---- */
 
+/*
+ * Aliases make a YAML document a graph: a 1 KB file of nested aliases
+ * expands into gigabytes. The tree built from a document may have at most
+ * YAML_EXPAND_RATIO times its own node count plus YAML_EXPAND_SLACK nodes
+ * (kubeconfigs use few aliases, if any); past that it is refused.
+ */
+#define YAML_EXPAND_RATIO	16
+#define YAML_EXPAND_SLACK	10000
+
 static cJSON *
-yaml_node_json(yaml_document_t *doc, yaml_node_t *n, int depth)
+yaml_node_json(yaml_document_t *doc, yaml_node_t *n, int depth,
+    size_t *budget)
 {
 	cJSON *j, *v;
 	yaml_node_item_t *it;
 	yaml_node_pair_t *pr;
 	yaml_node_t *kn;
 
-	if (n == NULL || depth > CAIRN_JSON_MAX_DEPTH)
+	if (n == NULL || depth > CAIRN_JSON_MAX_DEPTH || *budget == 0)
 		return NULL;
+	(*budget)--;
 	switch (n->type) {
 	case YAML_SCALAR_NODE:
 		if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
@@ -100,7 +111,7 @@ yaml_node_json(yaml_document_t *doc, yaml_node_t *n, int depth)
 		for (it = n->data.sequence.items.start;
 		    it < n->data.sequence.items.top; it++) {
 			v = yaml_node_json(doc, yaml_document_get_node(doc, *it),
-			    depth + 1);
+			    depth + 1, budget);
 			if (v == NULL) {
 				cJSON_Delete(j);
 				return NULL;
@@ -118,7 +129,8 @@ yaml_node_json(yaml_document_t *doc, yaml_node_t *n, int depth)
 				return NULL;
 			}
 			v = yaml_node_json(doc,
-			    yaml_document_get_node(doc, pr->value), depth + 1);
+			    yaml_document_get_node(doc, pr->value), depth + 1,
+			    budget);
 			if (v == NULL) {
 				cJSON_Delete(j);
 				return NULL;
@@ -141,6 +153,7 @@ kcfg_yaml_to_json(const char *data, size_t len, const char *what,
 	yaml_document_t doc;
 	yaml_node_t *root;
 	cJSON *j = NULL;
+	size_t budget;
 
 	if (!yaml_parser_initialize(&parser)) {
 		cairn_err_set(err, CAIRN_EFAIL, "%s: libyaml init failed", what);
@@ -157,11 +170,17 @@ kcfg_yaml_to_json(const char *data, size_t len, const char *what,
 		return NULL;
 	}
 	root = yaml_document_get_root_node(&doc);
+	budget = YAML_EXPAND_RATIO * (size_t)(doc.nodes.top - doc.nodes.start) +
+	    YAML_EXPAND_SLACK;
 	if (root == NULL)
 		j = cJSON_CreateObject();	/* empty file */
 	else
-		j = yaml_node_json(&doc, root, 0);
-	if (j == NULL)
+		j = yaml_node_json(&doc, root, 0, &budget);
+	if (j == NULL && budget == 0)
+		cairn_err_set(err, CAIRN_EINVAL, "%s: YAML aliases expand to "
+		    "more than %d times the document's size: refused", what,
+		    YAML_EXPAND_RATIO);
+	else if (j == NULL)
 		cairn_err_set(err, CAIRN_EINVAL,
 		    "%s: unsupported YAML (non-scalar key or too deep)", what);
 	yaml_document_delete(&doc);

@@ -696,6 +696,41 @@ test_yaml_to_json(void)
 	cJSON_Delete(j);
 }
 
+/*
+ * Issue 19: aliases in a kubeconfig are expanded within a budget: six
+ * levels of ten aliases (a million nodes from 300 bytes) are refused at
+ * once, a document using a few aliases is read as before.
+ */
+static void
+test_yaml_alias_budget(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ok = "a: &x {k: v}\nb: *x\nc: [*x, *x]\n";
+	struct buf b;
+	char *bomb;
+	cJSON *j;
+
+	j = kcfg_yaml_to_json(ok, strlen(ok), "t", &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str_or(cJSON_GetArrayItem(json_get(j, "c"), 1), "k",
+	    ""), "v");
+	cJSON_Delete(j);
+	buf_init(&b, 1 << 16);
+	buf_puts(&b, "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+	for (int i = 1; i <= 6; i++) {
+		buf_printf(&b, "l%d: &l%d [", i, i);
+		for (int k = 0; k < 10; k++)
+			buf_printf(&b, "%s*l%d", k ? ", " : "", i - 1);
+		buf_puts(&b, "]\n");
+	}
+	bomb = buf_take(&b, NULL);
+	j = kcfg_yaml_to_json(bomb, strlen(bomb), "bomb", &err);
+	CHECK(j == NULL);
+	CHECK(strstr(err.msg, "aliases expand") != NULL);
+	cJSON_Delete(j);
+	free(bomb);
+}
+
 int
 main(void)
 {
@@ -713,5 +748,6 @@ main(void)
 	RUN(test_in_cluster);
 	RUN(test_paths_and_codes);
 	RUN(test_yaml_to_json);
+	RUN(test_yaml_alias_budget);
 	return unit_done();
 }
