@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -116,6 +117,20 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	if (kube_open_flags(fs, &k, &err) < 0) {
 		cli_fail("%s", err.msg);
 		goto done;
+	}
+	{
+		/*
+		 * Descriptors: as Go programs do, take the hard open-file
+		 * limit (a soft 1024 is the usual default, and a server with
+		 * many workers, watches and a web endpoint needs more).
+		 */
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+		    rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			(void)setrlimit(RLIMIT_NOFILE, &rl);
+		}
 	}
 	if (journal_open(flag_str(fs, F_JOURNAL), 0, &j, &err) < 0) {
 		cli_fail("%s", err.msg);

@@ -39,6 +39,28 @@
  * response among connections), so the load a scraper or a browser puts on
  * the server's state is bounded whatever the request rate.
  *
+ * Connections. Slow clients must not take the endpoint (or the process)
+ * down: a client that trickles its request line or headers a byte at a
+ * time never trips libmicrohttpd's idle timeout, and a thousand of them
+ * used to fill every connection slot, so the kubelet's probes failed and
+ * the pod was restarted. So:
+ * - the total is capped at max_connections, and never above a quarter
+ *   of RLIMIT_NOFILE: the descriptors the backups need (journal, API and
+ *   storage connections, spool files) are never the web's to take;
+ * - each client address may hold at most max_per_client connections;
+ * - each request must be done within request_timeout_s of the moment its
+ *   connection was accepted or its previous request ended, however
+ *   slowly its bytes arrive (idle keep-alive time counts too): a reaper
+ *   thread shuts such sockets down (shutdown(2), so libmicrohttpd closes
+ *   them itself);
+ * - when every slot is taken, a new connection evicts the one whose
+ *   request has waited longest, so a probe always gets in: an attacker
+ *   must open connections faster than the slots turn over to keep it out.
+ * The table is updated from libmicrohttpd's connection notifications;
+ * CLOSED is notified before libmicrohttpd closes the descriptor, and a
+ * shutdown is only ever done under conn_mu on a descriptor still in the
+ * table, so it never hits a descriptor reused by someone else.
+ *
  * Threading: the handler runs on libmicrohttpd's threads. struct web is
  * read-only after web_start() except the status cache (status_mu). The
  * source callbacks are called on those threads and must be thread-safe.
@@ -72,6 +94,7 @@
 
 #define WEB_LISTEN_BACKLOG	1024
 #define WEB_CSP_MAX		512
+#define CTX_BAD_TARGET		4	/* context word: see handle() */
 
 struct web {
 	struct MHD_Daemon *mhd;
@@ -87,6 +110,24 @@ struct web {
 	pthread_mutex_t status_mu;	/* guards the two fields below */
 	struct MHD_Response *status_resp; /* cached /status.json or NULL */
 	int64_t status_at;		/* monotonic time it was built */
+
+	/* The connection guard (see "Connections" above). */
+	pthread_mutex_t conn_mu;	/* guards conns, nconns */
+	struct wconn *conns;		/* max_conn + 1 slots */
+	unsigned nconns, max_conn;
+	int64_t request_timeout_us;
+	pthread_t reaper;
+	int reaper_started;
+	pthread_mutex_t stop_mu;
+	pthread_cond_t stop_cv;
+	int stopping;
+};
+
+/* One open connection: its socket and when its current request began. */
+struct wconn {
+	struct MHD_Connection *c;
+	int fd;
+	int64_t mark;			/* accept, or the end of its last request */
 };
 
 static const char csp_none[] = "default-src 'none'; frame-ancestors 'none'";
@@ -344,8 +385,9 @@ route(struct web *w, struct MHD_Connection *c, const char *url,
 
 /*
  * The access handler. *req is the request's context word set by
- * uri_logger(): the request target's length shifted left by two; bit 1 is
- * set after the first call, bit 0 once answered.
+ * uri_logger(): the request target's length shifted left by three; bit 2
+ * (CTX_BAD_TARGET) marks a target with a percent-encoded control
+ * character, bit 1 is set after the first call, bit 0 once answered.
  *
  * GET and HEAD are answered on the second call, when libmicrohttpd knows
  * the request is complete (answering on the first call makes it close the
@@ -389,22 +431,40 @@ handle(void *cls, struct MHD_Connection *c, const char *url,
 	}
 	*upload_data_size = 0;
 	*req = (void *)(ctx | 3);
-	return route(w, c, url, method, (size_t)(ctx >> 2));
+	if (ctx & CTX_BAD_TARGET)
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad request target: "
+		    "a percent-encoded control character\n", NULL);
+	return route(w, c, url, method, (size_t)(ctx >> 3));
 }
 
 /*
  * Called with the raw request target before headers are read. Its return
  * value becomes the request's context word: the target's length shifted
- * left by two (an integer, nothing to free on any path; see handle()).
+ * left by three (an integer, nothing to free on any path; see handle()).
  */
 static void *
 uri_logger(void *cls, const char *uri, struct MHD_Connection *c)
 {
-	size_t n = strnlen(uri, SIZE_MAX >> 2);
+	size_t n = strnlen(uri, SIZE_MAX >> 3);
+	uintptr_t bad = 0;
 
 	(void)cls;
 	(void)c;
-	return (void *)((uintptr_t)n << 2);
+	/*
+	 * A percent-encoded control character (%00-%1F, %7F) in the target:
+	 * libmicrohttpd decodes %00 into a NUL, so "/metrics%00.txt" would
+	 * compare equal to "/metrics". No path of ours has one: refused.
+	 */
+	for (const char *p = strchr(uri, '%'); p != NULL && bad == 0;
+	    p = strchr(p + 1, '%')) {
+		char h = p[1], l = p[2];
+
+		if (l == '\0')
+			break;
+		if (h == '0' || h == '1' || (h == '7' && (l == 'f' || l == 'F')))
+			bad = CTX_BAD_TARGET;
+	}
+	return (void *)(((uintptr_t)n << 3) | bad);
 }
 
 static void
@@ -603,12 +663,126 @@ fail:
 	return rc;
 }
 
+/* ---- the connection guard ------------------------------------------ */
+
+static void
+conn_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+    enum MHD_ConnectionNotificationCode code)
+{
+	struct web *w = cls;
+	const union MHD_ConnectionInfo *ci;
+	int64_t now = time_mono_us();
+
+	(void)socket_context;
+	pthread_mutex_lock(&w->conn_mu);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		ci = MHD_get_connection_info(c,
+		    MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (w->nconns >= w->max_conn) {
+			/* Full: the request waiting longest makes room. */
+			unsigned old = 0;
+
+			for (unsigned i = 1; i < w->nconns; i++)
+				if (w->conns[i].mark < w->conns[old].mark)
+					old = i;
+			(void)shutdown(w->conns[old].fd, SHUT_RDWR);
+			w->conns[old] = w->conns[--w->nconns];
+		}
+		if (ci != NULL) {
+			w->conns[w->nconns].c = c;
+			w->conns[w->nconns].fd = ci->connect_fd;
+			w->conns[w->nconns].mark = now;
+			w->nconns++;
+		}
+	} else {
+		for (unsigned i = 0; i < w->nconns; i++)
+			if (w->conns[i].c == c) {
+				w->conns[i] = w->conns[--w->nconns];
+				break;
+			}
+	}
+	pthread_mutex_unlock(&w->conn_mu);
+}
+
+/* A request ended: the connection's next one starts its clock now. */
+static void
+request_done(void *cls, struct MHD_Connection *c, void **req,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct web *w = cls;
+	int64_t now = time_mono_us();
+
+	(void)req;
+	(void)toe;
+	pthread_mutex_lock(&w->conn_mu);
+	for (unsigned i = 0; i < w->nconns; i++)
+		if (w->conns[i].c == c) {
+			w->conns[i].mark = now;
+			break;
+		}
+	pthread_mutex_unlock(&w->conn_mu);
+}
+
+/* Shut down connections whose request took longer than the timeout. */
+static void *
+reaper_main(void *arg)
+{
+	struct web *w = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&w->stop_mu);
+	while (!w->stopping) {
+		int64_t now = time_mono_us();
+
+		pthread_mutex_lock(&w->conn_mu);
+		for (unsigned i = 0; i < w->nconns; i++)
+			if (now - w->conns[i].mark > w->request_timeout_us) {
+				(void)shutdown(w->conns[i].fd, SHUT_RDWR);
+				/* MHD closes it; CLOSED drops the slot */
+				w->conns[i].mark = INT64_MAX;
+			}
+		pthread_mutex_unlock(&w->conn_mu);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 250 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->stop_cv, &w->stop_mu, &ts);
+	}
+	pthread_mutex_unlock(&w->stop_mu);
+	return NULL;
+}
+
+/*
+ * The connection cap: the configured one, but never more than a quarter
+ * of the open-file limit (at least 8), so the work keeps its descriptors.
+ */
+static unsigned
+conn_cap(unsigned want)
+{
+	struct rlimit rl;
+	rlim_t quarter;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return want;
+	quarter = rl.rlim_cur / 4 > 8 ? rl.rlim_cur / 4 : 8;
+	if ((rlim_t)want > quarter) {
+		log_info("web endpoint: at most %llu connections at once, a "
+		    "quarter of the open-file limit %llu (instead of %u)",
+		    (unsigned long long)quarter,
+		    (unsigned long long)rl.rlim_cur, want);
+		return (unsigned)quarter;
+	}
+	return want;
+}
+
 int
 web_start(const struct web_opts *opts, const struct web_source *src,
     struct web **out, struct cairn_err *err)
 {
 	struct web *w;
-	unsigned max_conn, threads, idle;
+	unsigned max_conn, threads, idle, per_client, req_timeout;
 	size_t max_header;
 	int fd = -1, rc;
 
@@ -616,6 +790,9 @@ web_start(const struct web_opts *opts, const struct web_source *src,
 	metrics_init();
 	w = xcalloc(1, sizeof *w);
 	pthread_mutex_init(&w->status_mu, NULL);
+	pthread_mutex_init(&w->conn_mu, NULL);
+	pthread_mutex_init(&w->stop_mu, NULL);
+	pthread_cond_init(&w->stop_cv, NULL);
 	if (src != NULL)
 		w->src = *src;
 	w->max_url = opts->max_url ? opts->max_url : WEB_DEFAULT_MAX_URL;
@@ -628,6 +805,16 @@ web_start(const struct web_opts *opts, const struct web_source *src,
 	idle = opts->idle_timeout_s ? opts->idle_timeout_s :
 	    WEB_DEFAULT_IDLE_TIMEOUT_S;
 	max_header = opts->max_header ? opts->max_header : CAIRN_CAP_HTTP_REQ;
+	max_conn = conn_cap(max_conn);
+	per_client = opts->max_per_client ? opts->max_per_client :
+	    WEB_DEFAULT_MAX_PER_CLIENT;
+	if (per_client > max_conn)
+		per_client = max_conn;
+	req_timeout = opts->request_timeout_s ? opts->request_timeout_s :
+	    WEB_DEFAULT_REQUEST_TIMEOUT_S;
+	w->request_timeout_us = (int64_t)req_timeout * TIME_US_PER_SEC;
+	w->max_conn = max_conn;
+	w->conns = xcalloc(max_conn + 1, sizeof *w->conns);
 
 	if (opts->token_file != NULL) {
 		rc = read_token(w, opts->token_file, err);
@@ -646,7 +833,11 @@ web_start(const struct web_opts *opts, const struct web_source *src,
 	    MHD_USE_ERROR_LOG, 0, NULL, NULL, handle, w,
 	    MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 	    MHD_OPTION_THREAD_POOL_SIZE, threads,
-	    MHD_OPTION_CONNECTION_LIMIT, max_conn,
+	    /* one over: the guard evicts before libmicrohttpd refuses */
+	    MHD_OPTION_CONNECTION_LIMIT, max_conn + 1,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_client,
+	    MHD_OPTION_NOTIFY_CONNECTION, conn_notify, (void *)w,
+	    MHD_OPTION_NOTIFY_COMPLETED, request_done, (void *)w,
 	    MHD_OPTION_CONNECTION_TIMEOUT, idle,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, max_header,
 	    MHD_OPTION_URI_LOG_CALLBACK, uri_logger, (void *)NULL,
@@ -658,6 +849,12 @@ web_start(const struct web_opts *opts, const struct web_source *src,
 		    "libmicrohttpd could not start on %s", opts->listen);
 		goto fail;
 	}
+	if (pthread_create(&w->reaper, NULL, reaper_main, w) != 0) {
+		rc = cairn_err_set(err, CAIRN_EFAIL, "web endpoint: thread");
+		fd = -1;	/* the daemon owns it now */
+		goto fail;
+	}
+	w->reaper_started = 1;
 	log_info("web endpoint on %s (port %d)%s", opts->listen, w->port,
 	    w->auth != NULL ? ", bearer token required" : "");
 	*out = w;
@@ -680,6 +877,13 @@ web_stop(struct web *w)
 {
 	if (w == NULL)
 		return;
+	if (w->reaper_started) {
+		pthread_mutex_lock(&w->stop_mu);
+		w->stopping = 1;
+		pthread_cond_signal(&w->stop_cv);
+		pthread_mutex_unlock(&w->stop_mu);
+		pthread_join(w->reaper, NULL);
+	}
 	if (w->mhd != NULL)
 		MHD_stop_daemon(w->mhd);	/* closes the listening socket */
 	if (w->status_resp != NULL)
@@ -687,6 +891,10 @@ web_stop(struct web *w)
 	if (w->page != NULL)
 		MHD_destroy_response(w->page);
 	pthread_mutex_destroy(&w->status_mu);
+	pthread_mutex_destroy(&w->conn_mu);
+	pthread_mutex_destroy(&w->stop_mu);
+	pthread_cond_destroy(&w->stop_cv);
+	free(w->conns);
 	if (w->auth != NULL)
 		explicit_bzero(w->auth, strlen(w->auth));
 	free(w->auth);

@@ -36,6 +36,8 @@ struct web;
 #define WEB_DEFAULT_MAX_CONNECTIONS	1000
 #define WEB_DEFAULT_THREADS		2
 #define WEB_DEFAULT_IDLE_TIMEOUT_S	15
+#define WEB_DEFAULT_MAX_PER_CLIENT	32
+#define WEB_DEFAULT_REQUEST_TIMEOUT_S	10
 #define WEB_DEFAULT_MAX_URL		2048
 #define WEB_DEFAULT_STATUS_INTERVAL_MS	500
 #define WEB_DEFAULT_NICE		10
@@ -49,6 +51,9 @@ struct web_opts {
 	unsigned max_connections; /* concurrent connections */
 	unsigned threads;	/* libmicrohttpd thread pool size */
 	unsigned idle_timeout_s; /* a connection idle this long is closed */
+	unsigned max_per_client; /* connections from one address at once */
+	unsigned request_timeout_s; /* a request (bytes in and out, and the
+				   wait before it) takes at most this long */
 	size_t max_header;	/* bytes of request line + headers; 0: CAIRN_CAP_HTTP_REQ */
 	size_t max_url;		/* bytes of the request target */
 	unsigned status_interval_ms; /* status() called at most this often */

@@ -121,8 +121,10 @@ def healthz_answers_with_500_idle_connections(t):
     demo, port = start_demo(t)
     idle = []
     try:
-        for _ in range(500):
-            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        # from 50 addresses: one address may hold at most 32 (issue 19)
+        for i in range(500):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5,
+                                         source_address=("127.0.1.%d" % (1 + i // 10), 0))
             idle.append(s)
         # A request on the last one makes sure the server accepted them all.
         time.sleep(0.2)
