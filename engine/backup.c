@@ -68,6 +68,7 @@
 #include "base/util.h"
 #include "engine/bspec.h"
 #include "engine/claim.h"
+#include "engine/hooks_backup.h"
 #include "engine/volumes.h"
 #include "engine/bsl.h"
 #include "engine/tarparts.h"
@@ -165,6 +166,7 @@ struct bk {
 	int observe_only;		/* rebuilding related sets, no writes */
 	int cur_rc;			/* first error inside a list callback */
 	struct cairn_err cur_err;
+	struct hooks_backup *hooks;	/* pre/post hooks around pods */
 };
 
 /* ------------------------------------------------------------------ */
@@ -283,7 +285,30 @@ bk_set_checkpoint(struct bk *b)
 	if (b->nparts > 0 && b->parts[b->nparts - 1].list_continue[0] != '\0')
 		cJSON_AddStringToObject(c, "listContinue",
 		    b->parts[b->nparts - 1].list_continue);
+	hooks_backup_checkpoint(b->hooks, c, b->status);
 	json_set_item(b->status, "checkpoint", c);
+}
+
+/* engine/hooks_backup.h's callbacks: state into status, log, results. */
+static int
+hk_persist(void *arg, struct cairn_err *err)
+{
+	struct bk *b = arg;
+
+	bk_set_checkpoint(b);
+	return bk_status_write(b, err);
+}
+
+static void
+hk_event(void *arg, const char *level, const char *line)
+{
+	bk_event(arg, level, "%s", line);
+}
+
+static void
+hk_record(void *arg, int is_error, const char *msg)
+{
+	bk_record(arg, is_error, msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -821,7 +846,21 @@ list_cb(void *arg, cJSON *item, const char *text, size_t len)
 			return 0;
 		b->skipping = 0;
 	}
-	rc = write_item(b, r, text, len, ns, name, &b->cur_err);
+	if (b->hooks != NULL && r->group[0] == '\0' &&
+	    strcmp(r->resource, "pods") == 0) {
+		/* pre hooks, the item, post hooks: whatever fails on the way */
+		struct cairn_err perr = CAIRN_ERR_INIT;
+		int prc;
+
+		rc = hooks_backup_pre(b->hooks, ns, name, text, len, &b->cur_err);
+		if (rc == 0)
+			rc = write_item(b, r, text, len, ns, name, &b->cur_err);
+		prc = hooks_backup_post(b->hooks, rc == 0, &perr);
+		if (rc == 0 && prc < 0)
+			rc = cairn_err_copy(&b->cur_err, &perr);
+	} else {
+		rc = write_item(b, r, text, len, ns, name, &b->cur_err);
+	}
 	if (rc < 0) {
 		b->cur_rc = rc;
 		return rc;
@@ -1653,7 +1692,18 @@ bk_complete(struct bk *b, struct cairn_err *err)
 		    b->env->may_write, b->env->may_write_arg };
 		struct volumes_result vr;
 
-		rc = volumes_backup(&vc, b->obj, b->spec, &vr, err);
+		struct cairn_err herr = CAIRN_ERR_INIT;
+		int hrc;
+
+		/* pods that mount claims stay frozen while volumes are copied */
+		rc = hooks_backup_volumes_begin(b->hooks, err);
+		if (rc == 0)
+			rc = volumes_backup(&vc, b->obj, b->spec, &vr, err);
+		else
+			memset(&vr, 0, sizeof vr);
+		hrc = hooks_backup_volumes_end(b->hooks, &herr);
+		if (rc == 0 && hrc < 0)
+			rc = cairn_err_copy(err, &herr);
 		if (rc < 0)
 			return cairn_err_prefix(err, "volumes");
 		for (int i = 0; i < vr.failed; i++)
@@ -1704,6 +1754,7 @@ static void
 bk_free(struct bk *b)
 {
 	tarparts_free(b->tp);
+	hooks_backup_free(b->hooks);
 	if (b->spool != NULL)
 		fclose(b->spool);
 	rlgz_free(b->rl);
@@ -1852,6 +1903,18 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	time_format_rfc3339(b.start_us + b.spec->ttl_us, ts);
 	json_set_str(b.status, "expiration", ts);
 	b.store = bsl_store(b.loc);
+	for (size_t i = 0; b.spec->warnings[i] != NULL; i++)
+		bk_record(&b, 0, b.spec->warnings[i]);
+	{
+		/* Hooks: first thaw what an earlier attempt left frozen. */
+		struct hooks_backup_env he = { env->kube, env->journal, b.jid,
+		    b.attempt, env->stop, &b, hk_persist, hk_event, hk_record };
+
+		hooks_backup_open(&he, b.spec->hooks, b.obj, &b.hooks, err);
+		rc = hooks_backup_recover(b.hooks, err);
+		if (rc < 0)
+			goto out;
+	}
 
 	/* Storage reachable? */
 	rc = store_check(b.store, err);
@@ -1938,8 +2001,11 @@ storage_fail:
 		goto out;
 	snprintf(reason, sizeof reason, "%s", err->msg);
 	cairn_err_clear(err);
+	hooks_backup_thaw_all(b.hooks);	/* before the final status */
 	rc = bk_fail(&b, reason, err);
 out:
+	if (!b.f.fenced && rc != CAIRN_EFENCED)
+		hooks_backup_thaw_all(b.hooks);	/* stopped: thaw, recorded */
 	cJSON_Delete(verrs);
 	if (b.f.fenced && rc != CAIRN_EFENCED)
 		rc = cairn_err_set(err, CAIRN_EFENCED, "ownership lost");

@@ -186,6 +186,121 @@ parse_selector(const cJSON *sel, const char *field, char **text, cJSON *errs)
 	return ks;
 }
 
+/*
+ * Every field a Backup spec may carry (Velero's BackupSpec) and what cairn
+ * does with it: nothing a user writes is silently ignored.
+ */
+enum field_use { F_DONE, F_REFUSE, F_WARN };
+static const struct {
+	const char *name;
+	enum field_use use;
+	const char *why;	/* for F_REFUSE / F_WARN */
+} spec_fields[] = {
+	{ "includedNamespaces", F_DONE, NULL },
+	{ "excludedNamespaces", F_DONE, NULL },
+	{ "includedResources", F_DONE, NULL },
+	{ "excludedResources", F_DONE, NULL },
+	{ "includeClusterResources", F_DONE, NULL },
+	{ "labelSelector", F_DONE, NULL },
+	{ "orLabelSelectors", F_DONE, NULL },
+	{ "ttl", F_DONE, NULL },
+	{ "storageLocation", F_DONE, NULL },
+	{ "snapshotVolumes", F_DONE, NULL },
+	{ "hooks", F_DONE, NULL },
+	{ "orderedResources", F_DONE, NULL },
+	{ "metadata", F_DONE, NULL },	/* checked below */
+	{ "includedClusterScopedResources", F_REFUSE, "use includedResources "
+	    "with includeClusterResources" },
+	{ "excludedClusterScopedResources", F_REFUSE, "use excludedResources "
+	    "with includeClusterResources" },
+	{ "includedNamespaceScopedResources", F_REFUSE, "use "
+	    "includedResources" },
+	{ "excludedNamespaceScopedResources", F_REFUSE, "use "
+	    "excludedResources" },
+	{ "resourcePolicy", F_REFUSE, "resource policies are not implemented; "
+	    "filter with the include/exclude lists and label selectors" },
+	{ "snapshotMoveData", F_REFUSE, "CSI snapshot data movement is not "
+	    "implemented; cairn copies volume data with its volume plugins "
+	    "(docs/plugins.md)" },
+	{ "volumeSnapshotLocations", F_WARN, "cairn's volume plugins decide "
+	    "where volume data goes (docs/plugins.md)" },
+	{ "defaultVolumesToFsBackup", F_WARN, "pod volume file-system backup "
+	    "is not implemented; volumes are copied by cairn's volume plugins" },
+	{ "defaultVolumesToRestic", F_WARN, "pod volume file-system backup "
+	    "is not implemented; volumes are copied by cairn's volume plugins" },
+	{ "csiSnapshotTimeout", F_WARN, "cairn takes no CSI snapshots" },
+	{ "itemOperationTimeout", F_WARN, "cairn runs no asynchronous item "
+	    "operations; volume plugins have their own idle timeout "
+	    "(--plugin-timeout)" },
+	{ "datamover", F_WARN, "no data mover is used (snapshotMoveData is "
+	    "not implemented)" },
+	{ "uploaderConfig", F_WARN, "there is no pod volume uploader" },
+};
+
+/* A value that asks for nothing: absent, null, false, "", [] or {}. */
+static int
+value_unset(const cJSON *v)
+{
+	return v == NULL || cJSON_IsNull(v) || cJSON_IsFalse(v) ||
+	    (cJSON_IsString(v) && v->valuestring[0] == '\0') ||
+	    ((cJSON_IsArray(v) || cJSON_IsObject(v)) &&
+	    cJSON_GetArraySize(v) == 0);
+}
+
+static void
+add_warning(struct bspec *s, size_t *n, const char *fmt, ...)
+	CAIRN_PRINTF(3, 4);
+
+static void
+add_warning(struct bspec *s, size_t *n, const char *fmt, ...)
+{
+	char msg[CAIRN_ERR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	s->warnings = xreallocarray(s->warnings, *n + 2, sizeof *s->warnings);
+	s->warnings[(*n)++] = xstrdup(msg);
+	s->warnings[*n] = NULL;
+}
+
+/* Refuse or warn about every field cairn does not implement. */
+static void
+check_fields(const cJSON *spec, struct bspec *s, cJSON *errs)
+{
+	const cJSON *it, *md;
+	size_t nw = 0, i;
+
+	cJSON_ArrayForEach(it, spec) {
+		for (i = 0; i < sizeof spec_fields / sizeof spec_fields[0]; i++)
+			if (strcmp(it->string, spec_fields[i].name) == 0)
+				break;
+		if (i == sizeof spec_fields / sizeof spec_fields[0]) {
+			add_err(errs, "spec.%s: unknown field", it->string);
+			continue;
+		}
+		if (spec_fields[i].use == F_DONE || value_unset(it))
+			continue;
+		if (spec_fields[i].use == F_REFUSE)
+			add_err(errs, "spec.%s is not supported by cairn: %s",
+			    it->string, spec_fields[i].why);
+		else
+			add_warning(s, &nw, "spec.%s is ignored: %s",
+			    it->string, spec_fields[i].why);
+	}
+	md = cJSON_GetObjectItemCaseSensitive(spec, "metadata");
+	cJSON_ArrayForEach(it, md) {
+		if (strcmp(it->string, "labels") != 0)
+			add_err(errs, "spec.metadata.%s: unknown field",
+			    it->string);
+		else if (!value_unset(it))
+			add_warning(s, &nw, "spec.metadata.labels is ignored on "
+			    "a Backup: it labels the Backups a Schedule creates "
+			    "from its template; label the Backup's own metadata");
+	}
+}
+
 int
 bspec_parse(const cJSON *backup, struct bspec **out, cJSON *errs)
 {
@@ -254,6 +369,9 @@ bspec_parse(const cJSON *backup, struct bspec **out, cJSON *errs)
 	loc = json_str(spec, "storageLocation");
 	if (loc != NULL && loc[0] != '\0')
 		s->location = xstrdup(loc);
+	s->warnings = xcalloc(1, sizeof *s->warnings);
+	check_fields(spec, s, errs);
+	hook_spec_parse(json_get(spec, "hooks"), 0, &s->hooks, errs);
 
 	if (cJSON_GetArraySize(errs) > nerr0) {
 		bspec_free(s);
@@ -279,6 +397,8 @@ bspec_free(struct bspec *s)
 	free(s->or_sels);
 	free(s->selector_text);
 	free(s->location);
+	hook_spec_free(s->hooks);
+	strv_free(s->warnings);
 	free(s);
 }
 

@@ -16,6 +16,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "engine/hooks.h"
 #include "kube/kube.h"
 
 #define BSPEC_DEFAULT_TTL_US (720LL * 3600 * 1000000)	/* Velero's 30 days */
@@ -38,14 +39,26 @@ struct bspec {
 	char *selector_text;		/* canonical text of sel for ?labelSelector=, or NULL */
 	int64_t ttl_us;
 	char *location;			/* spec.storageLocation, NULL: the default */
+	struct hook_spec *hooks;	/* spec.hooks (engine/hooks.h), never NULL */
+	/*
+	 * Fields cairn accepts but does not act on (Velero's names), one
+	 * message each: the run records them as warnings. NULL-terminated,
+	 * never NULL.
+	 */
+	char **warnings;
 };
 
 /*
  * Parse and validate the spec of a Backup object. Problems a user must fix
  * are appended to errs (a cJSON array of strings, Velero's
  * validationErrors) and 0 is still returned with *out NULL when errs got
- * any; only an internal failure returns < 0. The storage location is not
- * checked here (the caller looks it up). *out is owned (bspec_free).
+ * any; only an internal failure returns < 0. Every spec field is either
+ * implemented, refused here (fields that would change what is backed up:
+ * the *ScopedResources filters, resourcePolicy, snapshotMoveData, and
+ * unknown fields) or listed in (*out)->warnings (fields about how volume
+ * data moves, which cairn's volume plugins decide). The storage location
+ * is not checked here (the caller looks it up). *out is owned
+ * (bspec_free).
  */
 int bspec_parse(const cJSON *backup, struct bspec **out, cJSON *errs);
 void bspec_free(struct bspec *s);

@@ -98,3 +98,12 @@ check_PROGRAMS += tests/unit/test_lease
 tests_unit_test_lease_SOURCES = tests/unit/test_lease.c tests/unit/unit_kube.h
 tests_unit_test_lease_LDADD = engine/libengine.a kube/libkube.a \
 	base/libbase.a $(DEPS_LIBS)
+
+# Backup and restore hooks (issue 21): exec in pods, crash-safe freezes.
+engine_libengine_a_SOURCES += \
+	engine/hooks.c engine/hooks.h \
+	engine/hooks_backup.c engine/hooks_backup.h
+
+check_PROGRAMS += tests/unit/test_engine_hooks
+tests_unit_test_engine_hooks_SOURCES = tests/unit/test_engine_hooks.c
+tests_unit_test_engine_hooks_LDADD = engine/libengine.a kube/libkube.a base/libbase.a $(DEPS_LIBS)

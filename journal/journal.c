@@ -84,6 +84,8 @@ enum stmt_id {
 	ST_EVENTS,
 	ST_COUNTERS,
 	ST_PRUNE,
+	ST_HOOKS_SET,
+	ST_HOOKS_GET,
 	ST__COUNT
 };
 
@@ -152,6 +154,10 @@ static const char *const stmt_sql[ST__COUNT] = {
 	    "ORDER BY kind, outcome",
 	[ST_PRUNE] = "DELETE FROM items WHERE finished_at IS NOT NULL "
 	    "AND finished_at < ?1",
+	[ST_HOOKS_SET] = "INSERT INTO hook_state (item_id, state, updated_at) "
+	    "VALUES (?1, ?2, ?3) ON CONFLICT (item_id) DO UPDATE SET "
+	    "state = excluded.state, updated_at = excluded.updated_at",
+	[ST_HOOKS_GET] = "SELECT state FROM hook_state WHERE item_id = ?1",
 };
 
 static const char *const rstate_names[JOURNAL_R_COUNT] = {
@@ -1579,6 +1585,63 @@ journal_volumes(struct journal *j, int64_t id, struct journal_volume **out,
     size_t *n, struct cairn_err *err)
 {
 	return read_list(j, &volumes_shape, bind_id, &id, out, n, err);
+}
+
+/* ---- Hook state ------------------------------------------------------------- */
+
+int
+journal_hooks_set(struct journal *j, int64_t id, const char *state,
+    struct cairn_err *err)
+{
+	struct cairn_err local = CAIRN_ERR_INIT;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	rc = check_text(j, state, JOURNAL_HOOKS_MAX, "hook state", err);
+	if (rc < 0)
+		return rc;
+	rc = journal_begin(j, err);
+	if (rc < 0)
+		return rc;
+	rc = stmt(j, &j->w, ST_HOOKS_SET, &st, err);
+	if (rc == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		bind_text(st, 2, state);
+		sqlite3_bind_int64(st, 3, time_now_us());
+		rc = step_done(j, &j->w, st, err, "recording hook state");
+	}
+	return wdone(j, rc, err);
+}
+
+int
+journal_hooks_get(struct journal *j, int64_t id, char **out,
+    struct cairn_err *err)
+{
+	struct jconn *c;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	*out = NULL;
+	c = rlock(j);
+	rc = stmt(j, c, ST_HOOKS_GET, &st, err);
+	if (rc == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			rc = 0;
+			*out = xstrdup((const char *)sqlite3_column_text(st, 0));
+		} else if (rc == SQLITE_DONE) {
+			rc = cairn_err_set(err, CAIRN_ENOTFOUND, "journal %s: no "
+			    "hook state", j->path);
+		} else {
+			rc = jfail(j, c->db, rc, err, "reading hook state");
+		}
+		end_stmt(st);
+	}
+	runlock(c);
+	return rc;
 }
 
 /* ---- Event log -------------------------------------------------------------- */

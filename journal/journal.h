@@ -40,6 +40,7 @@ struct journal;
 #define JOURNAL_TEXT_MAX	1024	/* upload id, ETag, message */
 #define JOURNAL_TOKEN_MAX	1024	/* list continue token */
 #define JOURNAL_EVENT_MAX	4096	/* one event line; longer is cut */
+#define JOURNAL_HOOKS_MAX	(256 << 10) /* hook state JSON of an item */
 
 #define JOURNAL_KIND_BACKUP	"Backup"
 #define JOURNAL_KIND_RESTORE	"Restore"
@@ -254,6 +255,18 @@ int	journal_volume_set(struct journal *j, int64_t id,
 /* All volumes of item id by name, as journal_items() returns lists. */
 int	journal_volumes(struct journal *j, int64_t id,
 	    struct journal_volume **out, size_t *n, struct cairn_err *err);
+
+/* ---- Backup hook state ---------------------------------------------------- */
+
+/*
+ * The hook state of item id (engine/hooks_backup.c's JSON: pods frozen by
+ * a pre hook, counters), replaced whole. At most JOURNAL_HOOKS_MAX bytes.
+ */
+int	journal_hooks_set(struct journal *j, int64_t id, const char *state,
+	    struct cairn_err *err);
+/* The state last set (owned), or CAIRN_ENOTFOUND with *out NULL. */
+int	journal_hooks_get(struct journal *j, int64_t id, char **out,
+	    struct cairn_err *err);
 
 /* ---- Event log ------------------------------------------------------------ */
 

@@ -102,6 +102,70 @@ CLAIM = obj({
 }, "Who owns this item: written with the item's resourceVersion, so only one "
    "worker in the cluster can win a claim.")
 
+HOOK_TARGETS = {
+    "name": s("Name of this hook rule (hook failures and logs name it)."),
+    "includedNamespaces": strs("Namespaces whose pods get these hooks ('*' globs); "
+                               "empty: all."),
+    "excludedNamespaces": strs("Namespaces whose pods do not."),
+    "includedResources": strs("Resources the hooks apply to; hooks run on pods "
+                              "only, so empty, '*' or pods."),
+    "excludedResources": strs("Resources the hooks do not apply to."),
+    "labelSelector": LABEL_SELECTOR,
+}
+
+BACKUP_EXEC_HOOK = obj({
+    "container": s("Container to run in; default: the pod's first container."),
+    "command": strs("The command and its arguments (run as is, no shell added)."),
+    "onError": s("Fail (the default): a failure fails the backup, naming the hook; "
+                 "Continue: it is recorded as a warning.", enum=["Continue", "Fail"]),
+    "timeout": s("How long the command may run (Go duration); default 30s."),
+}, "A command run in a container of the pod through the API server (pods/exec), "
+   "as `kubectl exec` does.", required=["command"])
+
+BACKUP_HOOKS = obj({
+    "resources": arr(obj(dict(HOOK_TARGETS, **{
+        "pre": arr(obj({"exec": BACKUP_EXEC_HOOK}, required=["exec"]),
+                   "Run before the pod's items are backed up, in order."),
+        "post": arr(obj({"exec": BACKUP_EXEC_HOOK}, required=["exec"]),
+                    "Run after the pod's items (and, for a pod that mounts "
+                    "claims, its volumes) are backed up, in order; also when "
+                    "the pod's backup failed."),
+    }), required=["name"]), "Hook rules, applied to every backed-up pod they select. "
+       "A pod with pre.hook.backup.velero.io/* (post.hook.backup.velero.io/*) "
+       "annotations runs those instead of the rules' pre (post) hooks."),
+}, "Velero backup hooks: commands run in pods around their backup (docs/hooks.md).")
+
+HOOK_STATE = obj({
+    "name": s("Hook rule name, or <from-annotation>."),
+    "container": s("Container; unset: the pod's first."),
+    "command": strs("Command."),
+    "onError": s("Fail or Continue.", enum=["Continue", "Fail"]),
+    "timeoutSeconds": i("Timeout; unset: 30 s."),
+}, "A hook as decided when the pod was frozen.")
+
+CHECKPOINT_HOOKS = obj({
+    "attempt": i("Claim attempt that wrote this state."),
+    "attempted": i("Hooks attempted so far, all attempts."),
+    "failed": i("Hooks failed so far."),
+    "pods": arr(obj({
+        "pod": s("namespace/name."),
+        "frozen": b("Its pre hooks may have run and its post hooks have not: "
+                    "a resumed or taken-over backup runs them first."),
+        "attempt": i("Attempt that froze it last."),
+        "volumes": b("Its post hooks wait until its volumes are copied."),
+        "pre": arr(HOOK_STATE, "Pre hooks, kept to freeze it again before the "
+                               "volume step after a restart."),
+        "post": arr(HOOK_STATE, "Post hooks to run."),
+    }), "Pods frozen by a pre hook, or waiting for the volume step."),
+}, "Backup hooks: which pods are frozen, so no restart leaves one frozen. "
+   "Written (journal first) before a pre hook runs and after post hooks ran.")
+
+HOOK_STATUS = obj({
+    "hooksAttempted": i("Hooks run (or started)."),
+    "hooksFailed": i("Hooks that failed (non-zero exit, timeout, missing "
+                     "container...)."),
+}, "Hook counters, as Velero's status.hookStatus.")
+
 CHECKPOINT_BACKUP = obj({
     "uploadID": s("Multipart upload id of the tarball (S3), or the part "
                   "directory token (fs)."),
@@ -118,6 +182,7 @@ CHECKPOINT_BACKUP = obj({
                       "of the last part: a resumed backup lists on from there "
                       "(expired: the resource is listed again from the start, "
                       "skipping up to lastItem)."),
+    "hooks": CHECKPOINT_HOOKS,
 }, "Enough to resume: every completed part and the last item it holds. "
    "Written after the part is stored and recorded in the server's journal.")
 
@@ -137,17 +202,39 @@ BACKUP_SPEC_PROPS = {
     "ttl": s("How long the backup is kept, Go duration (720h by default)."),
     "storageLocation": s("Name of the BackupStorageLocation; default: the one "
                          "marked default."),
-    "volumeSnapshotLocations": strs("Volume snapshot locations (kept for Velero "
-                                    "compatibility)."),
+    "volumeSnapshotLocations": strs("Not implemented (cairn's volume plugins decide "
+                                    "where volume data goes): warned."),
     "snapshotVolumes": b("Snapshot volumes with plugins.", nullable=True),
-    "defaultVolumesToFsBackup": b("Velero compatibility; cairn uses volume "
-                                  "plugins.", nullable=True),
+    "defaultVolumesToFsBackup": b("Not implemented (volumes are copied by cairn's "
+                                  "volume plugins): warned when true.", nullable=True),
+    "defaultVolumesToRestic": b("Deprecated Velero name of defaultVolumesToFsBackup: "
+                                "warned when true.", nullable=True),
     "orderedResources": smap("Velero compatibility: per-resource item order "
                              "(cairn always uses name order)."),
-    "hooks": {"type": "object", "description": "Velero backup hooks (kept, not "
-              "run by cairn).", "x-kubernetes-preserve-unknown-fields": True},
-    "metadata": obj({"labels": smap("Labels put on the Backup.")},
+    "hooks": BACKUP_HOOKS,
+    "metadata": obj({"labels": smap("In a Schedule's template: labels put on the "
+                                    "Backups it creates (on a Backup: warned).")},
                     "Velero compatibility."),
+    "includedClusterScopedResources": strs("Not implemented: refused "
+                                           "(FailedValidation); use includedResources "
+                                           "with includeClusterResources."),
+    "excludedClusterScopedResources": strs("Not implemented: refused."),
+    "includedNamespaceScopedResources": strs("Not implemented: refused; use "
+                                             "includedResources."),
+    "excludedNamespaceScopedResources": strs("Not implemented: refused; use "
+                                             "excludedResources."),
+    "resourcePolicy": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                       "description": "Velero resource policies: not implemented, "
+                                      "refused (FailedValidation)."},
+    "snapshotMoveData": b("CSI snapshot data movement: not implemented, refused "
+                          "when true.", nullable=True),
+    "datamover": s("Data mover for snapshotMoveData: not implemented, warned."),
+    "csiSnapshotTimeout": s("Not implemented (cairn takes no CSI snapshots): warned."),
+    "itemOperationTimeout": s("Not implemented (no asynchronous item operations): "
+                              "warned."),
+    "uploaderConfig": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                       "description": "Velero's pod volume uploader settings: not "
+                                      "implemented, warned."},
 }
 
 PROGRESS_BACKUP = obj({
@@ -174,6 +261,7 @@ BACKUP_STATUS = obj({
     "volumeSnapshotsAttempted": i("Volume snapshots attempted."),
     "volumeSnapshotsCompleted": i("Volume snapshots completed."),
     "progress": PROGRESS_BACKUP,
+    "hookStatus": HOOK_STATUS,
     "claim": CLAIM,
     "checkpoint": CHECKPOINT_BACKUP,
     "conditions": CONDITIONS,

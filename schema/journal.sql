@@ -113,3 +113,15 @@ CREATE INDEX items_finished ON items (finished_at)
 -- for parts recorded before this step). A resumed backup starts the list of
 -- that resource there instead of at its first page.
 ALTER TABLE parts ADD COLUMN list_continue TEXT NOT NULL DEFAULT '';
+
+-- @version 4
+
+-- Backup hooks (engine/hooks_backup.c): which pods a pre hook froze and
+-- whose post hook has not run yet, and the hook counters, as the JSON the
+-- Backup's status.checkpoint.hooks mirrors. Written before a pre hook runs
+-- and after a post hook ran, so a restart thaws every pod left frozen.
+CREATE TABLE hook_state (
+	item_id		INTEGER PRIMARY KEY REFERENCES items (id) ON DELETE CASCADE,
+	state		TEXT NOT NULL,
+	updated_at	INTEGER NOT NULL
+);

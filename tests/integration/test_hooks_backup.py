@@ -1,0 +1,329 @@
+"""Backup hooks (issue 21): commands in pods around each pod's items.
+
+kubesim runs pods/exec commands as local processes in
+EXEC_ROOT/NS/POD/CONTAINER, so each hook here appends to its own log with
+a time stamp and touches or removes markers. What is checked is what a
+user relies on: the marker a pre hook writes exists while the pod's item
+is written (cairn's backup log line for the item falls between the hook's
+own "pre" and "post" times) and while its volume is copied (the copy
+holds the marker), and is gone after; hooks run in the spec's order, only
+for the pods they select, annotations winning; onError Fail fails the
+backup naming the hook and still thaws the pod, Continue warns; a server
+killed between a pre and a post hook leaves no pod frozen: the server that
+takes over runs the pending post hook first, and the pre hook runs once
+per attempt that froze the pod; and a Backup with a field cairn does not
+implement is refused or warned about, never silently Completed.
+"""
+import gzip
+import json
+import os
+import subprocess
+import tarfile
+import time
+
+from cairntest import BIN, case, main, wait_for, CheckFailed
+
+NS = "cairn-system"
+APP = "shop"
+BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
+BSL = "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS
+PODS = "/api/v1/namespaces/%s/pods" % APP
+FINAL = ("Completed", "PartiallyFailed", "Failed", "FailedValidation")
+TIMINGS = ["--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "300ms"]
+
+
+def setup(t, servers=("s1",)):
+    root = t.mkdir("exec")
+    tokens = {"admin": "admin-token"}
+    tokens.update({s: "tok-" + s for s in servers})
+    sim = t.kubesim(tokens=tokens, extra=["--exec-root", root])
+    sim.exec_root = root
+    sim.install_crds(NS)
+    store = t.mkdir("store")
+    sim.ok("POST", BSL, {"apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+                         "metadata": {"name": "default", "namespace": NS},
+                         "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"},
+                                  "config": {"path": store}, "default": True}})
+    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": APP}})
+    sim.ok("POST", "/api/v1/namespaces/%s/configmaps" % APP, {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": {"a": "b"}})
+    return sim, store
+
+
+def server(t, sim, sid="s1", extra=()):
+    return t.spawn([BIN, "server", "--kubeconfig", sim.kubeconfig, "--context", "kubesim-" + sid,
+                    "--namespace", NS, "--server-id", sid, "--journal", t.path("journal-%s.db" % sid),
+                    "--log-level", "info"] + TIMINGS + list(extra), name="server-" + sid)
+
+
+def pod(sim, name, labels=None, annotations=None, claim=None, containers=("app",)):
+    md = {"name": name, "labels": labels or {}}
+    if annotations:
+        md["annotations"] = annotations
+    spec = {"nodeName": "node-1", "containers": [{"name": c, "image": "busybox"} for c in containers]}
+    if claim:
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    sim.ok("POST", PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec})
+    sim.patch(PODS + "/" + name + "/status", {"status": {"phase": "Running"}})
+
+
+def hostpath_volume(sim, pv, path):
+    sim.ok("POST", "/api/v1/persistentvolumes", {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "persistentVolumeReclaimPolicy": "Retain", "hostPath": {"path": path},
+                 "claimRef": {"namespace": APP, "name": "claim-" + pv}}})
+    sim.ok("POST", "/api/v1/namespaces/%s/persistentvolumeclaims" % APP, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "claim-" + pv},
+        "spec": {"volumeName": pv, "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+
+
+def sh(script):
+    return ["sh", "-c", script]
+
+
+def log_step(word, extra=""):
+    """A hook command step: append '<word> <epoch seconds>' to hooks.log (in the container's dir)."""
+    return 'echo "%s $(date +%%s.%%N)%s" >> hooks.log' % (word, extra)
+
+
+def create_backup(sim, name, spec):
+    return sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                               "metadata": {"name": name, "namespace": NS}, "spec": spec})
+
+
+def wait_final(sim, name, srv=None, timeout=90):
+    def done():
+        if srv is not None and not srv.alive():
+            raise CheckFailed("server exited: %s" % srv.output()[-3000:])
+        b = sim.ok("GET", "%s/%s" % (BK, name))
+        return b if b.get("status", {}).get("phase") in FINAL else None
+    return wait_for(done, timeout, "backup %s to finish" % name, interval=0.1)
+
+
+def hook_log(sim, pod, container="app"):
+    path = os.path.join(sim.exec_root, APP, pod, container, "hooks.log")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [line.split() for line in f.read().splitlines()]
+
+
+def stored(store, name, suffix):
+    for d, _, files in os.walk(store):
+        for f in files:
+            if f == name + suffix and ".cairn-uploads" not in d:
+                return os.path.join(d, f)
+    raise CheckFailed("%s%s not in the store" % (name, suffix))
+
+
+def backup_log(store, name):
+    """(epoch seconds, level, message) of the backup's uploaded log."""
+    import datetime
+    out = []
+    with gzip.open(stored(store, name, "-logs.gz"), "rt") as f:
+        for line in f:
+            ts = line.split('"', 2)[1]
+            when = datetime.datetime.strptime(ts[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+            level = line.split("level=", 1)[1].split(" ", 1)[0]
+            out.append((when, level, json.loads(line.split(" msg=", 1)[1])))
+    return out
+
+
+def exec_requests(sim, pod):
+    return [r for r in sim.requests() if r["path"] == "%s/%s/exec" % (PODS, pod)]
+
+
+@case
+def hooks_freeze_around_pod_items_and_volumes(t):
+    sim, store = setup(t)
+    vol = t.mkdir("vol-db")
+    with open(os.path.join(vol, "table.dat"), "w") as f:
+        f.write("rows\n")
+    hostpath_volume(sim, "pv-db", vol)
+    frozen = os.path.join(vol, "FROZEN")
+    # the database: annotation hooks, a volume
+    pod(sim, "db", labels={"app": "db", "tier": "data"}, claim="claim-pv-db", annotations={
+        "pre.hook.backup.velero.io/command": json.dumps(sh(log_step("pre") + " && touch " + frozen)),
+        "pre.hook.backup.velero.io/timeout": "20s",
+        "post.hook.backup.velero.io/command": json.dumps(sh("rm " + frozen + " && " + log_step("post"))),
+    })
+    # the web pods: spec hooks, in order; the spec also matches db, whose annotations win
+    pod(sim, "web", labels={"app": "web", "tier": "data"}, containers=("nginx", "sidecar"))
+    pod(sim, "batch", labels={"app": "batch"})
+    rule = lambda word: {"exec": {"command": sh(log_step(word) + ' "$KUBESIM_CONTAINER"')}}
+    spec = {"includedNamespaces": [APP], "hooks": {"resources": [
+        {"name": "quiesce", "labelSelector": {"matchLabels": {"tier": "data"}},
+         "pre": [rule("pre-a"), {"exec": {"container": "sidecar", "command": sh(log_step("pre-b")),
+                                          "timeout": "10s", "onError": "Fail"}}],
+         "post": [rule("post-a"), rule("post-b")]},
+        {"name": "elsewhere", "includedNamespaces": ["other"], "pre": [rule("never")]},
+    ]}}
+    srv = server(t, sim)
+    agent = t.spawn([BIN, "node-agent", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
+                     "--node-name", "node-1", "--server-id", "agent-1", "--journal", t.path("agent.db"),
+                     "--retry-period", "300ms"], name="agent")
+    create_backup(sim, "b1", spec)
+    b = wait_final(sim, "b1", srv)
+    st = b["status"]
+    t.eq((st["phase"], st.get("warnings", 0), st.get("errors", 0)), ("Completed", 0, 0),
+         "phase, warnings, errors: %s" % st.get("failureReason"))
+    t.eq(st.get("hookStatus"), {"hooksAttempted": 6, "hooksFailed": 0}, "status.hookStatus")
+    t.check(not st.get("checkpoint", {}).get("hooks", {}).get("pods"), "no pod left frozen in the checkpoint")
+
+    # db: one pre, one post; the item was written, and the volume copied, in between
+    log = hook_log(sim, "db")
+    t.eq([x[0] for x in log], ["pre", "post"], "db's hook log")
+    t_pre, t_post = float(log[0][1]), float(log[1][1])
+    blog = backup_log(store, "b1")
+    written = [w for w, _, m in blog if m == "pod %s/db: item written between its pre and post hooks" % APP]
+    t.eq(len(written), 1, "one item line for db")
+    t.check(t_pre < written[0] < t_post, "db's item written at %.3f, between its pre (%.3f) and post (%.3f) "
+            "hooks" % (written[0], t_pre, t_post))
+    t.check(any("mounts claims: its post hooks run once its volumes are copied" in m for _, _, m in blog),
+            "deferred post hooks logged")
+    copy = stored(store, "pv-db", ".tar.gz")
+    with tarfile.open(copy, "r:gz") as tf:
+        names = [n.lstrip("./") for n in tf.getnames()]
+    t.check("FROZEN" in names and "table.dat" in names, "the volume copy holds the marker: %s" % names)
+    t.check(not os.path.exists(frozen), "the marker is gone after the backup")
+    t.check(not os.path.exists(os.path.join(sim.exec_root, APP, "db", "app", "never")), "no stray hook")
+
+    # web: the spec's hooks in order, in the containers they name
+    web = hook_log(sim, "web", "nginx") + hook_log(sim, "web", "sidecar")
+    web.sort(key=lambda x: float(x[1]))
+    t.eq([x[0] for x in web], ["pre-a", "pre-b", "post-a", "post-b"], "web's hooks in spec order")
+    t.eq([x[2] for x in web if len(x) > 2], ["nginx", "nginx", "nginx"], "first container by default")
+    t.eq(exec_requests(sim, "batch"), [], "no hook for a pod no rule selects")
+
+    # the tarball holds the pods
+    with tarfile.open(stored(store, "b1", ".tar.gz"), "r:gz") as tf:
+        names = set(tf.getnames())
+    for p in ("db", "web", "batch"):
+        t.check("resources/pods/namespaces/%s/%s.json" % (APP, p) in names, "pod %s in the tarball" % p)
+    agent.stop()
+
+
+@case
+def hooks_on_error_fail_fails_continue_warns(t):
+    sim, store = setup(t)
+    pod(sim, "db", labels={"app": "db"})
+    pod(sim, "cache", labels={"app": "cache"})
+    srv = server(t, sim)
+    failing = {"exec": {"command": sh(log_step("pre") + " && echo 'cannot lock tables' >&2 && exit 3")}}
+    thaw = {"exec": {"command": sh(log_step("post"))}}
+    # Continue: a warning naming the hook; the backup completes; the post hook still runs
+    create_backup(sim, "cont", {"includedNamespaces": [APP], "hooks": {"resources": [
+        {"name": "lock-cache", "labelSelector": {"matchLabels": {"app": "cache"}},
+         "pre": [dict(failing, exec=dict(failing["exec"], onError="Continue"))], "post": [thaw]}]}})
+    st = wait_final(sim, "cont", srv)["status"]
+    t.eq((st["phase"], st.get("warnings")), ("Completed", 1), "Continue: completed with a warning")
+    t.eq(st.get("hookStatus"), {"hooksAttempted": 2, "hooksFailed": 1}, "hookStatus (Continue)")
+    with gzip.open(stored(store, "cont", "-results.gz"), "rt") as f:
+        res = json.load(f)
+    warn = json.dumps(res["warnings"])
+    t.check('pre hook \\"lock-cache\\" in pod shop/cache' in warn and "exit code 3" in warn and
+            "cannot lock tables" in warn, "the warning names the hook, pod and exit: %s" % warn)
+    t.eq([x[0] for x in hook_log(sim, "cache")], ["pre", "post"], "cache: post ran after a failed pre")
+    # Fail (the default): the backup fails naming the hook; the pod is thawed
+    create_backup(sim, "fail", {"includedNamespaces": [APP], "hooks": {"resources": [
+        {"name": "lock-db", "labelSelector": {"matchLabels": {"app": "db"}}, "pre": [failing],
+         "post": [thaw]}]}})
+    st = wait_final(sim, "fail", srv)["status"]
+    t.eq(st["phase"], "Failed", "Fail: the backup fails")
+    reason = st.get("failureReason", "")
+    for want in ('pre hook "lock-db"', "pod shop/db", "container (first)", "onError Fail", "exit code 3",
+                 "cannot lock tables"):
+        t.check(want in reason, "failureReason names %r: %s" % (want, reason))
+    t.eq([x[0] for x in hook_log(sim, "db")], ["pre", "post"], "db: post hook ran after the failing pre")
+    t.eq(st.get("hookStatus"), {"hooksAttempted": 2, "hooksFailed": 1}, "hookStatus (Fail)")
+    t.check(not st.get("checkpoint", {}).get("hooks", {}).get("pods"), "nothing left frozen")
+    # a container the pod does not have fails like a failing command
+    create_backup(sim, "nocont", {"includedNamespaces": [APP], "hooks": {"resources": [
+        {"name": "typo", "labelSelector": {"matchLabels": {"app": "db"}},
+         "pre": [{"exec": {"container": "mysql", "command": ["true"]}}]}]}})
+    st = wait_final(sim, "nocont", srv)["status"]
+    t.eq(st["phase"], "Failed", "missing container")
+    t.check("container mysql is not valid for pod shop/db" in st.get("failureReason", ""), st.get("failureReason"))
+
+
+def kill9_between_pre_and_post(t, takeover):
+    sim, store = setup(t, servers=("a", "b"))
+    # The first pre hook (attempt 1) hangs after freezing; later ones do not.
+    pre = ('n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; touch FROZEN; '
+           + log_step("pre", " $n") + '; if [ $n = 1 ]; then touch hanging; sleep 60; fi')
+    post = "rm -f FROZEN; " + log_step("post")
+    pod(sim, "db", annotations={"pre.hook.backup.velero.io/command": json.dumps(sh(pre)),
+                                "pre.hook.backup.velero.io/timeout": "90s",
+                                "post.hook.backup.velero.io/command": json.dumps(sh(post))})
+    a = server(t, sim, "a")
+    create_backup(sim, "bk", {"includedNamespaces": [APP]})
+    hanging = os.path.join(sim.exec_root, APP, "db", "app", "hanging")
+    wait_for(lambda: os.path.exists(hanging), 60, "the first pre hook to run")
+    mid = sim.ok("GET", BK + "/bk")["status"]
+    frozen = [p["pod"] for p in mid["checkpoint"]["hooks"]["pods"] if p["frozen"]]
+    t.eq(frozen, [APP + "/db"], "status.checkpoint records the frozen pod before its pre hook ran")
+    a.kill9()
+    if takeover:    # another server, after a's Lease expired: state from the status
+        b = server(t, sim, "b")
+        want = ("Completed", "b", 2)
+    else:           # a again, same id and journal: state from its journal, same attempt
+        b = server(t, sim, "a")
+        want = ("Completed", "a", 1)
+    st = wait_final(sim, "bk", b)["status"]
+    t.eq((st["phase"], st["claim"]["holder"], st["claim"]["attempt"]), want, "resumed and completed")
+    log = hook_log(sim, "db")
+    t.eq([x[0] for x in log], ["pre", "post", "pre", "post"], "hook log: %s" % log)
+    t.eq([x[2] for x in log if x[0] == "pre"], ["1", "2"], "one pre hook per run that froze the pod")
+    t.check(not os.path.exists(os.path.join(sim.exec_root, APP, "db", "app", "FROZEN")), "thawed at the end")
+    blog = backup_log(store, "bk")
+    t.check(any("was left frozen by attempt 1: running its post hooks" in m for _, _, m in blog),
+            "the takeover says it thawed the pod")
+    t.eq(st.get("hookStatus", {}).get("hooksAttempted"), 4, "hooks counted across attempts")
+
+
+@case
+def hooks_kill9_between_pre_and_post_takeover(t):
+    kill9_between_pre_and_post(t, takeover=True)
+
+
+@case
+def hooks_kill9_between_pre_and_post_restart(t):
+    kill9_between_pre_and_post(t, takeover=False)
+
+
+@case
+def backup_fields_not_implemented_refused_or_warned(t):
+    sim, store = setup(t)
+    srv = server(t, sim)
+    create_backup(sim, "policy", {"includedNamespaces": [APP], "resourcePolicy": {"kind": "configmap",
+                                                                                  "name": "p"}})
+    create_backup(sim, "typo", {"includeNamespaces": [APP]})
+    create_backup(sim, "scoped", {"includedClusterScopedResources": ["storageclasses"]})
+    create_backup(sim, "badhook", {"hooks": {"resources": [
+        {"name": "x", "pre": [{"exec": {"command": [], "onError": "Maybe"}}], "post": [{"run": {}}]}]}})
+    create_backup(sim, "warned", {"includedNamespaces": [APP], "volumeSnapshotLocations": ["aws-east"],
+                                  "csiSnapshotTimeout": "10m", "defaultVolumesToFsBackup": True})
+    for name, want in (("policy", "spec.resourcePolicy is not supported by cairn"),
+                       ("typo", "spec.includeNamespaces: unknown field"),
+                       ("scoped", "spec.includedClusterScopedResources is not supported by cairn"),
+                       ("badhook", "spec.hooks.resources[0].pre[0].exec.command: Required value")):
+        st = wait_final(sim, name, srv)["status"]
+        t.eq(st["phase"], "FailedValidation", name)
+        t.check(any(want in e for e in st.get("validationErrors", [])),
+                "%s: %r in %s" % (name, want, st.get("validationErrors")))
+    errs = wait_final(sim, "badhook", srv)["status"]["validationErrors"]
+    t.check(any("onError: Unsupported value" in e for e in errs), errs)
+    t.check(any("post[0].run: unknown field" in e for e in errs), errs)
+    st = wait_final(sim, "warned", srv)["status"]
+    t.eq((st["phase"], st.get("warnings")), ("Completed", 3), "warned fields: completed with 3 warnings")
+    with gzip.open(stored(store, "warned", "-results.gz"), "rt") as f:
+        warn = json.dumps(json.load(f)["warnings"])
+    for f in ("volumeSnapshotLocations", "csiSnapshotTimeout", "defaultVolumesToFsBackup"):
+        t.check("spec.%s is ignored" % f in warn, "warning for %s: %s" % (f, warn))
+
+
+main()
