@@ -3,6 +3,7 @@
 #include "base/buf.h"
 #include "base/mem.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,4 +139,36 @@ buf_free(struct buf *b)
 	b->data = NULL;
 	b->len = 0;
 	b->alloc = 0;
+}
+
+int
+buf_read_file(const char *path, size_t cap, const char *what, char **out,
+	size_t *len, struct cairn_err *err)
+{
+	struct buf b;
+	char tmp[8192];
+	FILE *f;
+	size_t n;
+	int rc = 0;
+
+	*out = NULL;
+	f = fopen(path, "rbe");
+	if (f == NULL)
+		return cairn_err_errno(err, errno == ENOENT ? CAIRN_ENOTFOUND :
+		    CAIRN_EIO, errno, "%s %s", what, path);
+	buf_init(&b, cap);
+	while (rc == 0 && (n = fread(tmp, 1, sizeof tmp, f)) > 0)
+		if (buf_append(&b, tmp, n) < 0)
+			rc = cairn_err_set(err, CAIRN_ETOOBIG, "%s %s: larger "
+			    "than %zu bytes", what, path, cap);
+	if (rc == 0 && ferror(f))
+		rc = cairn_err_errno(err, CAIRN_EIO, errno, "%s %s", what,
+		    path);
+	fclose(f);
+	if (rc < 0) {
+		buf_free(&b);
+		return rc;
+	}
+	*out = buf_take(&b, len);
+	return 0;
 }

@@ -43,4 +43,14 @@ void buf_consume(struct buf *b, size_t n);
 void buf_reset(struct buf *b);		/* len = 0, keeps memory */
 void buf_free(struct buf *b);		/* releases memory, keeps cap */
 
+/*
+ * Read the whole file path, at most cap bytes. On success *out (owned,
+ * NUL-terminated, "" for an empty file) and *len (may be NULL). Errors,
+ * with "<what> <path>: ..." in err: CAIRN_ENOTFOUND (no such file),
+ * CAIRN_EIO (cannot open or read), CAIRN_ETOOBIG (larger than cap); *out
+ * is NULL then.
+ */
+int buf_read_file(const char *path, size_t cap, const char *what, char **out,
+	size_t *len, struct cairn_err *err);
+
 #endif

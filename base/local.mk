@@ -1,6 +1,6 @@
 # base/: the shared helpers every module uses (errors, logging, memory,
-# buffers, time, flags, JSON access, the metrics registry). Depends on
-# nothing but libc and cJSON.
+# buffers, time, flags, JSON access, the metrics registry, base64 and YAML).
+# Depends on libc, cJSON, libcrypto (base64) and libyaml.
 noinst_LIBRARIES += base/libbase.a
 CAIRN_MODULE_LIBS += base/libbase.a
 base_libbase_a_SOURCES = \
@@ -13,7 +13,8 @@ base_libbase_a_SOURCES = \
 	base/jsonutil.c base/jsonutil.h \
 	base/util.c base/util.h \
 	base/metrics.c base/metrics.h base/metrics.def \
-	base/fault.c base/fault.h
+	base/fault.c base/fault.h \
+	base/codec.c base/codec.h
 
 check_PROGRAMS += tests/unit/test_metrics
 tests_unit_test_metrics_SOURCES = tests/unit/test_metrics.c tests/unit/unit.h

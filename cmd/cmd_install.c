@@ -35,13 +35,12 @@
 #include "cmd/cli.h"
 
 #include <errno.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "base/buf.h"
+#include "base/codec.h"
 #include "base/jsonutil.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -99,126 +98,6 @@ kind_find(const char *kind)
 		if (kind != NULL && strcmp(kinds[i].kind, kind) == 0)
 			return &kinds[i];
 	return NULL;
-}
-
-/* ---- YAML -> cJSON ------------------------------------------------------ */
-
-/* A plain scalar as YAML's core schema reads it: null, bool, int, else string. */
-static cJSON *
-yaml_scalar(const yaml_node_t *n)
-{
-	const char *s = (const char *)n->data.scalar.value;
-	size_t len = n->data.scalar.length, i = 0;
-
-	if (n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-		return cJSON_CreateString(s);
-	if (len == 0 || strcmp(s, "null") == 0 || strcmp(s, "~") == 0)
-		return cJSON_CreateNull();
-	if (strcmp(s, "true") == 0)
-		return cJSON_CreateTrue();
-	if (strcmp(s, "false") == 0)
-		return cJSON_CreateFalse();
-	if (s[0] == '-')
-		i = 1;
-	if (i < len && len - i <= 15) {
-		size_t j;
-
-		for (j = i; j < len; j++)
-			if (s[j] < '0' || s[j] > '9')
-				break;
-		if (j == len)
-			return cJSON_CreateNumber((double)strtoll(s, NULL, 10));
-	}
-	return cJSON_CreateString(s);
-}
-
-static cJSON *
-yaml_node_to_json(yaml_document_t *doc, yaml_node_t *n, int depth)
-{
-	cJSON *j, *v;
-
-	if (n == NULL || depth > CAIRN_JSON_MAX_DEPTH)
-		return NULL;
-	switch (n->type) {
-	case YAML_SCALAR_NODE:
-		return yaml_scalar(n);
-	case YAML_SEQUENCE_NODE:
-		j = cJSON_CreateArray();
-		for (yaml_node_item_t *it = n->data.sequence.items.start;
-		    it < n->data.sequence.items.top; it++) {
-			v = yaml_node_to_json(doc,
-			    yaml_document_get_node(doc, *it), depth + 1);
-			if (v == NULL) {
-				cJSON_Delete(j);
-				return NULL;
-			}
-			cJSON_AddItemToArray(j, v);
-		}
-		return j;
-	case YAML_MAPPING_NODE:
-		j = cJSON_CreateObject();
-		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-		    p < n->data.mapping.pairs.top; p++) {
-			yaml_node_t *k = yaml_document_get_node(doc, p->key);
-
-			if (k == NULL || k->type != YAML_SCALAR_NODE) {
-				cJSON_Delete(j);
-				return NULL;
-			}
-			v = yaml_node_to_json(doc,
-			    yaml_document_get_node(doc, p->value), depth + 1);
-			if (v == NULL) {
-				cJSON_Delete(j);
-				return NULL;
-			}
-			cJSON_AddItemToObject(j, (const char *)k->data.scalar.value,
-			    v);
-		}
-		return j;
-	default:
-		return NULL;
-	}
-}
-
-/* Append every document of a YAML stream to arr. */
-static int
-yaml_stream_to_json(const char *text, const char *what, cJSON *arr,
-	struct cairn_err *err)
-{
-	yaml_parser_t p;
-	int rc = 0;
-
-	if (!yaml_parser_initialize(&p))
-		return cairn_err_set(err, CAIRN_EFAIL, "libyaml init failed");
-	yaml_parser_set_input_string(&p, (const unsigned char *)text,
-	    strlen(text));
-	for (;;) {
-		yaml_document_t doc;
-		yaml_node_t *root;
-		cJSON *j;
-
-		if (!yaml_parser_load(&p, &doc)) {
-			rc = cairn_err_set(err, CAIRN_EINVAL, "%s: YAML error at "
-			    "line %zu: %s", what, p.problem_mark.line + 1,
-			    p.problem != NULL ? p.problem : "unknown");
-			break;
-		}
-		root = yaml_document_get_root_node(&doc);
-		if (root == NULL) {
-			yaml_document_delete(&doc);
-			break;
-		}
-		j = yaml_node_to_json(&doc, root, 0);
-		yaml_document_delete(&doc);
-		if (j == NULL) {
-			rc = cairn_err_set(err, CAIRN_EINVAL, "%s: unsupported "
-			    "YAML", what);
-			break;
-		}
-		cJSON_AddItemToArray(arr, j);
-	}
-	yaml_parser_delete(&p);
-	return rc;
 }
 
 /* ---- building the objects ----------------------------------------------- */
@@ -611,8 +490,9 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 
 	new_obj(arr, "v1", "Namespace", o->ns, NULL);
 	for (size_t i = 0; install_crd_yaml[i] != NULL; i++) {
-		rc = yaml_stream_to_json(install_crd_yaml[i], install_crd_files[i],
-		    arr, err);
+		rc = codec_yaml_stream(install_crd_yaml[i],
+		    strlen(install_crd_yaml[i]), CODEC_YAML_TYPED,
+		    install_crd_files[i], arr, err);
 		if (rc < 0)
 			return rc;
 	}
@@ -666,35 +546,6 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 	return 0;
 }
 
-static char *
-read_credentials(const char *path, struct cairn_err *err)
-{
-	FILE *f = fopen(path, "rb");
-	struct buf b;
-	char tmp[4096], *out;
-	size_t n;
-
-	if (f == NULL)
-		return cairn_err_errno(err, CAIRN_EINVAL, errno,
-		    "--credential-file %s", path), NULL;
-	buf_init(&b, INSTALL_CRED_MAX);
-	while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) {
-		if (buf_append(&b, tmp, n) < 0) {
-			fclose(f);
-			buf_free(&b);
-			cairn_err_set(err, CAIRN_ETOOBIG, "--credential-file "
-			    "%s: larger than %u bytes", path, INSTALL_CRED_MAX);
-			return NULL;
-		}
-	}
-	fclose(f);
-	out = xmalloc(4 * (b.len / 3 + 1) + 1);
-	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)b.data,
-	    (int)b.len);
-	buf_free(&b);
-	return out;
-}
-
 /* Options shared by install and uninstall. */
 static int
 opts_from_flags(const struct cli_command *cmd, const struct flagset *fs,
@@ -742,9 +593,14 @@ opts_from_flags(const struct cli_command *cmd, const struct flagset *fs,
 			    "not an absolute path", o->volume_dirs[i]);
 	cred = flag_str(fs, F_CREDENTIAL_FILE);
 	if (installing && cred != NULL) {
-		o->cred_b64 = read_credentials(cred, &err);
-		if (o->cred_b64 == NULL)
+		char *text;
+		size_t len;
+
+		if (buf_read_file(cred, INSTALL_CRED_MAX, "--credential-file",
+		    &text, &len, &err) < 0)
 			return cli_usage_error(cmd, "%s", err.msg);
+		o->cred_b64 = codec_b64_encode(text, len);
+		free(text);
 	}
 	return 0;
 }

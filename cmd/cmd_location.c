@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 
 #include "base/buf.h"
+#include "base/codec.h"
 #include "base/jsonutil.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
@@ -40,46 +40,6 @@
 static const struct kube_gvr gvr_locations = { "cairn.io", "v1",
 	"backupstoragelocations" };
 static const struct kube_gvr gvr_secrets = { "", "v1", "secrets" };
-
-static char *
-read_cred_file(const char *path, struct cairn_err *err)
-{
-	FILE *f = fopen(path, "rb");
-	struct buf b;
-	char tmp[4096];
-	size_t n;
-
-	if (f == NULL)
-		return cairn_err_errno(err, CAIRN_EINVAL, errno,
-		    "--credential-file %s", path), NULL;
-	buf_init(&b, LOC_CRED_MAX);
-	for (;;) {
-		n = fread(tmp, 1, sizeof tmp, f);
-		if (n == 0)
-			break;
-		if (buf_append(&b, tmp, n) < 0) {
-			fclose(f);
-			buf_free(&b);
-			cairn_err_set(err, CAIRN_ETOOBIG, "--credential-file %s: "
-			    "larger than %u bytes", path, LOC_CRED_MAX);
-			return NULL;
-		}
-	}
-	fclose(f);
-	if (b.data == NULL)
-		buf_append(&b, "", 0);
-	return buf_take(&b, NULL);
-}
-
-static char *
-b64(const char *s)
-{
-	size_t n = strlen(s);
-	char *out = xmalloc(4 * (n / 3 + 1) + 1);
-
-	EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)n);
-	return out;
-}
 
 /* The location object the flags describe (owned), or NULL after a message. */
 static cJSON *
@@ -123,7 +83,7 @@ put_secret(struct kube *k, const char *ns, const char *name, const char *loc,
     const char *creds, struct cairn_err *err)
 {
 	cJSON *sec = cJSON_CreateObject(), *old = NULL;
-	char *data = b64(creds);
+	char *data = codec_b64_encode(creds, strlen(creds));
 	int rc;
 
 	cJSON_AddStringToObject(sec, "apiVersion", "v1");
@@ -191,8 +151,8 @@ cmd_location_create(const struct cli_command *cmd, struct flagset *fs)
 		return cli_usage_error(cmd, "\"%s\" is not a valid name", name);
 	cred_path = flag_str(fs, F_CREDENTIAL_FILE);
 	if (cred_path != NULL && *cred_path != '\0') {
-		creds = read_cred_file(cred_path, &err);
-		if (creds == NULL)
+		if (buf_read_file(cred_path, LOC_CRED_MAX, "--credential-file",
+		    &creds, NULL, &err) < 0)
 			return cli_fail("%s", err.msg);
 		secret = xasprintf("cairn-location-%s", name);
 	}

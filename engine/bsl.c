@@ -6,10 +6,10 @@
 #include "config.h"
 #include "engine/bsl.h"
 
-#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/codec.h"
 #include "base/jsonutil.h"
 #include "base/mem.h"
 #include "kube/kube.h"
@@ -27,31 +27,6 @@ struct bsl {
 	struct store *store;
 	int read_only;		/* spec.accessMode ReadOnly */
 };
-
-/* Base64 of a Secret value through libcrypto; owned or NULL. */
-static char *
-b64dec(const char *in)
-{
-	size_t n = strlen(in);
-	unsigned char *out;
-	int len;
-
-	if (n == 0 || n > BSL_SECRET_MAX || n % 4 != 0)
-		return NULL;
-	out = xmalloc(n / 4 * 3 + 1);
-	len = EVP_DecodeBlock(out, (const unsigned char *)in, (int)n);
-	if (len < 0) {
-		free(out);
-		return NULL;
-	}
-	/* EVP_DecodeBlock counts the '=' padding as zero bytes. */
-	while (n > 0 && in[n - 1] == '=' && len > 0) {
-		n--;
-		len--;
-	}
-	out[len] = '\0';
-	return (char *)out;
-}
 
 int
 bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
@@ -82,8 +57,9 @@ bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
 		}
 		v = cJSON_GetObjectItemCaseSensitive(json_get(sec, "data"),
 		    skey);
-		if (cJSON_IsString(v))
-			creds = b64dec(v->valuestring);
+		if (cJSON_IsString(v) && codec_b64_decode(v->valuestring,
+		    BSL_SECRET_MAX, &creds, NULL) < 0)
+			creds = NULL;
 		cJSON_Delete(sec);
 		if (creds == NULL) {
 			rc = cairn_err_set(err, CAIRN_EINVAL, "storage location "

@@ -20,6 +20,8 @@
  */
 #include "config.h"
 #include "kube/internal.h"
+#include "base/buf.h"
+#include "base/codec.h"
 #include "base/jsonutil.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -32,8 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <openssl/evp.h>
-#include <yaml.h>
 
 #define KCFG_DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KCFG_TOKEN_MAX (64u << 10)	/* a token file */
@@ -75,192 +75,7 @@ is_space_char(char c)
 	return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
-/* ---- YAML to cJSON ---- */
-
-/*
- * Aliases make a YAML document a graph: a 1 KB file of nested aliases
- * expands into gigabytes. The tree built from a document may have at most
- * YAML_EXPAND_RATIO times its own node count plus YAML_EXPAND_SLACK nodes
- * (kubeconfigs use few aliases, if any); past that it is refused.
- */
-#define YAML_EXPAND_RATIO	16
-#define YAML_EXPAND_SLACK	10000
-
-static cJSON *
-yaml_node_json(yaml_document_t *doc, yaml_node_t *n, int depth,
-    size_t *budget)
-{
-	cJSON *j, *v;
-	yaml_node_item_t *it;
-	yaml_node_pair_t *pr;
-	yaml_node_t *kn;
-
-	if (n == NULL || depth > CAIRN_JSON_MAX_DEPTH || *budget == 0)
-		return NULL;
-	(*budget)--;
-	switch (n->type) {
-	case YAML_SCALAR_NODE:
-		if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-		    (n->data.scalar.length == 0 ||
-		    strcmp((char *)n->data.scalar.value, "null") == 0 ||
-		    strcmp((char *)n->data.scalar.value, "~") == 0))
-			return cJSON_CreateNull();
-		return cJSON_CreateString((char *)n->data.scalar.value);
-	case YAML_SEQUENCE_NODE:
-		j = cJSON_CreateArray();
-		for (it = n->data.sequence.items.start;
-		    it < n->data.sequence.items.top; it++) {
-			v = yaml_node_json(doc, yaml_document_get_node(doc, *it),
-			    depth + 1, budget);
-			if (v == NULL) {
-				cJSON_Delete(j);
-				return NULL;
-			}
-			cJSON_AddItemToArray(j, v);
-		}
-		return j;
-	case YAML_MAPPING_NODE:
-		j = cJSON_CreateObject();
-		for (pr = n->data.mapping.pairs.start;
-		    pr < n->data.mapping.pairs.top; pr++) {
-			kn = yaml_document_get_node(doc, pr->key);
-			if (kn == NULL || kn->type != YAML_SCALAR_NODE) {
-				cJSON_Delete(j);
-				return NULL;
-			}
-			v = yaml_node_json(doc,
-			    yaml_document_get_node(doc, pr->value), depth + 1,
-			    budget);
-			if (v == NULL) {
-				cJSON_Delete(j);
-				return NULL;
-			}
-			cJSON_DeleteItemFromObjectCaseSensitive(j,
-			    (char *)kn->data.scalar.value);
-			cJSON_AddItemToObject(j, (char *)kn->data.scalar.value, v);
-		}
-		return j;
-	default:
-		return NULL;
-	}
-}
-
-cJSON *
-kcfg_yaml_to_json(const char *data, size_t len, const char *what,
-    struct cairn_err *err)
-{
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	yaml_node_t *root;
-	cJSON *j = NULL;
-	size_t budget;
-
-	if (!yaml_parser_initialize(&parser)) {
-		cairn_err_set(err, CAIRN_EFAIL, "%s: libyaml init failed", what);
-		return NULL;
-	}
-	yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		cairn_err_set(err, CAIRN_EINVAL,
-		    "%s: YAML error at line %zu column %zu: %s", what,
-		    parser.problem_mark.line + 1,
-		    parser.problem_mark.column + 1,
-		    parser.problem ? parser.problem : "unknown");
-		yaml_parser_delete(&parser);
-		return NULL;
-	}
-	root = yaml_document_get_root_node(&doc);
-	budget = YAML_EXPAND_RATIO * (size_t)(doc.nodes.top - doc.nodes.start) +
-	    YAML_EXPAND_SLACK;
-	if (root == NULL)
-		j = cJSON_CreateObject();	/* empty file */
-	else
-		j = yaml_node_json(&doc, root, 0, &budget);
-	if (j == NULL && budget == 0)
-		cairn_err_set(err, CAIRN_EINVAL, "%s: YAML aliases expand to "
-		    "more than %d times the document's size: refused", what,
-		    YAML_EXPAND_RATIO);
-	else if (j == NULL)
-		cairn_err_set(err, CAIRN_EINVAL,
-		    "%s: unsupported YAML (non-scalar key or too deep)", what);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
-	return j;
-}
-
 /* ---- helpers ---- */
-
-static int
-read_file(const char *path, size_t cap, char **out, size_t *len,
-    const char *what, struct cairn_err *err)
-{
-	FILE *f;
-	struct buf b;
-	char tmp[8192];
-	size_t n;
-
-	*out = NULL;
-	f = fopen(path, "rb");
-	if (f == NULL)
-		return cairn_err_errno(err, errno == ENOENT ? CAIRN_ENOTFOUND :
-		    CAIRN_EIO, errno, "%s %s", what, path);
-	buf_init(&b, cap);
-	for (;;) {
-		n = fread(tmp, 1, sizeof tmp, f);
-		if (n == 0)
-			break;
-		if (buf_append(&b, tmp, n) < 0) {
-			fclose(f);
-			buf_free(&b);
-			return cairn_err_set(err, CAIRN_ETOOBIG,
-			    "%s %s: larger than %zu bytes", what, path, cap);
-		}
-	}
-	if (ferror(f)) {
-		fclose(f);
-		buf_free(&b);
-		return cairn_err_errno(err, CAIRN_EIO, errno, "%s %s", what,
-		    path);
-	}
-	fclose(f);
-	if (b.data == NULL)
-		buf_append(&b, "", 0);
-	*out = buf_take(&b, len);
-	return 0;
-}
-
-/* Decode base64 (whitespace ignored) with libcrypto. */
-static int
-b64_decode(const char *s, struct blob *out)
-{
-	char *clean;
-	size_t n = 0, i, pad = 0;
-	int r;
-
-	clean = xmalloc(strlen(s) + 1);
-	for (i = 0; s[i] != '\0'; i++)
-		if (!is_space_char(s[i]))
-			clean[n++] = s[i];
-	clean[n] = '\0';
-	if (n == 0 || n % 4 != 0) {
-		free(clean);
-		return -1;
-	}
-	if (clean[n - 1] == '=')
-		pad++;
-	if (n >= 2 && clean[n - 2] == '=')
-		pad++;
-	out->data = xmalloc(n / 4 * 3 + 1);
-	r = EVP_DecodeBlock(out->data, (unsigned char *)clean, (int)n);
-	free(clean);
-	if (r < 0 || (size_t)r < pad) {
-		FREE_NULL(out->data);
-		return -1;
-	}
-	out->len = (size_t)r - pad;
-	out->data[out->len] = '\0';
-	return 0;
-}
 
 /* Resolve a path from a kubeconfig relative to that file's directory. */
 static char *
@@ -328,7 +143,7 @@ check_file(const char *file, const char *field, const char *path,
 	size_t len;
 	int rc;
 
-	rc = read_file(path, KCFG_PEM_MAX, &data, &len, "reading", err);
+	rc = buf_read_file(path, KCFG_PEM_MAX, "reading", &data, &len, err);
 	if (rc < 0)
 		return cairn_err_prefix(err, "kubeconfig %s: %s", file, field);
 	free(data);
@@ -404,13 +219,13 @@ kfiles_load(struct kfiles *kf, const char *path, int missing_ok,
 		return cairn_err_set(err, CAIRN_EINVAL,
 		    "too many kubeconfig files (at most %zu)",
 		    sizeof kf->docs / sizeof kf->docs[0]);
-	rc = read_file(path, CAIRN_CAP_FILE, &data, &len, "kubeconfig", err);
+	rc = buf_read_file(path, CAIRN_CAP_FILE, "kubeconfig", &data, &len, err);
 	if (rc == CAIRN_ENOTFOUND && missing_ok)
 		return 0;
 	if (rc < 0)
 		return rc;
 	what = xasprintf("kubeconfig %s", path);
-	doc = kcfg_yaml_to_json(data, len, what, err);
+	doc = codec_yaml_doc(data, len, CODEC_YAML_STRINGS, what, err);
 	free(data);
 	free(what);
 	if (doc == NULL)
@@ -454,10 +269,13 @@ pem_field(const struct kentry *e, const char *what, const char *name_file,
 	const char *d = field(e, name_data), *f = field(e, name_file);
 
 	if (d != NULL) {
-		if (b64_decode(d, data_out) < 0)
+		char *dec;
+
+		if (codec_b64_decode(d, KCFG_PEM_MAX, &dec, &data_out->len) < 0)
 			return cairn_err_set(err, CAIRN_EINVAL,
 			    "kubeconfig %s: %s \"%s\": %s: not valid base64",
 			    e->file, what, e->name, name_data);
+		data_out->data = (unsigned char *)dec;
 		if (strstr((char *)data_out->data, "-----BEGIN") == NULL)
 			return cairn_err_set(err, CAIRN_EINVAL,
 			    "kubeconfig %s: %s \"%s\": %s: not PEM data",
@@ -669,7 +487,7 @@ load_in_cluster(struct kube_config **out, struct cairn_err *err)
 		goto fail;
 	}
 	free(t);
-	rc = read_file(cfg->ca_file, KCFG_PEM_MAX, &t, &len, "reading", err);
+	rc = buf_read_file(cfg->ca_file, KCFG_PEM_MAX, "reading", &t, &len, err);
 	if (rc < 0) {
 		cairn_err_prefix(err, "in-cluster config: ca.crt");
 		goto fail;
@@ -680,7 +498,7 @@ load_in_cluster(struct kube_config **out, struct cairn_err *err)
 	else {
 		char *p = xasprintf("%s/namespace", dir);
 
-		if (read_file(p, 4096, &ns, &len, "reading", NULL) == 0) {
+		if (buf_read_file(p, 4096, "reading", &ns, &len, NULL) == 0) {
 			while (len > 0 && is_space_char(ns[len - 1]))
 				ns[--len] = '\0';
 			if (len > 0)
@@ -785,7 +603,7 @@ kcfg_token(struct kube_config *cfg, int force)
 	    cfg->token_st.st_mtim.tv_nsec && st.st_size ==
 	    cfg->token_st.st_size && st.st_ino == cfg->token_st.st_ino)
 		goto out;
-	if (read_file(cfg->token_file, KCFG_TOKEN_MAX, &t, &len, "token",
+	if (buf_read_file(cfg->token_file, KCFG_TOKEN_MAX, "token", &t, &len,
 	    NULL) < 0)
 		goto out;
 	while (len > 0 && is_space_char(t[len - 1]))

@@ -53,10 +53,6 @@ struct kube_auth {
 void kube_auth_get(struct kube *k, int force_token, struct kube_auth *out);
 void kube_auth_clear(struct kube_auth *a);
 
-/* Parse a YAML document into cJSON (scalars as strings). Exposed for tests. */
-cJSON *kcfg_yaml_to_json(const char *data, size_t len, const char *what,
-	struct cairn_err *err);
-
 /* ---- kube.c: the transport ---- */
 
 /*

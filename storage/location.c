@@ -8,8 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/evp.h>
 
+#include "base/buf.h"
+#include "base/codec.h"
 #include "base/jsonutil.h"
 #include "base/mem.h"
 
@@ -51,34 +52,6 @@ static int
 truthy(const char *s)
 {
 	return s != NULL && (strcasecmp(s, "true") == 0 || strcmp(s, "1") == 0);
-}
-
-/* Decode base64 text (whitespace allowed); owned, NUL-terminated, or NULL. */
-static char *
-b64_decode(const char *in)
-{
-	size_t n = strlen(in), i, j = 0;
-	char *clean = xmalloc(n + 1);
-	unsigned char *out;
-	int len;
-
-	for (i = 0; i < n; i++)
-		if (in[i] != '\n' && in[i] != '\r' && in[i] != ' ' && in[i] != '\t')
-			clean[j++] = in[i];
-	clean[j] = '\0';
-	if (j % 4 != 0) {
-		free(clean);
-		return NULL;
-	}
-	out = xmalloc(j / 4 * 3 + 1);
-	len = EVP_DecodeBlock(out, (unsigned char *)clean, (int)j);
-	free(clean);
-	if (len < 0) {
-		free(out);
-		return NULL;
-	}
-	out[len] = '\0';
-	return (char *)out;
 }
 
 static int
@@ -130,7 +103,9 @@ open_or_check(const cJSON *bsl, const char *credentials, int dry,
 		c.ca_file = cfg_str(bsl, "caCertFile", NULL);
 		ca_b64 = json_str(bsl, "spec.objectStorage.caCert");
 		if (ca_b64 != NULL && *ca_b64 != '\0') {
-			ca_pem = b64_decode(ca_b64);
+			if (codec_b64_decode(ca_b64, CAIRN_CAP_FILE, &ca_pem,
+			    NULL) < 0)
+				ca_pem = NULL;
 			if (ca_pem == NULL)
 				return cairn_err_set(err, CAIRN_EINVAL,
 				    "BackupStorageLocation %s: "

@@ -1369,44 +1369,6 @@ s3_mpu_abort(struct store *s, const char *key, const char *id,
 /* ---- open ------------------------------------------------------------- */
 
 static int
-read_file(const char *path, char **out, struct cairn_err *err)
-{
-	struct buf b;
-	char tmp[8192];
-	FILE *f;
-	size_t n;
-
-	*out = NULL;
-	f = fopen(path, "re");
-	if (f == NULL)
-		return cairn_err_errno(err, CAIRN_EINVAL, errno,
-		    "credentials file %s", path);
-	buf_init(&b, CAIRN_CAP_FILE);
-	for (;;) {
-		n = fread(tmp, 1, sizeof tmp, f);
-		if (n == 0)
-			break;
-		if (buf_append(&b, tmp, n) < 0) {
-			fclose(f);
-			buf_free(&b);
-			return cairn_err_set(err, CAIRN_EINVAL,
-			    "credentials file %s is too large", path);
-		}
-	}
-	if (ferror(f)) {
-		fclose(f);
-		buf_free(&b);
-		return cairn_err_set(err, CAIRN_EINVAL,
-		    "credentials file %s: read error", path);
-	}
-	fclose(f);
-	if (b.data == NULL)
-		buf_append(&b, "", 0);
-	*out = buf_take(&b, NULL);
-	return 0;
-}
-
-static int
 load_creds(const struct store_s3_config *cfg, struct sigv4_creds *cr,
     struct cairn_err *err)
 {
@@ -1444,7 +1406,12 @@ load_creds(const struct store_s3_config *cfg, struct sigv4_creds *cr,
 			file = path;
 		}
 	}
-	rc = read_file(file, &text, err);
+	rc = buf_read_file(file, CAIRN_CAP_FILE, "credentials file", &text,
+	    NULL, err);
+	if (rc < 0 && err != NULL)
+		err->code = CAIRN_EINVAL;	/* a configuration error */
+	if (rc < 0)
+		rc = CAIRN_EINVAL;
 	if (rc == 0) {
 		origin = xasprintf("credentials file %s", file);
 		rc = sigv4_creds_parse(text, profile, origin, cr, err);

@@ -1,12 +1,12 @@
 /*
  * fuzz_kubeconfig.c: libFuzzer target for kubeconfig files (kube/config.c):
- * the YAML reader (anchors and aliases included: a small file must not
- * expand without bound) and the whole kubeconfig load from a file with
+ * the YAML reader (base/codec.h, both scalar modes; anchors and aliases
+ * included: a small file must not expand without bound) and the whole kubeconfig load from a file with
  * those bytes (contexts, clusters, users, inline and file credentials).
  *   ./tests/fuzz/fuzz_kubeconfig -max_total_time=600 tests/fuzz/corpus/kubeconfig
  */
 #include "config.h"
-#include "kube/internal.h"
+#include "base/codec.h"
 #include "kube/kube.h"
 
 #include <stdint.h>
@@ -27,7 +27,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cJSON *j;
 	FILE *f;
 
-	j = kcfg_yaml_to_json((const char *)data, size, "fuzz", NULL);
+	j = codec_yaml_doc((const char *)data, size, CODEC_YAML_STRINGS, "fuzz",
+	    NULL);
+	cJSON_Delete(j);
+	j = codec_yaml_doc((const char *)data, size, CODEC_YAML_TYPED, "fuzz",
+	    NULL);
 	cJSON_Delete(j);
 	if (path[0] == '\0')
 		snprintf(path, sizeof path, "/tmp/cairn-fuzz-kcfg.%d",

@@ -1,6 +1,8 @@
-/* test_base.c: unit tests of base/: errors, buffers, time, flags, JSON. */
+/* test_base.c: unit tests of base/: errors, buffers, time, flags, JSON,
+ * base64 and YAML. */
 #include "config.h"
 #include "base/buf.h"
+#include "base/codec.h"
 #include "base/err.h"
 #include "base/flags.h"
 #include "base/jsonutil.h"
@@ -10,7 +12,9 @@
 #include "base/util.h"
 #include "tests/unit/unit.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void
 test_err_set_prefix(void)
@@ -535,6 +539,152 @@ test_utf8(void)
 	cJSON_Delete(o);
 }
 
+static void
+test_b64(void)
+{
+	static const struct { const char *plain, *enc; } v[] = {
+		{ "", "" }, { "f", "Zg==" }, { "fo", "Zm8=" }, { "foo", "Zm9v" },
+		{ "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" },
+		{ "foobar", "Zm9vYmFy" },
+	};
+	char *e, *d;
+	size_t len;
+
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		e = codec_b64_encode(v[i].plain, strlen(v[i].plain));
+		CHECK_STR(e, v[i].enc);
+		free(e);
+		if (v[i].enc[0] == '\0')
+			continue;
+		CHECK_INT(codec_b64_decode(v[i].enc, 64, &d, &len), 0);
+		CHECK_INT((int)len, (int)strlen(v[i].plain));
+		CHECK_STR(d, v[i].plain);
+		free(d);
+	}
+	/* Whitespace and line breaks (a PEM bundle, a Secret from YAML). */
+	CHECK_INT(codec_b64_decode(" Zm9v\nYmE=\r\n", 64, &d, NULL), 0);
+	CHECK_STR(d, "fooba");
+	free(d);
+	/* Binary data keeps its length. */
+	CHECK_INT(codec_b64_decode("AAEA", 64, &d, &len), 0);
+	CHECK_INT((int)len, 3);
+	CHECK(d[0] == 0 && d[1] == 1 && d[2] == 0);
+	free(d);
+	CHECK_INT(codec_b64_decode("", 64, &d, NULL), CAIRN_EINVAL);
+	CHECK(d == NULL);
+	CHECK_INT(codec_b64_decode(" \n", 64, &d, NULL), CAIRN_EINVAL);
+	CHECK_INT(codec_b64_decode("Zm9", 64, &d, NULL), CAIRN_EINVAL);
+	CHECK_INT(codec_b64_decode("Zm9*", 64, &d, NULL), CAIRN_EINVAL);
+	CHECK_INT(codec_b64_decode("Zm9vYmFy", 5, &d, NULL), CAIRN_ETOOBIG);
+	CHECK_INT(codec_b64_decode("Zm9vYmE=", 5, &d, NULL), 0);
+	free(d);
+}
+
+static void
+test_yaml(void)
+{
+	const char *y = "a: 1\nb: [x, 'y', \"true\"]\nc:\nd: {e: true, f: ~}\n"
+	    "a: -12\n";
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *j, *arr;
+
+	j = codec_yaml_doc(y, strlen(y), CODEC_YAML_STRINGS, "t", NULL);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "a"), "-12");	/* the last of a key given twice */
+	CHECK_STR(json_str(j, "d.e"), "true");
+	CHECK(cJSON_IsNull(cJSON_GetObjectItem(j, "c")));
+	CHECK(cJSON_IsNull(json_get(j, "d.f")));
+	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "b")), 3);
+	cJSON_Delete(j);
+	j = codec_yaml_doc(y, strlen(y), CODEC_YAML_TYPED, "t", NULL);
+	REQUIRE(j != NULL);
+	CHECK_INT(json_int(j, "a", 0), -12);
+	CHECK(cJSON_IsTrue(json_get(j, "d.e")));
+	CHECK(cJSON_IsString(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "b"), 2)));
+	cJSON_Delete(j);
+	/* Empty text: an empty object; errors name what and where. */
+	j = codec_yaml_doc("", 0, CODEC_YAML_STRINGS, "t", NULL);
+	CHECK(cJSON_IsObject(j) && cJSON_GetArraySize(j) == 0);
+	cJSON_Delete(j);
+	CHECK(codec_yaml_doc("a: [1\n", 6, CODEC_YAML_STRINGS, "conf", &err) ==
+	    NULL);
+	CHECK_INT(err.code, CAIRN_EINVAL);
+	CHECK(strncmp(err.msg, "conf: YAML error at line ", 25) == 0);
+	CHECK(codec_yaml_doc("[a]: 1\n", 7, CODEC_YAML_STRINGS, "conf", &err) ==
+	    NULL);
+	CHECK(strstr(err.msg, "unsupported YAML") != NULL);
+	/* A stream: every document, in order. */
+	arr = cJSON_CreateArray();
+	y = "a: 1\n---\nb: 2\n";
+	CHECK_INT(codec_yaml_stream(y, strlen(y), CODEC_YAML_TYPED, "s", arr,
+	    NULL), 0);
+	CHECK_INT(cJSON_GetArraySize(arr), 2);
+	CHECK_INT(json_int(cJSON_GetArrayItem(arr, 1), "b", 0), 2);
+	cJSON_Delete(arr);
+}
+
+/*
+ * Issue 19: aliases are expanded within a budget: six levels of ten
+ * aliases (a million nodes from 300 bytes) are refused at once, a
+ * document using a few aliases is read as before.
+ */
+static void
+test_yaml_alias_budget(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ok = "a: &x {k: v}\nb: *x\nc: [*x, *x]\n";
+	struct buf b;
+	char *bomb;
+	cJSON *j;
+
+	j = codec_yaml_doc(ok, strlen(ok), CODEC_YAML_STRINGS, "t", &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str_or(cJSON_GetArrayItem(json_get(j, "c"), 1), "k",
+	    ""), "v");
+	cJSON_Delete(j);
+	buf_init(&b, 1 << 16);
+	buf_puts(&b, "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
+	for (int i = 1; i <= 6; i++) {
+		buf_printf(&b, "l%d: &l%d [", i, i);
+		for (int k = 0; k < 10; k++)
+			buf_printf(&b, "%s*l%d", k ? ", " : "", i - 1);
+		buf_puts(&b, "]\n");
+	}
+	bomb = buf_take(&b, NULL);
+	j = codec_yaml_doc(bomb, strlen(bomb), CODEC_YAML_TYPED, "bomb", &err);
+	CHECK(j == NULL);
+	CHECK(strstr(err.msg, "aliases expand") != NULL);
+	cJSON_Delete(j);
+	free(bomb);
+}
+
+static void
+test_read_file(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *dir = getenv("CAIRN_TMP");
+	char path[512], *out;
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/base-read-file", dir ? dir : "/tmp");
+	f = fopen(path, "w");
+	REQUIRE(f != NULL);
+	fputs("0123456789", f);
+	fclose(f);
+	CHECK_INT(buf_read_file(path, 10, "conf", &out, &len, &err), 0);
+	CHECK_STR(out, "0123456789");
+	CHECK_INT((int)len, 10);
+	free(out);
+	CHECK_INT(buf_read_file(path, 9, "conf", &out, &len, &err),
+	    CAIRN_ETOOBIG);
+	CHECK(out == NULL && strstr(err.msg, "larger than 9 bytes") != NULL);
+	CHECK(strncmp(err.msg, "conf ", 5) == 0);
+	remove(path);
+	CHECK_INT(buf_read_file(path, 9, "conf", &out, NULL, &err),
+	    CAIRN_ENOTFOUND);
+}
+
 int
 main(void)
 {
@@ -558,5 +708,9 @@ main(void)
 	RUN(test_log_config);
 	RUN(test_uuid);
 	RUN(test_utf8);
+	RUN(test_b64);
+	RUN(test_yaml);
+	RUN(test_yaml_alias_budget);
+	RUN(test_read_file);
 	return unit_done();
 }

@@ -681,56 +681,6 @@ test_paths_and_codes(void)
 	CHECK_INT(kube_http_rc(201, ""), 0);
 }
 
-static void
-test_yaml_to_json(void)
-{
-	const char *y = "a: 1\nb: [x, 'y']\nc:\nd: {e: true}\n";
-	cJSON *j;
-
-	j = kcfg_yaml_to_json(y, strlen(y), "t", NULL);
-	REQUIRE(j != NULL);
-	CHECK_STR(json_str(j, "a"), "1");
-	CHECK_STR(json_str(j, "d.e"), "true");
-	CHECK(cJSON_IsNull(cJSON_GetObjectItem(j, "c")));
-	CHECK_INT(cJSON_GetArraySize(cJSON_GetObjectItem(j, "b")), 2);
-	cJSON_Delete(j);
-}
-
-/*
- * Issue 19: aliases in a kubeconfig are expanded within a budget: six
- * levels of ten aliases (a million nodes from 300 bytes) are refused at
- * once, a document using a few aliases is read as before.
- */
-static void
-test_yaml_alias_budget(void)
-{
-	struct cairn_err err = CAIRN_ERR_INIT;
-	const char *ok = "a: &x {k: v}\nb: *x\nc: [*x, *x]\n";
-	struct buf b;
-	char *bomb;
-	cJSON *j;
-
-	j = kcfg_yaml_to_json(ok, strlen(ok), "t", &err);
-	REQUIRE(j != NULL);
-	CHECK_STR(json_str_or(cJSON_GetArrayItem(json_get(j, "c"), 1), "k",
-	    ""), "v");
-	cJSON_Delete(j);
-	buf_init(&b, 1 << 16);
-	buf_puts(&b, "l0: &l0 [x, x, x, x, x, x, x, x, x, x]\n");
-	for (int i = 1; i <= 6; i++) {
-		buf_printf(&b, "l%d: &l%d [", i, i);
-		for (int k = 0; k < 10; k++)
-			buf_printf(&b, "%s*l%d", k ? ", " : "", i - 1);
-		buf_puts(&b, "]\n");
-	}
-	bomb = buf_take(&b, NULL);
-	j = kcfg_yaml_to_json(bomb, strlen(bomb), "bomb", &err);
-	CHECK(j == NULL);
-	CHECK(strstr(err.msg, "aliases expand") != NULL);
-	cJSON_Delete(j);
-	free(bomb);
-}
-
 int
 main(void)
 {
@@ -747,7 +697,5 @@ main(void)
 	RUN(test_kubeconfig_merge);
 	RUN(test_in_cluster);
 	RUN(test_paths_and_codes);
-	RUN(test_yaml_to_json);
-	RUN(test_yaml_alias_budget);
 	return unit_done();
 }
