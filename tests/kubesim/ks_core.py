@@ -252,6 +252,7 @@ class Sim:
         self.watchers = 0
         self.rbac_gen = 0       # bumped by every write of an RBAC object (authorizer cache key)
         self.admit_hook = None  # fn(rt, ns, new, old) for RBAC writes (ks_rbac escalation check)
+        self.psa_hook = None    # fn(rt, ns, new, old, subresource) before any create/update (ks_psa)
         self._init_state()
 
     # ------------------------------------------------------------ setup
@@ -725,6 +726,8 @@ class Sim:
             self._type_fixups(rt, body)
             if self.admit_hook is not None and rt.group == "rbac.authorization.k8s.io":
                 self.admit_hook(rt, ns, body, None)
+            if self.psa_hook is not None:
+                self.psa_hook(rt, ns, body, None, None)
             if rt.kind == "CustomResourceDefinition" and not dry_run:
                 self._register_crd(body)
             if dry_run:
@@ -835,6 +838,8 @@ class Sim:
                                % (old["metadata"]["uid"], uid))
             res = self._merge_update(rt, old, body, sub)
             self._type_fixups(rt, res, old)
+            if self.psa_hook is not None:
+                self.psa_hook(rt, ns, res, old, sub)
             return self._finish_update(rt, key, e, old, res, dry_run)
 
     def _scale_write(self, rt, key, e, old, scale, dry_run):
@@ -924,6 +929,8 @@ class Sim:
             md.pop("managedFields", None)
             res = self._merge_update(rt, old, new, sub)
             self._type_fixups(rt, res, old)
+            if self.psa_hook is not None:
+                self.psa_hook(rt, ns, res, old, sub)
             return self._finish_update(rt, key, e, old, res, dry_run)
 
     # ------------------------------------------------------------ delete

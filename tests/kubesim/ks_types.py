@@ -20,6 +20,7 @@ BUILTINS = [
     ("", "v1", "services", "Service", True, "svc", "sa", "spec.clusterIP,spec.type"),
     ("", "v1", "serviceaccounts", "ServiceAccount", True, "sa", "", ""),
     ("", "v1", "pods", "Pod", True, "po", "sa", "spec.nodeName,spec.restartPolicy,spec.schedulerName,spec.serviceAccountName,status.phase,status.podIP,status.nominatedNodeName"),
+    ("", "v1", "nodes", "Node", False, "no", "s", "spec.unschedulable"),
     ("", "v1", "persistentvolumes", "PersistentVolume", False, "pv", "s", ""),
     ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, "pvc", "s", ""),
     ("", "v1", "events", "Event", True, "ev", "c", "involvedObject.kind,involvedObject.namespace,involvedObject.name,involvedObject.uid,involvedObject.apiVersion,involvedObject.resourceVersion,involvedObject.fieldPath,reason,reportingComponent,source,type"),

@@ -42,6 +42,7 @@ from ks_select import parse_label_selector, parse_field_selector, SelectorError 
 from ks_types import make_table, partial_meta  # noqa: E402
 from ks_rbac import Authorizer, user_for  # noqa: E402
 import ks_exec  # noqa: E402
+import ks_psa  # noqa: E402
 
 try:
     import yaml  # optional, for YAML seeds / bodies / apply patches
@@ -370,6 +371,10 @@ class Handler(BaseHTTPRequestHandler):
                 and "gzip" in (self.headers.get("Accept-Encoding") or "")):
             body = gzip.compress(body, compresslevel=1, mtime=0)
             extra += "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"
+        warnings, audit = ks_psa.take()     # Pod Security admission of this request
+        headers = list(headers) + [("Warning", ks_psa.warning_header(w)) for w in warnings]
+        if audit and getattr(self, "log_entry", None) is not None:
+            self.log_entry["audit"] = audit
         for k, v in headers:
             extra += "%s: %s\r\n" % (k, v)
         if self.close_connection:
@@ -1025,6 +1030,7 @@ def main(argv=None):
     sim = Sim(history=opts.history)
     if opts.seed:
         load_seeds(sim, opts.seed)
+    ks_psa.install(sim)     # after the seeds: they are what existed before the labels
 
     ctx, ca_pem = None, None
     if opts.tls:
