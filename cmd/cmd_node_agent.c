@@ -15,6 +15,14 @@
  * and another agent of the same node takes its work over once the Lease
  * expired (docs/protocol.md, "Volume work"). At a clean stop the Lease
  * is released, so that happens at once.
+ *
+ * With --listen it serves the web endpoint for the kubelet's probes and
+ * for Prometheus: /healthz (the process answers), /readyz (the Lease is
+ * held: this agent may claim and write), /metrics (the process's
+ * metrics: its volume copies), with --web-token-file as the server. Its
+ * /status.json carries only the document's version and time: the
+ * agent's work is in the VolumePluginBackup/Restore objects and in the
+ * servers' documents.
  */
 #include "config.h"
 #include "cmd/cli.h"
@@ -32,6 +40,7 @@
 #include "engine/volumes.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
+#include "web/web.h"
 
 static volatile int agent_stop;
 
@@ -48,6 +57,16 @@ agent_may_write(void *arg)
 	return lease_write_epoch(arg);
 }
 
+/* /readyz: ready while the Lease is held (claims and writes allowed). */
+static int
+agent_ready(void *arg, struct buf *why)
+{
+	if (lease_held(arg))
+		return 1;
+	buf_puts(why, "the node-agent does not hold its Lease yet");
+	return 0;
+}
+
 int
 cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 {
@@ -58,6 +77,7 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 	struct journal *j = NULL;
 	struct lease *lease = NULL;
 	struct lease_opts lo;
+	struct web *web = NULL;
 	struct sigaction sa;
 	const char *node, *id;
 	char *idbuf = NULL;
@@ -118,6 +138,23 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 		cli_fail("%s", err.msg);
 		goto done;
 	}
+	if (flag_str(fs, F_LISTEN) != NULL) {
+		struct web_opts wo;
+		struct web_source src;
+
+		memset(&wo, 0, sizeof wo);
+		wo.listen = flag_str(fs, F_LISTEN);
+		wo.token_file = flag_str(fs, F_WEB_TOKEN_FILE);
+		memset(&src, 0, sizeof src);
+		src.ready = agent_ready;
+		src.arg = lease;
+		if (web_start(&wo, &src, &web, &err) < 0) {
+			cli_fail("%s", err.msg);
+			goto done;
+		}
+		log_info("web endpoint on http://%s (/healthz, /readyz, "
+		    "/metrics)", wo.listen);
+	}
 	period = flag_duration_us(fs, F_RETRY_PERIOD);
 	if (period <= 0 || period > 2 * TIME_US_PER_SEC)
 		period = TIME_US_PER_SEC;
@@ -161,6 +198,7 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 	log_info("cairn node-agent %s stopping", id);
 	rc = CLI_EXIT_OK;
 done:
+	web_stop(web);		/* before the Lease its /readyz reads */
 	if (lease != NULL) {
 		/* Others of this node may take over at once. */
 		if (rc == CLI_EXIT_OK && lease_release(lease, &err) < 0)

@@ -537,15 +537,15 @@ build_page(struct web *w, struct cairn_err *err)
 	return 0;
 }
 
-/* Read the token file into w->auth ("Bearer <token>"). */
-static int
-read_token(struct web *w, const char *path, struct cairn_err *err)
+int
+web_token_read(const char *path, char **out, struct cairn_err *err)
 {
 	char data[WEB_CAP_TOKEN + 1];
 	size_t n = 0;
 	ssize_t got;
 	int fd;
 
+	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return cairn_err_errno(err, CAIRN_EINVAL, errno,
@@ -580,8 +580,23 @@ read_token(struct web *w, const char *path, struct cairn_err *err)
 			    "web token file %s: token has spaces or control "
 			    "characters", path);
 	}
-	w->auth = xasprintf("Bearer %s", data);
+	*out = xstrdup(data);
 	explicit_bzero(data, sizeof data);
+	return 0;
+}
+
+/* Read the token file into w->auth ("Bearer <token>"). */
+static int
+read_token(struct web *w, const char *path, struct cairn_err *err)
+{
+	char *token = NULL;
+	int rc = web_token_read(path, &token, err);
+
+	if (rc < 0)
+		return rc;
+	w->auth = xasprintf("Bearer %s", token);
+	explicit_bzero(token, strlen(token));
+	free(token);
 	return 0;
 }
 

@@ -91,6 +91,14 @@ struct web_source {
 int web_start(const struct web_opts *opts, const struct web_source *src,
     struct web **out, struct cairn_err *err);
 
+/*
+ * Read a token file as web_start() does: trailing whitespace trimmed, at
+ * most WEB_CAP_TOKEN bytes, non-empty, no spaces or control characters.
+ * On success *out is the token (caller frees); on failure CAIRN_EINVAL
+ * with err set and *out NULL.
+ */
+int web_token_read(const char *path, char **out, struct cairn_err *err);
+
 /* The TCP port actually bound (useful with port 0). */
 int web_port(const struct web *w);
 
