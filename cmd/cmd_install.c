@@ -35,6 +35,8 @@
 #include "cmd/cli.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,7 @@
 #include "base/util.h"
 #include "cmd/output.h"
 #include "kube/kube.h"
+#include "web/web.h"
 
 extern const char *const install_crd_files[];
 extern const char *const install_crd_yaml[];
@@ -65,6 +68,12 @@ extern const char *const install_crd_yaml[];
 #define INSTALL_AGENT_NAME "cairn-node-agent"
 #define INSTALL_AGENT_DIR "/var/lib/cairn/node-agent"	/* journal, on the host */
 #define INSTALL_HOST_ROOT "/host"	/* --volume-root of the node-agent */
+#define INSTALL_TOKEN_SECRET "cairn-web-token"	/* the web endpoint's token */
+#define INSTALL_TOKEN_KEY "token"
+#define INSTALL_TOKEN_DIR "/var/run/cairn/web-token"	/* where it is mounted */
+#define INSTALL_TOKEN_BYTES 32		/* random bytes of a generated token */
+#define INSTALL_UID 65532		/* the image's user, the servers' uid */
+#define INSTALL_PSA_LABEL "cairn.io/pod-security"	/* level a workload needs */
 
 /* Where each kind of object lives in the API. */
 struct kind_info {
@@ -105,6 +114,7 @@ kind_find(const char *kind)
 struct install_opts {
 	const char *ns;
 	const char *image;
+	const char *pull_policy;	/* imagePullPolicy */
 	int replicas;
 	const char *provider;		/* "fs" or the flag */
 	const char *bucket;
@@ -114,6 +124,8 @@ struct install_opts {
 	char *cred_b64;			/* owned, NULL: no Secret */
 	int node_agent;			/* add the node-agent DaemonSet */
 	char **volume_dirs;		/* host directories it mounts */
+	char *node;			/* owned: fs, the node to run on; NULL: any */
+	char *web_token;		/* owned: the web endpoint's token */
 };
 
 static cJSON *
@@ -235,136 +247,121 @@ probe(const char *path, int delay, int period)
 	return p;
 }
 
-static void
-add_statefulset(cJSON *arr, const struct install_opts *o,
-	const cJSON *location)
+/*
+ * A container's securityContext: no privilege escalation, read-only root
+ * file system, every capability dropped but those of add (NULL-ended).
+ * uid < 0: run as the pod's user and refuse to start as root (what
+ * Pod Security "restricted" asks); else as uid.
+ */
+static cJSON *
+container_security(const char *const *add, int uid)
 {
-	cJSON *ss = new_obj(arr, "apps/v1", "StatefulSet", INSTALL_NAME, o->ns);
-	cJSON *spec, *sel, *tmpl, *tmd, *pspec, *c, *args, *env, *ports, *port;
-	cJSON *res, *req, *lim, *mounts, *m, *vols, *v, *sc, *psc, *vct, *pvc;
-	char listen[64], *text;
-	int fs = strcmp(o->provider, "fs") == 0;
+	cJSON *sc = cJSON_CreateObject(), *caps;
 
-	spec = cJSON_AddObjectToObject(ss, "spec");
-	cJSON_AddStringToObject(spec, "serviceName", INSTALL_NAME);
-	cJSON_AddNumberToObject(spec, "replicas", o->replicas);
-	/* Replicas are peers: start and stop them all at once. */
-	cJSON_AddStringToObject(spec, "podManagementPolicy", "Parallel");
-	sel = cJSON_AddObjectToObject(spec, "selector");
-	cJSON_AddItemToObject(sel, "matchLabels", labels_obj("server"));
-	tmpl = cJSON_AddObjectToObject(spec, "template");
-	tmd = cJSON_AddObjectToObject(tmpl, "metadata");
-	cJSON_AddItemToObject(tmd, "labels", labels_obj("server"));
-	pspec = cJSON_AddObjectToObject(tmpl, "spec");
-	cJSON_AddStringToObject(pspec, "serviceAccountName", INSTALL_NAME);
-	/* --shutdown-grace (30 s) to reach a checkpoint, plus margin. */
-	cJSON_AddNumberToObject(pspec, "terminationGracePeriodSeconds", 45);
-	psc = cJSON_AddObjectToObject(pspec, "securityContext");
-	if (fs) {
-		/* A hostPath directory is made root-owned by the kubelet. */
-		cJSON_AddNumberToObject(psc, "runAsUser", 0);
+	if (uid < 0) {
+		cJSON_AddTrueToObject(sc, "runAsNonRoot");
 	} else {
-		cJSON_AddTrueToObject(psc, "runAsNonRoot");
-		cJSON_AddNumberToObject(psc, "runAsUser", 65532);
-		cJSON_AddNumberToObject(psc, "fsGroup", 65532);
+		cJSON_AddNumberToObject(sc, "runAsUser", uid);
+		cJSON_AddBoolToObject(sc, "runAsNonRoot", uid != 0);
 	}
-	c = cJSON_CreateObject();
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "containers"), c);
-	cJSON_AddStringToObject(c, "name", "cairn");
-	cJSON_AddStringToObject(c, "image", o->image);
-	cJSON_AddStringToObject(c, "imagePullPolicy", "IfNotPresent");
-	args = cJSON_AddArrayToObject(c, "args");
-	snprintf(listen, sizeof listen, "0.0.0.0:%d", INSTALL_WEB_PORT);
-	{
-		const char *a[] = { "server", "--namespace", o->ns, "--listen",
-		    listen, "--journal", INSTALL_JOURNAL_DIR "/journal.db" };
+	cJSON_AddFalseToObject(sc, "allowPrivilegeEscalation");
+	cJSON_AddTrueToObject(sc, "readOnlyRootFilesystem");
+	caps = cJSON_AddObjectToObject(sc, "capabilities");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(caps, "drop"),
+	    cJSON_CreateString("ALL"));
+	if (add != NULL && add[0] != NULL) {
+		cJSON *a = cJSON_AddArrayToObject(caps, "add");
 
-		for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
-			cJSON_AddItemToArray(args, cJSON_CreateString(a[i]));
+		for (; *add != NULL; add++)
+			cJSON_AddItemToArray(a, cJSON_CreateString(*add));
 	}
-	env = cJSON_AddArrayToObject(c, "env");
-	cJSON_AddItemToArray(env, env_var("POD_NAME", NULL, "metadata.name"));
-	cJSON_AddItemToArray(env, env_var("CAIRN_LOG_FORMAT", "json", NULL));
-	/*
-	 * The servers create the default location when it is missing, so
-	 * that the --dry-run manifest, which cannot hold it (see
-	 * cmd_install), still sets up a working cairn.
-	 */
-	text = cJSON_PrintUnformatted(location);
-	cJSON_AddItemToArray(env, env_var("CAIRN_DEFAULT_LOCATION", text, NULL));
-	free(text);
-	ports = cJSON_AddArrayToObject(c, "ports");
+	return sc;
+}
+
+/*
+ * The pod's securityContext: user and group uid (files of the volumes
+ * made group uid too when it is not root) and the container runtime's
+ * default seccomp profile; nonroot: refuse to start any container as root.
+ */
+static void
+pod_security(cJSON *pspec, int uid, int nonroot)
+{
+	cJSON *psc = cJSON_AddObjectToObject(pspec, "securityContext");
+
+	if (nonroot)
+		cJSON_AddTrueToObject(psc, "runAsNonRoot");
+	cJSON_AddNumberToObject(psc, "runAsUser", uid);
+	cJSON_AddNumberToObject(psc, "runAsGroup", uid);
+	if (uid != 0)
+		cJSON_AddNumberToObject(psc, "fsGroup", uid);
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(psc, "seccompProfile"),
+	    "type", "RuntimeDefault");
+}
+
+/*
+ * Label a workload and its pods with the Pod Security level they need
+ * (cairn.io/pod-security), and say why when it is not "restricted".
+ */
+static void
+mark_level(cJSON *obj, cJSON *tmpl_md, const char *level, const char *why)
+{
+	cJSON_AddStringToObject(json_ensure(obj, "metadata.labels"),
+	    INSTALL_PSA_LABEL, level);
+	cJSON_AddStringToObject(json_ensure(tmpl_md, "labels"),
+	    INSTALL_PSA_LABEL, level);
+	if (why != NULL)
+		cJSON_AddStringToObject(json_ensure(obj, "metadata.annotations"),
+		    INSTALL_PSA_LABEL "-reason", why);
+}
+
+static void
+add_arg(cJSON *args, const char *a)
+{
+	cJSON_AddItemToArray(args, cJSON_CreateString(a));
+}
+
+/*
+ * The web endpoint of a container: --listen on the container port "web",
+ * the token it requires (--web-token-file, from the Secret mounted by
+ * add_token_volume), liveness on /healthz and readiness on /readyz, which
+ * answer without the token.
+ */
+static void
+add_web(cJSON *c, cJSON *args)
+{
+	cJSON *port;
+	char listen[64];
+
+	snprintf(listen, sizeof listen, "0.0.0.0:%d", INSTALL_WEB_PORT);
+	add_arg(args, "--listen");
+	add_arg(args, listen);
+	add_arg(args, "--web-token-file");
+	add_arg(args, INSTALL_TOKEN_DIR "/" INSTALL_TOKEN_KEY);
 	port = cJSON_CreateObject();
 	cJSON_AddStringToObject(port, "name", "web");
 	cJSON_AddNumberToObject(port, "containerPort", INSTALL_WEB_PORT);
 	cJSON_AddStringToObject(port, "protocol", "TCP");
-	cJSON_AddItemToArray(ports, port);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(c, "ports"), port);
 	cJSON_AddItemToObject(c, "livenessProbe", probe("/healthz", 5, 10));
 	cJSON_AddItemToObject(c, "readinessProbe", probe("/readyz", 2, 5));
-	/*
-	 * Small on purpose (Velero asks 500m / 128Mi): the server streams
-	 * items (memory does not grow with the cluster), so 24Mi covers the
-	 * process, libcurl and SQLite's page cache; the 64Mi limit leaves
-	 * room for --workers tarball parts being compressed. No CPU limit:
-	 * throttling a gzip stream only makes backups slower.
-	 */
-	res = cJSON_AddObjectToObject(c, "resources");
-	req = cJSON_AddObjectToObject(res, "requests");
-	cJSON_AddStringToObject(req, "cpu", "10m");
-	cJSON_AddStringToObject(req, "memory", "24Mi");
-	lim = cJSON_AddObjectToObject(res, "limits");
-	cJSON_AddStringToObject(lim, "memory", "64Mi");
-	sc = cJSON_AddObjectToObject(c, "securityContext");
-	cJSON_AddFalseToObject(sc, "allowPrivilegeEscalation");
-	cJSON_AddTrueToObject(sc, "readOnlyRootFilesystem");
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(
-	    cJSON_AddObjectToObject(sc, "capabilities"), "drop"),
-	    cJSON_CreateString("ALL"));
-	mounts = cJSON_AddArrayToObject(c, "volumeMounts");
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "name", "journal");
-	cJSON_AddStringToObject(m, "mountPath", INSTALL_JOURNAL_DIR);
-	cJSON_AddItemToArray(mounts, m);
-	m = cJSON_CreateObject();
-	cJSON_AddStringToObject(m, "name", "tmp");
-	cJSON_AddStringToObject(m, "mountPath", "/tmp");
-	cJSON_AddItemToArray(mounts, m);
-	vols = cJSON_AddArrayToObject(pspec, "volumes");
-	v = cJSON_CreateObject();
-	cJSON_AddStringToObject(v, "name", "tmp");
-	cJSON_AddObjectToObject(v, "emptyDir");
-	cJSON_AddItemToArray(vols, v);
-	if (fs) {
-		cJSON *hp;
-
-		m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "name", "backups");
-		cJSON_AddStringToObject(m, "mountPath", o->fs_path);
-		cJSON_AddItemToArray(mounts, m);
-		v = cJSON_CreateObject();
-		cJSON_AddStringToObject(v, "name", "backups");
-		hp = cJSON_AddObjectToObject(v, "hostPath");
-		cJSON_AddStringToObject(hp, "path", o->fs_path);
-		cJSON_AddStringToObject(hp, "type", "DirectoryOrCreate");
-		cJSON_AddItemToArray(vols, v);
-	}
-	/* One journal per replica: it survives restarts of that replica. */
-	vct = cJSON_AddArrayToObject(spec, "volumeClaimTemplates");
-	pvc = cJSON_CreateObject();
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(pvc, "metadata"), "name",
-	    "journal");
-	{
-		cJSON *ps = cJSON_AddObjectToObject(pvc, "spec");
-
-		cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "accessModes"),
-		    cJSON_CreateString("ReadWriteOnce"));
-		cJSON_AddStringToObject(cJSON_AddObjectToObject(
-		    cJSON_AddObjectToObject(ps, "resources"), "requests"),
-		    "storage", "1Gi");
-	}
-	cJSON_AddItemToArray(vct, pvc);
 }
 
+static void
+add_resources(cJSON *c)
+{
+	cJSON *res = cJSON_AddObjectToObject(c, "resources");
+	cJSON *req = cJSON_AddObjectToObject(res, "requests");
+
+	cJSON_AddStringToObject(req, "cpu", "10m");
+	cJSON_AddStringToObject(req, "memory", "24Mi");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "limits"),
+	    "memory", "64Mi");
+}
+
+/*
+ * Mount volume name at path; the volume is host directory host (hostPath
+ * of type type), or an emptyDir when host is NULL.
+ */
 static void
 add_mount(cJSON *mounts, cJSON *vols, const char *name, const char *host,
 	const char *at, const char *type)
@@ -385,6 +382,183 @@ add_mount(cJSON *mounts, cJSON *vols, const char *name, const char *host,
 	cJSON_AddItemToArray(vols, v);
 }
 
+/* The web token Secret, read-only, readable by the owner and the group. */
+static void
+add_token_volume(cJSON *mounts, cJSON *vols)
+{
+	cJSON *m = cJSON_CreateObject(), *v = cJSON_CreateObject(), *s;
+
+	cJSON_AddStringToObject(m, "name", "web-token");
+	cJSON_AddStringToObject(m, "mountPath", INSTALL_TOKEN_DIR);
+	cJSON_AddTrueToObject(m, "readOnly");
+	cJSON_AddItemToArray(mounts, m);
+	cJSON_AddStringToObject(v, "name", "web-token");
+	s = cJSON_AddObjectToObject(v, "secret");
+	cJSON_AddStringToObject(s, "secretName", INSTALL_TOKEN_SECRET);
+	cJSON_AddNumberToObject(s, "defaultMode", 0440);
+	cJSON_AddItemToArray(vols, v);
+}
+
+/*
+ * The pods roll when the token changes (the servers read it once, at
+ * start): its SHA-256, shortened, as an annotation of the template.
+ */
+static void
+add_token_hash(cJSON *tmpl_md, const struct install_opts *o)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	char hex[17];
+
+	EVP_Digest(o->web_token, strlen(o->web_token), md, &n, EVP_sha256(),
+	    NULL);
+	for (int i = 0; i < 8; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	cJSON_AddStringToObject(json_ensure(tmpl_md, "annotations"),
+	    "cairn.io/web-token-sha256", hex);
+}
+
+/*
+ * The servers: a StatefulSet of --replicas `cairn server` pods, non-root
+ * (uid 65532), every capability dropped, read-only root file system,
+ * RuntimeDefault seccomp, so that with S3 they pass Pod Security
+ * "restricted". The fs provider mounts its directory from the host (a
+ * hostPath volume, which only "privileged" allows: baseline forbids
+ * hostPath), pins the pod to the node holding it (o->node) and chowns the
+ * directory to uid 65532 first in an init container (root with only
+ * CHOWN and DAC_OVERRIDE), since the kubelet makes it root-owned.
+ */
+static void
+add_statefulset(cJSON *arr, const struct install_opts *o,
+	const cJSON *location)
+{
+	static const char *const chown_caps[] = { "CHOWN", "DAC_OVERRIDE",
+	    NULL };
+	cJSON *ss = new_obj(arr, "apps/v1", "StatefulSet", INSTALL_NAME, o->ns);
+	cJSON *spec, *sel, *tmpl, *tmd, *pspec, *c, *args, *env, *mounts, *vols;
+	cJSON *vct, *pvc, *m;
+	char *text, owner[32];
+	int fs = strcmp(o->provider, "fs") == 0;
+
+	spec = cJSON_AddObjectToObject(ss, "spec");
+	/* The headless Service of the same name gives the pods their DNS. */
+	cJSON_AddStringToObject(spec, "serviceName", INSTALL_NAME);
+	cJSON_AddNumberToObject(spec, "replicas", o->replicas);
+	/* Replicas are peers: start and stop them all at once. */
+	cJSON_AddStringToObject(spec, "podManagementPolicy", "Parallel");
+	sel = cJSON_AddObjectToObject(spec, "selector");
+	cJSON_AddItemToObject(sel, "matchLabels", labels_obj("server"));
+	tmpl = cJSON_AddObjectToObject(spec, "template");
+	tmd = cJSON_AddObjectToObject(tmpl, "metadata");
+	cJSON_AddItemToObject(tmd, "labels", labels_obj("server"));
+	mark_level(ss, tmd, fs ? "privileged" : "restricted", fs ?
+	    "the fs provider mounts its backup directory from the node "
+	    "(hostPath), which only the privileged level allows" : NULL);
+	add_token_hash(tmd, o);
+	pspec = cJSON_AddObjectToObject(tmpl, "spec");
+	cJSON_AddStringToObject(pspec, "serviceAccountName", INSTALL_NAME);
+	/* --shutdown-grace (30 s) to reach a checkpoint, plus margin. */
+	cJSON_AddNumberToObject(pspec, "terminationGracePeriodSeconds", 45);
+	/* fs: the init container is root; the server is checked per container. */
+	pod_security(pspec, INSTALL_UID, !fs);
+	if (fs && o->node != NULL) {
+		cJSON *term = cJSON_CreateObject(), *mf = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(mf, "key", "metadata.name");
+		cJSON_AddStringToObject(mf, "operator", "In");
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(mf, "values"),
+		    cJSON_CreateString(o->node));
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(term, "matchFields"),
+		    mf);
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(
+		    cJSON_AddObjectToObject(cJSON_AddObjectToObject(
+		    cJSON_AddObjectToObject(pspec, "affinity"), "nodeAffinity"),
+		    "requiredDuringSchedulingIgnoredDuringExecution"),
+		    "nodeSelectorTerms"), term);
+	}
+	if (fs) {
+		cJSON *ic = cJSON_CreateObject(), *cmdv;
+
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec,
+		    "initContainers"), ic);
+		cJSON_AddStringToObject(ic, "name", "backups-owner");
+		cJSON_AddStringToObject(ic, "image", o->image);
+		cJSON_AddStringToObject(ic, "imagePullPolicy", o->pull_policy);
+		snprintf(owner, sizeof owner, "%d:%d", INSTALL_UID, INSTALL_UID);
+		cmdv = cJSON_AddArrayToObject(ic, "command");
+		add_arg(cmdv, "chown");
+		add_arg(cmdv, "-R");
+		add_arg(cmdv, owner);
+		add_arg(cmdv, o->fs_path);
+		add_resources(ic);
+		cJSON_AddItemToObject(ic, "securityContext",
+		    container_security(chown_caps, 0));
+		m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "name", "backups");
+		cJSON_AddStringToObject(m, "mountPath", o->fs_path);
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(ic, "volumeMounts"), m);
+	}
+	c = cJSON_CreateObject();
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "containers"), c);
+	cJSON_AddStringToObject(c, "name", "cairn");
+	cJSON_AddStringToObject(c, "image", o->image);
+	cJSON_AddStringToObject(c, "imagePullPolicy", o->pull_policy);
+	args = cJSON_AddArrayToObject(c, "args");
+	add_arg(args, "server");
+	add_arg(args, "--namespace");
+	add_arg(args, o->ns);
+	add_web(c, args);
+	add_arg(args, "--journal");
+	add_arg(args, INSTALL_JOURNAL_DIR "/journal.db");
+	env = cJSON_AddArrayToObject(c, "env");
+	cJSON_AddItemToArray(env, env_var("POD_NAME", NULL, "metadata.name"));
+	cJSON_AddItemToArray(env, env_var("CAIRN_LOG_FORMAT", "json", NULL));
+	/*
+	 * The servers create the default location when it is missing, so
+	 * that the --dry-run manifest, which cannot hold it (see
+	 * cmd_install), still sets up a working cairn.
+	 */
+	text = cJSON_PrintUnformatted(location);
+	cJSON_AddItemToArray(env, env_var("CAIRN_DEFAULT_LOCATION", text, NULL));
+	free(text);
+	/*
+	 * Small on purpose (Velero asks 500m / 128Mi): the server streams
+	 * items (memory does not grow with the cluster), so 24Mi covers the
+	 * process, libcurl and SQLite's page cache; the 64Mi limit leaves
+	 * room for --workers tarball parts being compressed. No CPU limit:
+	 * throttling a gzip stream only makes backups slower.
+	 */
+	add_resources(c);
+	cJSON_AddItemToObject(c, "securityContext", container_security(NULL, -1));
+	mounts = cJSON_AddArrayToObject(c, "volumeMounts");
+	vols = cJSON_AddArrayToObject(pspec, "volumes");
+	m = cJSON_CreateObject();
+	/* From volumeClaimTemplates below. */
+	cJSON_AddStringToObject(m, "name", "journal");
+	cJSON_AddStringToObject(m, "mountPath", INSTALL_JOURNAL_DIR);
+	cJSON_AddItemToArray(mounts, m);
+	add_mount(mounts, vols, "tmp", NULL, "/tmp", NULL);
+	add_token_volume(mounts, vols);
+	if (fs)
+		add_mount(mounts, vols, "backups", o->fs_path, o->fs_path,
+		    "DirectoryOrCreate");
+	/* One journal per replica: it survives restarts of that replica. */
+	vct = cJSON_AddArrayToObject(spec, "volumeClaimTemplates");
+	pvc = cJSON_CreateObject();
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(pvc, "metadata"), "name",
+	    "journal");
+	{
+		cJSON *ps = cJSON_AddObjectToObject(pvc, "spec");
+
+		cJSON_AddItemToArray(cJSON_AddArrayToObject(ps, "accessModes"),
+		    cJSON_CreateString("ReadWriteOnce"));
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(
+		    cJSON_AddObjectToObject(ps, "resources"), "requests"),
+		    "storage", "1Gi");
+	}
+	cJSON_AddItemToArray(vct, pvc);
+}
+
 /*
  * The node-agent: one pod per node claiming the volume work labelled with
  * its node (NODE_NAME from the downward API). Each --volume-dirs
@@ -392,67 +566,63 @@ add_mount(cJSON *mounts, cJSON *vols, const char *name, const char *host,
  * maps a PV's hostPath/local path to it. The journal is on the host, so a
  * replaced pod (same --server-id, node-agent-<node>) resumes a copy.
  * Root with only the file capabilities a copy that keeps owners and modes
- * needs.
+ * needs, and hostPath volumes: Pod Security "privileged", labelled so.
+ * It tolerates every taint, since volume data may live on any node
+ * (control-plane nodes included), and is probed like the servers.
  */
 static void
 add_daemonset(cJSON *arr, const struct install_opts *o)
 {
+	static const char *const caps[] = { "CHOWN", "DAC_OVERRIDE",
+	    "DAC_READ_SEARCH", "FOWNER", "FSETID", NULL };
 	cJSON *ds = new_obj(arr, "apps/v1", "DaemonSet", INSTALL_AGENT_NAME,
 	    o->ns);
-	cJSON *spec, *tmpl, *pspec, *c, *args, *env, *res, *sc, *caps, *mounts;
-	cJSON *vols;
+	cJSON *spec, *tmpl, *tmd, *pspec, *c, *args, *env, *mounts, *vols, *tol;
 	const char *a[] = { "node-agent", "--namespace", o->ns, "--server-id",
 	    "node-agent-$(NODE_NAME)", "--journal",
 	    INSTALL_AGENT_DIR "/journal.db", "--volume-root", INSTALL_HOST_ROOT };
-	const char *add[] = { "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH",
-	    "FOWNER", "FSETID" };
 	char name[32], *at;
 
 	spec = cJSON_AddObjectToObject(ds, "spec");
 	cJSON_AddItemToObject(cJSON_AddObjectToObject(spec, "selector"),
 	    "matchLabels", labels_obj("node-agent"));
 	tmpl = cJSON_AddObjectToObject(spec, "template");
-	cJSON_AddItemToObject(cJSON_AddObjectToObject(tmpl, "metadata"),
-	    "labels", labels_obj("node-agent"));
+	tmd = cJSON_AddObjectToObject(tmpl, "metadata");
+	cJSON_AddItemToObject(tmd, "labels", labels_obj("node-agent"));
+	mark_level(ds, tmd, "privileged", "the node-agent mounts the nodes' "
+	    "volume directories and its journal from the node (hostPath) and "
+	    "runs as root with CHOWN, DAC_OVERRIDE, DAC_READ_SEARCH, FOWNER "
+	    "and FSETID to read and restore any file with its owner and mode");
+	add_token_hash(tmd, o);
 	pspec = cJSON_AddObjectToObject(tmpl, "spec");
 	cJSON_AddStringToObject(pspec, "serviceAccountName", INSTALL_NAME);
 	cJSON_AddNumberToObject(pspec, "terminationGracePeriodSeconds", 30);
-	cJSON_AddNumberToObject(cJSON_AddObjectToObject(pspec,
-	    "securityContext"), "runAsUser", 0);
+	pod_security(pspec, 0, 0);
+	tol = cJSON_CreateObject();
+	cJSON_AddStringToObject(tol, "operator", "Exists");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "tolerations"), tol);
 	c = cJSON_CreateObject();
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(pspec, "containers"), c);
 	cJSON_AddStringToObject(c, "name", "node-agent");
 	cJSON_AddStringToObject(c, "image", o->image);
-	cJSON_AddStringToObject(c, "imagePullPolicy", "IfNotPresent");
+	cJSON_AddStringToObject(c, "imagePullPolicy", o->pull_policy);
 	args = cJSON_AddArrayToObject(c, "args");
 	for (size_t i = 0; i < sizeof a / sizeof a[0]; i++)
-		cJSON_AddItemToArray(args, cJSON_CreateString(a[i]));
+		add_arg(args, a[i]);
+	add_web(c, args);
 	env = cJSON_AddArrayToObject(c, "env");
 	cJSON_AddItemToArray(env, env_var("NODE_NAME", NULL, "spec.nodeName"));
 	cJSON_AddItemToArray(env, env_var("POD_NAME", NULL, "metadata.name"));
 	cJSON_AddItemToArray(env, env_var("CAIRN_LOG_FORMAT", "json", NULL));
 	/* As the server: streams, small; no CPU limit on a copy. */
-	res = cJSON_AddObjectToObject(c, "resources");
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "requests"),
-	    "memory", "24Mi");
-	cJSON_AddStringToObject(cJSON_AddObjectToObject(res, "limits"),
-	    "memory", "64Mi");
-	cJSON_AddStringToObject(json_ensure(res, "requests"), "cpu", "10m");
-	sc = cJSON_AddObjectToObject(c, "securityContext");
-	cJSON_AddFalseToObject(sc, "allowPrivilegeEscalation");
-	cJSON_AddTrueToObject(sc, "readOnlyRootFilesystem");
-	caps = cJSON_AddObjectToObject(sc, "capabilities");
-	cJSON_AddItemToArray(cJSON_AddArrayToObject(caps, "drop"),
-	    cJSON_CreateString("ALL"));
-	cJSON_AddArrayToObject(caps, "add");
-	for (size_t i = 0; i < sizeof add / sizeof add[0]; i++)
-		cJSON_AddItemToArray(json_get(caps, "add"),
-		    cJSON_CreateString(add[i]));
+	add_resources(c);
+	cJSON_AddItemToObject(c, "securityContext", container_security(caps, 0));
 	mounts = cJSON_AddArrayToObject(c, "volumeMounts");
 	vols = cJSON_AddArrayToObject(pspec, "volumes");
 	add_mount(mounts, vols, "journal", INSTALL_AGENT_DIR, INSTALL_AGENT_DIR,
 	    "DirectoryOrCreate");
 	add_mount(mounts, vols, "tmp", NULL, "/tmp", NULL);
+	add_token_volume(mounts, vols);
 	for (size_t i = 0; o->volume_dirs[i] != NULL; i++) {
 		snprintf(name, sizeof name, "volumes-%zu", i);
 		at = xasprintf(INSTALL_HOST_ROOT "%s", o->volume_dirs[i]);
@@ -521,6 +691,17 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 		cJSON_AddStringToObject(cJSON_AddObjectToObject(obj, "data"),
 		    INSTALL_CRED_KEY, o->cred_b64);
 	}
+	obj = new_obj(arr, "v1", "Secret", INSTALL_TOKEN_SECRET, o->ns);
+	cJSON_AddStringToObject(json_get(obj, "metadata.labels"),
+	    "app.kubernetes.io/component", "web-token");
+	cJSON_AddStringToObject(obj, "type", "Opaque");
+	{
+		char *b64 = codec_b64_encode(o->web_token, strlen(o->web_token));
+
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(obj, "data"),
+		    INSTALL_TOKEN_KEY, b64);
+		free(b64);
+	}
 
 	spec = location_spec(o, err);
 	if (spec == NULL)
@@ -533,9 +714,15 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 	if (o->node_agent)
 		add_daemonset(arr, o);
 
+	/*
+	 * Headless: the StatefulSet's serviceName (a DNS name per pod) and
+	 * one address per server for Prometheus, whose /metrics are each
+	 * server's own; kubectl port-forward picks one of them.
+	 */
 	svc = new_obj(arr, "v1", "Service", INSTALL_NAME, o->ns);
 	spec = cJSON_AddObjectToObject(svc, "spec");
 	cJSON_AddStringToObject(spec, "type", "ClusterIP");
+	cJSON_AddStringToObject(spec, "clusterIP", "None");
 	cJSON_AddItemToObject(spec, "selector", labels_obj("server"));
 	port = cJSON_CreateObject();
 	cJSON_AddStringToObject(port, "name", "web");
@@ -544,6 +731,25 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 	cJSON_AddStringToObject(port, "protocol", "TCP");
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(spec, "ports"), port);
 	return 0;
+}
+
+/* A new web token: INSTALL_TOKEN_BYTES random bytes in hex. Owned. */
+static char *
+new_token(struct cairn_err *err)
+{
+	unsigned char raw[INSTALL_TOKEN_BYTES];
+	char *hex = xmalloc(2 * sizeof raw + 1);
+
+	if (RAND_bytes(raw, (int)sizeof raw) != 1) {
+		free(hex);
+		cairn_err_set(err, CAIRN_EFAIL, "no random bytes for the web "
+		    "token (OpenSSL RAND_bytes failed)");
+		return NULL;
+	}
+	for (size_t i = 0; i < sizeof raw; i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof raw);
+	return hex;
 }
 
 /* Options shared by install and uninstall. */
@@ -556,14 +762,19 @@ opts_from_flags(const struct cli_command *cmd, const struct flagset *fs,
 
 	memset(o, 0, sizeof *o);
 	o->ns = flag_str(fs, F_NAMESPACE);
-	o->replicas = (int)flag_int(fs, F_REPLICAS);
-	if (installing && (o->replicas < 1 || o->replicas > 100))
-		return cli_usage_error(cmd, "--replicas must be 1..100");
 	o->image = flag_str(fs, F_IMAGE);
 	if (o->image == NULL || o->image[0] == '\0') {
 		*image_owned = xstrdup("cairn:" PACKAGE_VERSION);
 		o->image = *image_owned;
 	}
+	o->pull_policy = flag_str(fs, F_IMAGE_PULL_POLICY);
+	if (o->pull_policy == NULL)
+		o->pull_policy = "IfNotPresent";
+	if (strcmp(o->pull_policy, "Always") != 0 &&
+	    strcmp(o->pull_policy, "IfNotPresent") != 0 &&
+	    strcmp(o->pull_policy, "Never") != 0)
+		return cli_usage_error(cmd, "--image-pull-policy must be Always, "
+		    "IfNotPresent or Never");
 	o->provider = flag_str(fs, F_PROVIDER);
 	if (o->provider == NULL || o->provider[0] == '\0')
 		o->provider = "fs";
@@ -571,6 +782,32 @@ opts_from_flags(const struct cli_command *cmd, const struct flagset *fs,
 		o->provider = "s3";
 	if (strcmp(o->provider, "fs") != 0 && strcmp(o->provider, "s3") != 0)
 		return cli_usage_error(cmd, "--provider must be fs or s3");
+	/*
+	 * Shared storage: two servers, so that one takes over when the
+	 * other's node goes. A local directory is on one node's disk: a
+	 * second server on another node could not see the parts of a backup
+	 * it takes over, so there is one, pinned to that node.
+	 */
+	o->replicas = strcmp(o->provider, "fs") == 0 ? 1 : 2;
+	if (flag_given(fs, F_REPLICAS))
+		o->replicas = (int)flag_int(fs, F_REPLICAS);
+	if (installing && (o->replicas < 1 || o->replicas > 100))
+		return cli_usage_error(cmd, "--replicas must be 1..100");
+	if (installing && o->replicas > 1 && strcmp(o->provider, "fs") == 0)
+		return cli_usage_error(cmd, "--replicas %d: local-directory "
+		    "storage (--provider fs) keeps the backups on one node's "
+		    "disk, where a server on another node could neither see "
+		    "them nor resume the backups it takes over, so it runs "
+		    "exactly 1 server; use --provider s3 (shared storage) for "
+		    "more", o->replicas);
+	if (flag_str(fs, F_NODE) != NULL) {
+		if (flag_str(fs, F_NODE)[0] == '\0' ||
+		    strcmp(o->provider, "fs") != 0)
+			return cli_usage_error(cmd, "--node NODE is for "
+			    "--provider fs: the node whose disk holds the "
+			    "backups");
+		o->node = xstrdup(flag_str(fs, F_NODE));
+	}
 	o->bucket = flag_str(fs, F_BUCKET);
 	if (strcmp(o->provider, "s3") == 0 &&
 	    (o->bucket == NULL || o->bucket[0] == '\0'))
@@ -602,7 +839,29 @@ opts_from_flags(const struct cli_command *cmd, const struct flagset *fs,
 		o->cred_b64 = codec_b64_encode(text, len);
 		free(text);
 	}
+	if (installing && flag_str(fs, F_WEB_TOKEN_FILE) != NULL) {
+		if (web_token_read(flag_str(fs, F_WEB_TOKEN_FILE), &o->web_token,
+		    &err) < 0)
+			return cli_usage_error(cmd, "%s", err.msg);
+	} else if (installing) {
+		o->web_token = new_token(&err);
+		if (o->web_token == NULL)
+			return cli_fail("%s", err.msg);
+	} else {
+		o->web_token = xstrdup("");
+	}
 	return 0;
+}
+
+/* Free what opts_from_flags() allocated. */
+static void
+opts_free(struct install_opts *o)
+{
+	free(o->cred_b64);
+	free(o->node);
+	if (o->web_token != NULL)
+		explicit_bzero(o->web_token, strlen(o->web_token));
+	free(o->web_token);
 }
 
 /* ---- applying ---------------------------------------------------------- */
@@ -671,33 +930,234 @@ obj_gvr(const cJSON *obj, struct kube_gvr *g, const char **ns,
 	return 0;
 }
 
-/* Apply one object; *what gets "created", "configured" or "unchanged". */
+/*
+ * Would the API server let the pods of workload obj (a StatefulSet or
+ * DaemonSet) run? Asked before the workload is written, with a dry-run
+ * create of a Pod made from its template as the controller makes it (the
+ * StatefulSet's claim volumes included): admission, Pod Security above
+ * all, answers as it would for the real pods, with the namespace's labels
+ * and the cluster's defaults. 0: admitted, or not known (the check itself
+ * failed for another reason, e.g. no permission to create pods: noted on
+ * stderr); CAIRN_EAUTH with err saying what to change when Pod Security
+ * refuses the pods.
+ */
 static int
-apply_one(struct kube *k, const cJSON *obj, const char **what,
-	struct cairn_err *err)
+check_admission(struct kube *k, const struct install_opts *o,
+	const cJSON *obj, struct cairn_err *err)
+{
+	struct cairn_err e = CAIRN_ERR_INIT;
+	const char *kind = json_str_or(obj, "kind", "");
+	const char *name = json_str_or(obj, "metadata.name", "");
+	const cJSON *pvc;
+	cJSON *pod, *md, *vols;
+	char *body, *path, *full;
+	int rc, agent = strcmp(kind, "DaemonSet") == 0;
+
+	pod = cJSON_CreateObject();
+	cJSON_AddStringToObject(pod, "apiVersion", "v1");
+	cJSON_AddStringToObject(pod, "kind", "Pod");
+	md = cJSON_AddObjectToObject(pod, "metadata");
+	body = xasprintf("%s-", name);
+	cJSON_AddStringToObject(md, "generateName", body);
+	free(body);
+	cJSON_AddStringToObject(md, "namespace", o->ns);
+	cJSON_AddItemToObject(md, "labels", cJSON_Duplicate(
+	    json_get(obj, "spec.template.metadata.labels"), 1));
+	cJSON_AddItemToObject(pod, "spec", cJSON_Duplicate(
+	    json_get(obj, "spec.template.spec"), 1));
+	vols = json_get(pod, "spec.volumes");
+	if (vols == NULL)
+		vols = cJSON_AddArrayToObject(json_get(pod, "spec"), "volumes");
+	cJSON_ArrayForEach(pvc, json_get(obj, "spec.volumeClaimTemplates")) {
+		cJSON *v = cJSON_CreateObject();
+		const char *claim = json_str_or(pvc, "metadata.name", "");
+		char *cn = xasprintf("%s-%s-0", claim, name);
+
+		cJSON_AddStringToObject(v, "name", claim);
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(v,
+		    "persistentVolumeClaim"), "claimName", cn);
+		cJSON_AddItemToArray(vols, v);
+		free(cn);
+	}
+	body = json_print(pod);
+	cJSON_Delete(pod);
+	path = kube_path(&KUBE_GVR("", "v1", "pods"), o->ns, NULL, NULL);
+	full = xasprintf("%s?dryRun=All", path);
+	rc = kube_request(k, "POST", full, NULL, body, strlen(body), 1, NULL,
+	    &e);
+	free(full);
+	free(path);
+	free(body);
+	if (rc == 0)
+		return 0;
+	if (kube_last_status()->http != 403 ||
+	    strstr(e.msg, "PodSecurity") == NULL) {
+		fprintf(stderr, "note: could not check whether namespace %s "
+		    "admits the pods of %s (%s); going on\n", o->ns, name, e.msg);
+		return 0;
+	}
+	if (agent)
+		return cairn_err_set(err, CAIRN_EAUTH, "namespace %s refuses "
+		    "the node-agent's pods: %s\nThe node-agent mounts the "
+		    "nodes' volume directories (hostPath) and runs as root "
+		    "with file capabilities, which only the \"privileged\" Pod "
+		    "Security level allows. Label the namespace "
+		    "(kubectl label namespace %s "
+		    "pod-security.kubernetes.io/enforce=privileged --overwrite) "
+		    "and run cairn install again, or install without "
+		    "--use-node-agent.", o->ns, e.msg, o->ns);
+	if (strcmp(o->provider, "fs") == 0)
+		return cairn_err_set(err, CAIRN_EAUTH, "namespace %s refuses "
+		    "cairn's server pods: %s\nLocal-directory storage "
+		    "(--provider fs) mounts the node's directory %s (a hostPath "
+		    "volume), which only the \"privileged\" Pod Security level "
+		    "allows: \"baseline\" and \"restricted\" forbid hostPath. "
+		    "Label the namespace (kubectl label namespace %s "
+		    "pod-security.kubernetes.io/enforce=privileged --overwrite) "
+		    "and run cairn install again, or use --provider s3, whose "
+		    "servers pass \"restricted\".", o->ns, e.msg, o->fs_path,
+		    o->ns);
+	return cairn_err_set(err, CAIRN_EAUTH, "namespace %s refuses cairn's "
+	    "server pods: %s", o->ns, e.msg);
+}
+
+/*
+ * Keep the token of an existing cairn-web-token Secret when it is a valid
+ * token: a re-run changes nothing, and whoever holds the token (people,
+ * Prometheus) keeps it.
+ */
+static void
+reuse_token(struct kube *k, struct install_opts *o)
+{
+	cJSON *sec = NULL;
+	const char *b64;
+	char *raw = NULL;
+	size_t n = 0;
+
+	if (kube_get(k, &KUBE_GVR("", "v1", "secrets"), o->ns,
+	    INSTALL_TOKEN_SECRET, &sec, NULL) < 0)
+		return;
+	b64 = json_str(sec, "data." INSTALL_TOKEN_KEY);
+	if (b64 != NULL && codec_b64_decode(b64, WEB_CAP_TOKEN, &raw, &n) == 0) {
+		int ok = n > 0;
+
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)raw[i] <= ' ' ||
+			    (unsigned char)raw[i] >= 0x7f)
+				ok = 0;
+		if (ok) {
+			explicit_bzero(o->web_token, strlen(o->web_token));
+			free(o->web_token);
+			o->web_token = xstrdup(raw);
+		}
+		explicit_bzero(raw, n);
+	}
+	free(raw);
+	cJSON_Delete(sec);
+}
+
+/*
+ * fs without --node: the node the installed server is pinned to, else
+ * the cluster's only node. Several nodes and no pin yet: refused, since
+ * the backups would land on whichever node the pod happens to run on.
+ * Nodes that cannot be listed (no permission): not pinned.
+ */
+static int
+pick_node(struct kube *k, struct install_opts *o, struct cairn_err *err)
+{
+	cJSON *ss = NULL, *list = NULL;
+	const cJSON *t, *mf, *items;
+	int n;
+
+	if (kube_get(k, &KUBE_GVR("apps", "v1", "statefulsets"), o->ns,
+	    INSTALL_NAME, &ss, NULL) == 0) {
+		cJSON_ArrayForEach(t, json_get(ss, "spec.template.spec.affinity."
+		    "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+		    "nodeSelectorTerms"))
+			cJSON_ArrayForEach(mf, json_get(t, "matchFields"))
+				if (o->node == NULL && strcmp(json_str_or(mf,
+				    "key", ""), "metadata.name") == 0 &&
+				    cJSON_IsString(cJSON_GetArrayItem(json_get(mf,
+				    "values"), 0)))
+					o->node = xstrdup(cJSON_GetArrayItem(
+					    json_get(mf, "values"), 0)->valuestring);
+		cJSON_Delete(ss);
+		if (o->node != NULL)
+			return 0;
+	}
+	if (kube_request(k, "GET", "/api/v1/nodes?limit=2", NULL, NULL, 0, 1,
+	    &list, NULL) < 0)
+		return 0;
+	items = json_get(list, "items");
+	n = cJSON_GetArraySize(items);
+	if (n == 1)
+		o->node = xstrdup(json_str_or(cJSON_GetArrayItem(items, 0),
+		    "metadata.name", ""));
+	cJSON_Delete(list);
+	if (n > 1)
+		return cairn_err_set(err, CAIRN_EINVAL, "local-directory storage "
+		    "(--provider fs) keeps the backups in %s on one node's disk "
+		    "and this cluster has several nodes: pass --node NAME, the "
+		    "node that is to hold them (kubectl get nodes), or use "
+		    "--provider s3", o->fs_path);
+	return 0;
+}
+
+/*
+ * Apply one object; *what gets "created", "configured", "replaced" or
+ * "unchanged". A workload is written only once its pods are known to be
+ * admitted (check_admission), and then with its pod spec as desired, so
+ * that fields install no longer sets go. A Service whose clusterIP must
+ * change (it cannot be updated) is deleted and created again.
+ */
+static int
+apply_one(struct kube *k, const struct install_opts *o, const cJSON *obj,
+	const char **what, struct cairn_err *err)
 {
 	struct kube_gvr g;
 	const char *ns, *name = json_str_or(obj, "metadata.name", "");
+	const char *kind = json_str_or(obj, "kind", "");
 	cJSON *live = NULL, *merged = NULL;
-	int rc;
+	int rc, workload = json_get(obj, "spec.template.spec") != NULL;
 
 	rc = obj_gvr(obj, &g, &ns, err);
 	if (rc < 0)
 		return rc;
 	rc = kube_get(k, &g, ns, name, &live, err);
 	if (rc == CAIRN_ENOTFOUND) {
+		if (workload && check_admission(k, o, obj, err) < 0)
+			return err->code;
 		rc = kube_create(k, &g, ns, obj, NULL, err);
 		*what = "created";
 		return rc;
 	}
 	if (rc < 0)
 		return rc;
+	if (strcmp(kind, "Service") == 0 && json_str(live, "spec.clusterIP") &&
+	    strcmp(json_str_or(live, "spec.clusterIP", ""),
+	    json_str_or(obj, "spec.clusterIP", "")) != 0) {
+		struct kube_delete_opts d;
+
+		cJSON_Delete(live);
+		memset(&d, 0, sizeof d);
+		rc = kube_delete(k, &g, ns, name, &d, NULL, err);
+		if (rc < 0 && rc != CAIRN_ENOTFOUND)
+			return rc;
+		*what = "replaced";
+		return kube_create(k, &g, ns, obj, NULL, err);
+	}
 	merged = cJSON_Duplicate(live, 1);
 	merge_into(merged, obj);
 	if (cJSON_Compare(merged, live, 1)) {
 		*what = "unchanged";
 		rc = 0;
+	} else if (workload && check_admission(k, o, obj, err) < 0) {
+		rc = err->code;
 	} else {
+		if (workload)
+			cJSON_ReplaceItemInObjectCaseSensitive(json_get(merged,
+			    "spec.template"), "spec", cJSON_Duplicate(
+			    json_get(obj, "spec.template.spec"), 1));
 		/* merged carries the live resourceVersion: a race is a 409. */
 		rc = kube_update(k, &g, ns, merged, NULL, err);
 		*what = "configured";
@@ -799,7 +1259,8 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 	const cJSON *obj;
 	char *image = NULL, desc[300];
 	enum out_format fmt = OUT_YAML;
-	int rc, crds_waited = 0, changed = 0;
+	int rc, crds_waited = 0, changed = 0, fs_provider;
+	int dry_run = flag_bool(fs, F_DRY_RUN);
 
 	if (fs->nargs > 0)
 		return cli_usage_error(cmd, "unexpected argument \"%s\"",
@@ -807,10 +1268,28 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 	rc = opts_from_flags(cmd, fs, &o, &image, 1);
 	if (rc != 0)
 		goto out;
+	fs_provider = strcmp(o.provider, "fs") == 0;
 	if (flag_given(fs, F_OUTPUT) && strcmp(flag_str(fs, F_OUTPUT), "table")
 	    != 0 && out_parse_format(flag_str(fs, F_OUTPUT), &fmt, &err) < 0) {
 		rc = cli_usage_error(cmd, "%s", err.msg);
 		goto out;
+	}
+	if (!dry_run) {
+		if (kube_open_flags(fs, &k, &err) < 0) {
+			rc = cli_fail("%s", err.msg);
+			goto out;
+		}
+		if (flag_str(fs, F_WEB_TOKEN_FILE) == NULL)
+			reuse_token(k, &o);
+		if (fs_provider && o.node == NULL && pick_node(k, &o, &err) < 0) {
+			rc = cli_usage_error(cmd, "%s", err.msg);
+			goto out;
+		}
+	} else if (fs_provider && o.node == NULL) {
+		fprintf(stderr, "note: the server is not pinned to a node (no "
+		    "--node): with local-directory storage on a cluster of "
+		    "several nodes, pass --node NAME, the node whose %s is to "
+		    "hold the backups\n", o.fs_path);
 	}
 	objs = cJSON_CreateArray();
 	if (build_objects(&o, objs, &err) < 0) {
@@ -832,7 +1311,7 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 		}
 		kube_selector_free(sel);
 	}
-	if (flag_bool(fs, F_DRY_RUN)) {
+	if (dry_run) {
 		/*
 		 * kubectl maps every kind of a stream before it creates
 		 * anything, so a custom resource cannot come in the same
@@ -849,10 +1328,6 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 		rc = print_objects(objs, fmt);
 		goto out;
 	}
-	if (kube_open_flags(fs, &k, &err) < 0) {
-		rc = cli_fail("%s", err.msg);
-		goto out;
-	}
 	rc = CLI_EXIT_OK;
 	cJSON_ArrayForEach(obj, objs) {
 		const char *what = "";
@@ -867,7 +1342,7 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 			crds_waited = 1;
 		}
 		describe_obj(obj, desc, sizeof desc);
-		if (apply_one(k, obj, &what, &err) < 0) {
+		if (apply_one(k, &o, obj, &what, &err) < 0) {
 			rc = cli_fail("%s: %s", desc, err.msg);
 			goto out;
 		}
@@ -886,9 +1361,13 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 	else
 		printf("cairn installed in namespace %s (%d objects created or "
 		    "updated).\n", o.ns, changed);
+	printf("The web endpoint (/status, /status.json, /metrics) needs the "
+	    "token of Secret %s:\n  kubectl -n %s get secret %s -o "
+	    "jsonpath='{.data.%s}' | base64 -d\n", INSTALL_TOKEN_SECRET, o.ns,
+	    INSTALL_TOKEN_SECRET, INSTALL_TOKEN_KEY);
 out:
 	cJSON_Delete(objs);
-	free(o.cred_b64);
+	opts_free(&o);
 	free(image);
 	kube_free(k);
 	return rc;
@@ -980,6 +1459,51 @@ strip_finalizer(void *arg, cJSON *item)
 	return 0;
 }
 
+/*
+ * Where the default location keeps the backups, for uninstall to say
+ * that they stay: "s3://bucket/prefix", "directory D on node N" (the node
+ * the server was pinned to). Owned.
+ */
+static char *
+describe_storage(struct kube *k, const char *ns)
+{
+	cJSON *bsl = NULL, *ss = NULL;
+	const cJSON *v;
+	const char *node = NULL;
+	char *out;
+
+	if (kube_get(k, &KUBE_GVR("cairn.io", "v1", "backupstoragelocations"),
+	    ns, INSTALL_BSL_NAME, &bsl, NULL) < 0)
+		return xstrdup("wherever the storage locations point");
+	if (strcmp(json_str_or(bsl, "spec.provider", ""), "fs") != 0) {
+		const char *prefix = json_str_or(bsl, "spec.objectStorage.prefix",
+		    "");
+
+		out = xasprintf("s3://%s%s%s", json_str_or(bsl,
+		    "spec.objectStorage.bucket", "?"), prefix[0] ? "/" : "",
+		    prefix);
+		cJSON_Delete(bsl);
+		return out;
+	}
+	if (kube_get(k, &KUBE_GVR("apps", "v1", "statefulsets"), ns,
+	    INSTALL_NAME, &ss, NULL) == 0) {
+		v = json_get(ss, "spec.template.spec.affinity.nodeAffinity."
+		    "requiredDuringSchedulingIgnoredDuringExecution."
+		    "nodeSelectorTerms");
+		v = cJSON_GetArrayItem(json_get(cJSON_GetArrayItem(v, 0),
+		    "matchFields"), 0);
+		v = cJSON_GetArrayItem(json_get(v, "values"), 0);
+		if (cJSON_IsString(v))
+			node = v->valuestring;
+	}
+	out = xasprintf("directory %s on %s%s", json_str_or(bsl,
+	    "spec.config.path", INSTALL_FS_PATH), node != NULL ? "node " :
+	    "the node the server ran on", node != NULL ? node : "");
+	cJSON_Delete(ss);
+	cJSON_Delete(bsl);
+	return out;
+}
+
 int
 cmd_uninstall(const struct cli_command *cmd, struct flagset *fs)
 {
@@ -987,7 +1511,7 @@ cmd_uninstall(const struct cli_command *cmd, struct flagset *fs)
 	struct install_opts o;
 	struct kube *k = NULL;
 	cJSON *objs = NULL;
-	char *image = NULL, desc[300];
+	char *image = NULL, desc[300], *where = NULL;
 	int purge = flag_bool(fs, F_PURGE), rc, n;
 
 	if (fs->nargs > 0)
@@ -1008,6 +1532,7 @@ cmd_uninstall(const struct cli_command *cmd, struct flagset *fs)
 		rc = cli_fail("%s", err.msg);
 		goto out;
 	}
+	where = describe_storage(k, o.ns);
 	rc = CLI_EXIT_OK;
 	/* Servers first: nothing may act on the deletions that follow. */
 	n = cJSON_GetArraySize(objs);
@@ -1055,15 +1580,23 @@ cmd_uninstall(const struct cli_command *cmd, struct flagset *fs)
 		}
 	}
 	if (purge)
-		printf("cairn removed, with its CRDs and namespace %s; backups "
-		    "in storage are kept.\n", o.ns);
+		printf("cairn removed, with its CRDs and namespace %s (the "
+		    "servers' journal volumes with it).\nKept:\n", o.ns);
 	else
-		printf("cairn removed from namespace %s; the CRDs, the namespace, "
-		    "Backups, Restores and Schedules are kept (--purge removes "
-		    "them), and backups in storage are kept.\n", o.ns);
+		printf("cairn removed from namespace %s.\nKept:\n"
+		    "  - the CRDs, namespace %s and its Backups, Restores and "
+		    "Schedules: a reinstall picks them up (--purge removes them)\n"
+		    "  - the servers' journals, PersistentVolumeClaims "
+		    "journal-%s-N in %s: a reinstall resumes their work "
+		    "(--purge removes them with the namespace)\n", o.ns, o.ns,
+		    INSTALL_NAME, o.ns);
+	printf("  - the backups in storage, %s: cairn never deletes them on "
+	    "uninstall\n  - on the nodes, the node-agent journals in %s, if "
+	    "it ran (remove by hand)\n", where, INSTALL_AGENT_DIR);
 out:
 	cJSON_Delete(objs);
-	free(o.cred_b64);
+	opts_free(&o);
+	free(where);
 	free(image);
 	kube_free(k);
 	return rc;

@@ -28,7 +28,7 @@ static const enum flag_id node_agent_flags[] = { F_KUBECONFIG, F_CONTEXT,
 	F_NAMESPACE, F_QPS, F_BURST, F_REQUEST_TIMEOUT, F_SERVER_ID, F_JOURNAL,
 	F_LEASE_DURATION, F_RENEW_DEADLINE, F_RETRY_PERIOD, F_NODE_NAME,
 	F_PLUGIN_DIR, F_PLUGIN_TIMEOUT, F_VOLUME_ROOT, F_VOLUME_CLAIM_TIMEOUT,
-	F_PART_SIZE, F__END };
+	F_PART_SIZE, F_LISTEN, F_WEB_TOKEN_FILE, F__END };
 
 #define CLUSTER_FLAGS F_KUBECONFIG, F_CONTEXT, F_NAMESPACE, F_QPS, F_BURST, \
 	F_REQUEST_TIMEOUT
@@ -46,9 +46,9 @@ static const enum flag_id backup_delete_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
 static const enum flag_id backup_rm_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
 	F_PLUGIN_DIR, F_PLUGIN_TIMEOUT, F__END };
 static const enum flag_id install_flags[] = { CLUSTER_FLAGS, F_REPLICAS,
-	F_IMAGE, F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG, F_CREDENTIAL_FILE,
-	F_USE_NODE_AGENT, F_VOLUME_DIRS, F_DRY_RUN, F_OUTPUT, F_WAIT,
-	F_SELECTOR, F__END };
+	F_IMAGE, F_IMAGE_PULL_POLICY, F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG,
+	F_CREDENTIAL_FILE, F_NODE, F_WEB_TOKEN_FILE, F_USE_NODE_AGENT,
+	F_VOLUME_DIRS, F_DRY_RUN, F_OUTPUT, F_WAIT, F_SELECTOR, F__END };
 static const enum flag_id restore_create_flags[] = { CLUSTER_FLAGS,
 	F_FROM_BACKUP, F_NAMESPACE_MAPPINGS, F_INCLUDE_NAMESPACES,
 	F_EXCLUDE_NAMESPACES, F_INCLUDE_RESOURCES, F_EXCLUDE_RESOURCES,
@@ -93,16 +93,25 @@ const struct cli_command cli_commands[] = {
 	  "--server-id and --journal resumes a copy after its last stored part.",
 	  node_agent_flags, cmd_node_agent },
 	{ "install", "Install cairn on a cluster (CRDs, RBAC, storage location, servers)",
-	  "[--provider fs|s3 --bucket B --prefix P --config K=V,...] [--dry-run -o yaml|json]",
+	  "[--provider fs|s3 --bucket B --prefix P --config K=V,...] [--image REF] [--dry-run -o yaml|json]",
 	  "Creates or updates, in order: the namespace, the CRDs, a\n"
 	  "ServiceAccount with least-privilege RBAC (docs/operations.md says\n"
 	  "what each rule is for), the credentials Secret (--credential-file),\n"
-	  "the default BackupStorageLocation (no --provider: a directory on the\n"
-	  "node, --config path=DIR, default /var/lib/cairn/backups), a\n"
-	  "StatefulSet of --replicas `cairn server --listen` pods (probed on\n"
-	  "/healthz and /readyz) and their Service, and with --use-node-agent\n"
-	  "a DaemonSet of `cairn node-agent` (volume data on each node, from\n"
-	  "the host directories --volume-dirs).\n"
+	  "the web token Secret cairn-web-token (generated, or\n"
+	  "--web-token-file; a re-run keeps it), the default\n"
+	  "BackupStorageLocation (no --provider: a directory on the node,\n"
+	  "--config path=DIR, default /var/lib/cairn/backups), a StatefulSet\n"
+	  "of `cairn server --listen` pods (probed on /healthz and /readyz;\n"
+	  "every other path needs the token) and their headless Service, and\n"
+	  "with --use-node-agent a DaemonSet of `cairn node-agent` (volume data\n"
+	  "on each node, from the host directories --volume-dirs).\n"
+	  "Servers: 2 with s3; 1 with fs, pinned to the node holding the\n"
+	  "directory (--node, or the cluster's only node). They run as uid\n"
+	  "65532, read-only, without capabilities: with s3 they pass Pod\n"
+	  "Security \"restricted\"; fs (a hostPath) and the node-agent need\n"
+	  "\"privileged\". Before writing a workload, install asks the API\n"
+	  "server (a dry-run pod) whether the namespace admits its pods, and\n"
+	  "stops with what to change when it does not.\n"
 	  "Running it again changes nothing (each object reports unchanged).\n"
 	  "--dry-run prints the objects instead, for one kubectl apply -f - on\n"
 	  "a fresh cluster (-o yaml|json). It leaves the storage location out,\n"
@@ -114,10 +123,12 @@ const struct cli_command cli_commands[] = {
 	  install_flags, cmd_install },
 	{ "uninstall", "Remove what cairn install made; backups in storage are kept",
 	  "[--purge]",
-	  "Stops the servers first, then removes the Service, RBAC,\n"
-	  "ServiceAccount, credentials Secret and storage location object.\n"
-	  "The CRDs, the namespace and the Backups, Restores and Schedules stay\n"
-	  "(a reinstall picks them up) unless --purge. Storage is never touched.",
+	  "Stops the servers first (and waits for their pods), then removes\n"
+	  "the node-agent, Service, storage location object, Secrets, RBAC and\n"
+	  "ServiceAccount, and says what it keeps: the backups in storage\n"
+	  "(never touched), the CRDs, the namespace and its Backups, Restores\n"
+	  "and Schedules and the servers' journal volumes (a reinstall picks\n"
+	  "them up) unless --purge, and the node-agent journals on the nodes.",
 	  uninstall_flags, cmd_uninstall },
 	{ "schedule create", "Create a schedule of backups",
 	  "NAME --schedule CRON [backup filter flags] [--ttl D] [--paused]",
