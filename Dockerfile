@@ -1,6 +1,8 @@
 # Dockerfile: the image `cairn install` runs (default name cairn:<version>).
 #
+#   make image                       # buildah or docker, whichever is here (scripts/image.sh)
 #   docker build -t cairn:0.1.0 .
+#   docker buildx build --platform linux/amd64,linux/arm64 -t REGISTRY/cairn:0.1.0 --push .
 #
 # Two stages on Debian 12 (bookworm), the distribution cairn is developed
 # on: the first builds with the same autotools build as everywhere else
@@ -10,25 +12,47 @@
 # unprivileged user; `cairn install` switches to root only for the fs
 # provider, whose hostPath directory the kubelet creates root-owned.
 # Nothing is downloaded at run time.
+#
+# Several architectures: the build stage runs on the build machine's own
+# architecture ($BUILDPLATFORM) and, when the target ($TARGETARCH, set by
+# buildx or buildah --platform) differs, cross-compiles with Debian's
+# crossbuild-essential and the target's -dev packages (multiarch) instead
+# of emulating the whole compile; only the runtime stage's apt-get runs
+# under emulation (qemu-user-static + binfmt_misc on the build machine).
+# BUILD_IMAGE and RUNTIME_IMAGE name the Debian base of each stage (the
+# multi-architecture debian:12-slim unless a build makes its own, as
+# scripts/image.sh does where Docker Hub cannot be reached).
+ARG BUILD_IMAGE=debian:12-slim
+ARG RUNTIME_IMAGE=debian:12-slim
 
-FROM debian:12-slim AS build
-RUN apt-get update \
- && apt-get install -y --no-install-recommends \
-      build-essential autoconf automake pkg-config \
-      libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev \
-      libarchive-dev libmicrohttpd-dev libyaml-dev libssl-dev \
- && rm -rf /var/lib/apt/lists/*
+FROM --platform=$BUILDPLATFORM $BUILD_IMAGE AS build
+ARG TARGETARCH
+RUN set -e; \
+    native=$(dpkg --print-architecture); target=${TARGETARCH:-$native}; \
+    dev="libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev \
+      libarchive-dev libmicrohttpd-dev libyaml-dev libssl-dev"; \
+    if [ "$target" = "$native" ]; then tools=build-essential; else \
+      dpkg --add-architecture "$target"; tools="crossbuild-essential-$target"; \
+      dev=$(for p in $dev; do printf '%s:%s ' "$p" "$target"; done); fi; \
+    apt-get update; \
+    apt-get install -y --no-install-recommends $tools dpkg-dev autoconf \
+      automake pkg-config $dev; \
+    rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
 # Generated autotools files may be stale or absent in a checkout: remake them.
-RUN autoreconf -fi \
- && mkdir /build && cd /build \
- && /src/configure --prefix=/usr \
- && make -j"$(nproc)" cairn \
- && strip cairn \
- && ./cairn version
+RUN set -e; \
+    native=$(dpkg --print-architecture); target=${TARGETARCH:-$native}; \
+    triplet=$(dpkg-architecture -a"$target" -qDEB_HOST_MULTIARCH 2>/dev/null); \
+    autoreconf -fi; mkdir /build; cd /build; \
+    if [ "$target" = "$native" ]; then /src/configure --prefix=/usr; else \
+      PKG_CONFIG_LIBDIR="/usr/lib/$triplet/pkgconfig:/usr/share/pkgconfig" \
+      /src/configure --prefix=/usr --host="$triplet"; fi; \
+    make -j"$(nproc)" cairn; \
+    "$triplet-strip" cairn; \
+    if [ "$target" = "$native" ]; then ./cairn version; fi
 
-FROM debian:12-slim
+FROM $RUNTIME_IMAGE
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates libsqlite3-0 libcurl4 libcjson1 zlib1g libarchive13 \

@@ -68,6 +68,8 @@ else
 fi
 mkdir -p "$work/src" "$work/build"
 git -C "$here" archive HEAD | tar -x -C "$work/src"
+# The S3 tests' s3rver (npm ci in the checkout): the same modules, native.
+[ ! -e "$here/node_modules" ] || ln -s "$(readlink -f "$here/node_modules")" "$work/src/node_modules"
 say "building $(git -C "$here" rev-parse --short HEAD) for $arch ($triplet)"
 (cd "$work/src" && autoreconf -fi >/dev/null 2>&1) || die "autoreconf failed"
 t0=$(date +%s)

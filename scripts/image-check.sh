@@ -3,16 +3,31 @@
 # on a Debian 12 machine without a Docker engine. Not part of the test suite
 # (minutes of apt-get and compiling; CI must not depend on it).
 #
-# As root: installs buildah and debootstrap (Debian packages), gets the base
-# image debian:12-slim (pulled if a registry answers, otherwise made from
-# Debian's own mirror with debootstrap and tagged with that name, so the
-# Dockerfile's FROM lines resolve to it unchanged), builds the Dockerfile
-# from a clean clone of the committed HEAD, then runs the image as its user
-# 65532: `cairn version`, `cairn --help`, `cairn server --help`, every shared
-# library resolved (ldd), the data directories writable, the image's
-# user/entrypoint/command. Prints the build time and the image size; exits
-# non-zero on any failure. Idempotent: a second run reuses the base image
-# and buildah's layer cache.
+# As root: installs buildah, containerd, skopeo, podman and debootstrap
+# (Debian packages), builds the Dockerfile from a clean clone of the
+# committed HEAD with scripts/image.sh (base image debian:12-slim pulled if
+# a registry answers, else made from Debian's own mirror with debootstrap
+# and tagged with that name, so the Dockerfile builds unchanged), then:
+# - the image as such: its user/entrypoint/command; as uid 65532 `cairn
+#   version`, `--help`, `server --help`, every shared library resolved
+#   (ldd), CA certificates, the data directories writable, no compiler;
+# - the fs init container: `chown -R 65532:65532` of a root-owned host
+#   directory as root with only CAP_CHOWN and CAP_DAC_OVERRIDE;
+# - `make image-tar`'s archive: imported by containerd (`ctr images
+#   import`, what `k3s ctr images import` is), loaded by podman, read by
+#   skopeo as oci-archive and as docker-archive (docker load's format);
+# - end to end against kubesim (the project's Kubernetes API stand-in) on
+#   the host's loopback, TLS on: the image's `cairn install`, then its
+#   server run as the pod runs it, by containerd from the imported image
+#   (`ctr run --read-only --seccomp`, uid 65532, tmpfs /tmp, journal,
+#   backup directory and the web token bind-mounted): /healthz and
+#   /readyz 200, /status.json and /metrics 401 without the token and 200
+#   with it; `cairn backup create --wait` from a second container; the
+#   tarball owned by 65532; a clean SIGTERM stop. (Where containerd cannot
+#   run, the server runs under buildah instead, without the read-only
+#   root, and that is said.)
+# Prints the build time and the image size; exits non-zero on any failure.
+# Idempotent: a second run reuses the base image and buildah's layer cache.
 #
 #   CAIRN_IMAGE_SRC     repository to clone (default: the one holding this script)
 #   CAIRN_IMAGE_REV     revision to build (default HEAD; uncommitted edits are not built)
@@ -25,18 +40,16 @@ set -euo pipefail
 say() { printf '==> %s\n' "$*"; }
 die() { printf 'image-check: FAIL: %s\n' "$*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || die "run as root (apt-get, buildah, debootstrap)"
+[ "$(id -u)" = 0 ] || die "run as root (apt-get, buildah, debootstrap, containerd)"
 grep -q '^VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null ||
 	echo "image-check: warning: not Debian 12 (bookworm); continuing" >&2
 
 here=$(cd "$(dirname "$0")/.." && pwd)
 src=${CAIRN_IMAGE_SRC:-$here}
 rev=${CAIRN_IMAGE_REV:-HEAD}
-base_mode=${CAIRN_IMAGE_BASE:-auto}
-base=docker.io/library/debian:12-slim
 
 # --- tools -----------------------------------------------------------------
-packages=(buildah crun runc debootstrap git ca-certificates python3 openssl curl)
+packages=(buildah crun runc debootstrap git ca-certificates python3 openssl curl skopeo podman containerd)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
@@ -56,143 +69,34 @@ else
 	work=$(mktemp -d /tmp/cairn-image-check.XXXXXX)
 fi
 ctrs=()
+ctrd_pid=
 cleanup() {
 	local c
 	for c in "${ctrs[@]}"; do buildah rm "$c" >/dev/null 2>&1 || true; done
+	[ -z "$ctrd_pid" ] || { kill "$ctrd_pid" 2>/dev/null || true; wait "$ctrd_pid" 2>/dev/null || true; }
 	[ -n "${CAIRN_IMAGE_WORK:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 
-# --- base image --------------------------------------------------------------
-# The Debian mirror apt uses here: the first http(s) URI ending in /debian.
-mirror=${CAIRN_IMAGE_MIRROR:-$( { cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-	/etc/apt/sources.list.d/*.sources 2>/dev/null || true; } | grep -v '^[[:space:]]*#' |
-	grep -oE 'https?://[^ ]+/debian/?( |$)' | head -n1 | tr -d ' ')}
-mirror=${mirror:-http://deb.debian.org/debian}
-mirror=${mirror%/}
-
-# debian:12-slim from Debian's own packages: a minbase debootstrap, then what
-# the official slim variant does (docs, man pages and translations excluded
-# and kept out by a dpkg rule; apt keeps no .deb caches), its apt sources
-# (bookworm, -updates, -security), PATH and CMD. Not byte-identical to the
-# Docker Hub image, but the same distribution, packages and conventions.
-make_base() {
-	local root=$work/rootfs ctr mnt
-	say "debootstrap --variant=minbase bookworm from $mirror"
-	rm -rf "$root"
-	debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-		{ tail -n 20 "$work/debootstrap.log" >&2; die "debootstrap failed"; }
-	cat >"$root/etc/dpkg/dpkg.cfg.d/docker" <<-'EOF'
-	# The "slim" variant: files that containers do not need are excluded,
-	# and this rule keeps them that way.
-	path-exclude /usr/share/doc/*
-	# keep copyright files for legal reasons
-	path-include /usr/share/doc/*/copyright
-	path-exclude /usr/share/groff/*
-	path-exclude /usr/share/info/*
-	path-exclude /usr/share/linda/*
-	path-exclude /usr/share/lintian/overrides/*
-	path-exclude /usr/share/locale/*
-	path-include /usr/share/locale/locale.alias
-	path-exclude /usr/share/man/*
-	EOF
-	find "$root/usr/share/doc" -mindepth 1 ! -type d ! -name copyright -delete
-	find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete
-	rm -rf "$root"/usr/share/{groff,info,linda,man}/* "$root"/usr/share/lintian/overrides/*
-	find "$root/usr/share/locale" -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} +
-	cat >"$root/etc/apt/apt.conf.d/docker-clean" <<-'EOF'
-	DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
-	APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
-	Dir::Cache::pkgcache "";
-	Dir::Cache::srcpkgcache "";
-	EOF
-	printf 'Acquire::Languages "none";\n' >"$root/etc/apt/apt.conf.d/docker-no-languages"
-	rm -f "$root/etc/apt/sources.list"
-	cat >"$root/etc/apt/sources.list.d/debian.sources" <<-EOF
-	Types: deb
-	URIs: $mirror
-	Suites: bookworm bookworm-updates
-	Components: main
-	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-	Types: deb
-	URIs: $mirror-security
-	Suites: bookworm-security
-	Components: main
-	Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-	EOF
-	rm -rf "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
-		"$root"/var/lib/apt/lists/* "$root"/var/log/* "$root"/tmp/*
-	: >"$root/etc/hostname"
-	: >"$root/etc/resolv.conf"
-	: >"$root/etc/machine-id"
-
-	ctr=$(buildah from scratch)
-	ctrs+=("$ctr")
-	mnt=$(buildah mount "$ctr")
-	tar -C "$root" --numeric-owner --xattrs -cf - . | tar -C "$mnt" --numeric-owner --xattrs -xpf -
-	buildah umount "$ctr" >/dev/null
-	buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-		--cmd bash --os linux --arch amd64 \
-		--label org.cairn.base=debootstrap-minbase-bookworm "$ctr"
-	buildah commit --quiet --rm "$ctr" "$base" >/dev/null
-	ctrs=()
-	rm -rf "$root"
-}
-
-if label=$(buildah inspect --type image --format '{{index .OCIv1.Config.Labels "org.cairn.base"}}' "$base" 2>/dev/null); then
-	say "base image $base: present (${label:-pulled})"
-else
-	pulled=no
-	if [ "$base_mode" != debootstrap ]; then
-		say "pulling $base"
-		if timeout 120 buildah pull --quiet "$base" >/dev/null 2>"$work/pull.err"; then
-			pulled=yes
-		elif [ "$base_mode" = pull ]; then
-			cat "$work/pull.err" >&2; die "cannot pull $base"
-		else
-			say "cannot pull $base ($(tail -n1 "$work/pull.err" | cut -c1-120)); making it with debootstrap"
-		fi
-	fi
-	[ "$pulled" = yes ] || make_base
-fi
-
-# --- how to run containers ----------------------------------------------------
-# crun, then runc (crun refuses hybrid cgroup v1/v2 hosts), then plain chroot
-# isolation where no OCI runtime can make its namespaces.
-iso=()
-probe=$(buildah from --pull=never "$base")
-ctrs+=("$probe")
-for cand in "--isolation oci --runtime /usr/bin/crun" "--isolation oci --runtime /usr/sbin/runc" "--isolation chroot"; do
-	read -r -a try <<<"$cand"
-	if buildah run "${try[@]}" "$probe" -- true >/dev/null 2>"$work/probe.err"; then
-		iso=("${try[@]}"); break
-	fi
-	say "cannot run containers with $cand: $(tail -n1 "$work/probe.err" | cut -c1-100)"
-done
-[ "${#iso[@]}" -gt 0 ] || die "no way to run a container here (tried crun, runc, chroot)"
-say "running containers with ${iso[*]}"
-
-# --- build -------------------------------------------------------------------
+# --- build (scripts/image.sh of the clone) ----------------------------------
 say "cloning $src ($rev)"
 rm -rf "$work/src"
 git clone --quiet "$src" "$work/src"
 git -C "$work/src" checkout --quiet "$rev"
 commit=$(git -C "$work/src" rev-parse --short HEAD)
-version=$(sed -n 's/^AC_INIT(\[cairn\], \[\([^]]*\)\].*/\1/p' "$work/src/configure.ac")
-[ -n "$version" ] || die "no version in configure.ac"
-image=localhost/cairn:$version
-
-build_flags=("${iso[@]}" --pull=never --layers -f Dockerfile -t "$image")
-[ "${CAIRN_IMAGE_NOCACHE:-0}" = 1 ] && build_flags+=(--no-cache)
-say "buildah bud ${build_flags[*]} (commit $commit)"
-t0=$(date +%s)
-if ! buildah bud "${build_flags[@]}" "$work/src" >"$work/build.log" 2>&1; then
-	tail -n 40 "$work/build.log" >&2
-	die "image build failed (log above)"
-fi
-build_s=$(($(date +%s) - t0))
-say "built $image in ${build_s}s"
+export CAIRN_IMAGE_SRC=$work/src CAIRN_IMAGE_TOOL=buildah
+unset CAIRN_IMAGE CAIRN_IMAGE_ARCH
+# shellcheck source=scripts/image.sh
+. "$work/src/scripts/image.sh"
+img_init
+version=$IMG_VERSION
+image=$IMG_NAME
+base=$IMG_BASE
+say "building commit $commit"
+img_build
+build_s=$IMG_BUILD_S
+img_isolation
+read -r -a iso <<<"$IMG_ISO"
 
 # --- checks ------------------------------------------------------------------
 fails=0
@@ -243,19 +147,72 @@ check "ldd: every shared library resolves" no_missing_libs
 check "CA certificates present" run test -s /etc/ssl/certs/ca-certificates.crt
 check "journal dir writable by 65532" run sh -c 'touch /var/lib/cairn/journal/.w && rm /var/lib/cairn/journal/.w'
 check "backups dir writable by 65532" run sh -c 'touch /var/lib/cairn/backups/.w && rm /var/lib/cairn/backups/.w'
-check "no compiler in the runtime image" run sh -c '! command -v cc && ! command -v gcc' 
+check "no compiler in the runtime image" run sh -c '! command -v cc && ! command -v gcc'
 
-# End to end against kubesim (the project's Kubernetes API stand-in) on the
-# host's loopback, TLS on, so the image's libcurl and CA handling are used.
-# Every cairn here is the image's, as uid 65532, in the host's network
-# namespace: `cairn install`, then `cairn server` with the image's defaults
-# (journal, fs location /var/lib/cairn/backups) and a second container's
-# `cairn backup create --wait`. The server is stopped with SIGTERM through a
-# stop file (SIGTERM to `buildah run` kills the container outright).
+# The fs init container (cairn install's backups-owner): root with only
+# CHOWN and DAC_OVERRIDE hands a root-owned host directory (what the
+# kubelet's DirectoryOrCreate makes), a 0700 subdirectory included, to 65532.
+chown_dir=$work/hostpath-backups
+rm -rf "$chown_dir"
+mkdir -p "$chown_dir/backups/old"
+chmod 700 "$chown_dir/backups"
+touch "$chown_dir/backups/old/velero-backup.json"
+init_chown() {
+	buildah run "${iso[@]}" --user 0:0 --cap-drop ALL --cap-add CAP_CHOWN --cap-add CAP_DAC_OVERRIDE \
+		-v "$chown_dir:/var/lib/cairn/backups" "$ctr" -- chown -R 65532:65532 /var/lib/cairn/backups || return 1
+	[ -z "$(find "$chown_dir" ! -uid 65532 -print -quit)" ] || { find "$chown_dir" -printf '%u %p\n'; return 1; }
+}
+check "fs init container: chown -R as root with only CHOWN, DAC_OVERRIDE" init_chown
+
+# --- the archive for air-gapped nodes ----------------------------------------
+tarball=$work/cairn-$version-$IMG_ARCH.oci.tar
+img_tar "$tarball"
+check "image-tar: skopeo reads it as an OCI archive" \
+	hexpect "\"Architecture\": \"$IMG_ARCH\"" skopeo inspect "oci-archive:$tarball"
+check "image-tar: skopeo reads it as a docker archive (docker load's manifest.json)" \
+	hexpect "\"Architecture\": \"$IMG_ARCH\"" skopeo inspect "docker-archive:$tarball"
+check "image-tar: podman load names it $IMG_REF" \
+	hexpect "Loaded image: $IMG_REF" podman load -i "$tarball"
+ctrd=$work/containerd
+rm -rf "$ctrd"
+mkdir -p "$ctrd"
+cat >"$ctrd/config.toml" <<EOF
+version = 2
+root = "$ctrd/root"
+state = "$ctrd/state"
+[grpc]
+  address = "$ctrd/containerd.sock"
+EOF
+containerd --config "$ctrd/config.toml" >"$ctrd/log" 2>&1 &
+ctrd_pid=$!
+CTR=(ctr --address "$ctrd/containerd.sock" -n k8s.io)
+for _ in $(seq 100); do "${CTR[@]}" version >/dev/null 2>&1 && break; sleep 0.1; done
+ctr_ok=no
+ctr_import() {
+	"${CTR[@]}" images import "$tarball" || return 1
+	"${CTR[@]}" images ls -q | grep -qx "$IMG_REF" || { "${CTR[@]}" images ls; return 1; }
+}
+if "${CTR[@]}" version >/dev/null 2>&1; then
+	check "image-tar: ctr images import (k3s ctr) names it $IMG_REF" ctr_import
+	if "${CTR[@]}" run --rm --read-only "$IMG_REF" probe true >/dev/null 2>&1; then
+		ctr_ok=yes
+	else
+		say "containerd cannot run containers here: the server runs under buildah below"
+	fi
+else
+	say "containerd does not start here ($(tail -n1 "$ctrd/log")): no ctr import check"
+	fails=$((fails + 1))
+fi
+
+# --- end to end ------------------------------------------------------------
+# kubesim on the host's loopback, TLS on, so the image's libcurl and CA
+# handling are used. Every cairn here is the image's, as uid 65532, in the
+# host's network namespace.
 e2e_dir=$work/e2e
 rm -rf "$e2e_dir"
-mkdir -p "$e2e_dir/kube" "$e2e_dir/ctl"
+mkdir -p "$e2e_dir/kube" "$e2e_dir/ctl" "$e2e_dir/journal" "$e2e_dir/backups"
 chmod 777 "$e2e_dir/ctl"
+chown 65532:65532 "$e2e_dir/journal" "$e2e_dir/backups"
 python3 - "$e2e_dir/seed.json" <<'PY'
 import json, sys
 items = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}]
@@ -268,7 +225,16 @@ python3 "$work/src/tests/kubesim/kubesim.py" --tls --seed "$e2e_dir/seed.json" \
 kubesim_pid=$!
 server_pid=
 stop_e2e() {
-	[ -z "$server_pid" ] || { touch "$e2e_dir/ctl/stop"; wait "$server_pid" 2>/dev/null || true; server_pid=; }
+	if [ -n "$server_pid" ]; then
+		if [ "$ctr_ok" = yes ]; then
+			"${CTR[@]}" task kill -s SIGTERM image-check-server >/dev/null 2>&1 || true
+		else
+			touch "$e2e_dir/ctl/stop"
+		fi
+		wait "$server_pid" 2>/dev/null && echo "server exit 0" >>"$e2e_dir/server.log" ||
+			echo "server exit $?" >>"$e2e_dir/server.log"
+		server_pid=
+	fi
 	[ -z "$kubesim_pid" ] || { kill "$kubesim_pid" 2>/dev/null || true; wait "$kubesim_pid" 2>/dev/null || true; kubesim_pid=; }
 }
 trap 'stop_e2e; cleanup' EXIT
@@ -282,36 +248,94 @@ srv_ctr=$(buildah from --pull=never "$image"); ctrs+=("$srv_ctr")
 cli_ctr=$(buildah from --pull=never "$image"); ctrs+=("$cli_ctr")
 check "e2e: cairn install against kubesim (TLS)" \
 	hexpect 'cairn installed' e2e "$cli_ctr" /usr/bin/cairn install --kubeconfig /kube/config
-# shellcheck disable=SC2016 # $p expands in the container's shell
-e2e "$srv_ctr" sh -c '/usr/bin/cairn server --kubeconfig /kube/config --server-id image-check \
-	--listen 127.0.0.1:'"$port"' & p=$!
-	while [ ! -e /ctl/stop ] && kill -0 $p 2>/dev/null; do sleep 0.2; done
-	kill -TERM $p 2>/dev/null; wait $p; echo "server exit $?"' >"$e2e_dir/server.log" 2>&1 &
-server_pid=$!
+# The token install generated, read back as a user would (kubectl's job).
+token=$(python3 -c '
+import base64, json, ssl, sys, urllib.request
+url = open(sys.argv[1]).read().strip()
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+s = json.load(urllib.request.urlopen(url + "/api/v1/namespaces/cairn-system/secrets/cairn-web-token", context=ctx))
+print(base64.b64decode(s["data"]["token"]).decode())' "$e2e_dir/ready")
+printf '%s' "$token" >"$e2e_dir/token"
+chmod 444 "$e2e_dir/token"
+server_args=(server --namespace cairn-system --listen "127.0.0.1:$port" --web-token-file /var/run/cairn/web-token/token
+	--journal /var/lib/cairn/journal/journal.db --kubeconfig /kube/config --server-id image-check)
+if [ "$ctr_ok" = yes ]; then
+	say "server: containerd, read-only root, uid 65532, RuntimeDefault seccomp"
+	"${CTR[@]}" run --rm --read-only --seccomp --net-host \
+		--mount "type=tmpfs,src=tmpfs,dst=/tmp,options=nosuid:nodev:size=16m" \
+		--mount "type=bind,src=$e2e_dir/kube,dst=/kube,options=rbind:ro" \
+		--mount "type=bind,src=$e2e_dir/journal,dst=/var/lib/cairn/journal,options=rbind:rw" \
+		--mount "type=bind,src=$e2e_dir/backups,dst=/var/lib/cairn/backups,options=rbind:rw" \
+		--mount "type=bind,src=$e2e_dir/token,dst=/var/run/cairn/web-token/token,options=rbind:ro" \
+		"$IMG_REF" image-check-server /usr/bin/cairn "${server_args[@]}" >"$e2e_dir/server.log" 2>&1 &
+	server_pid=$!
+else
+	say "server: buildah (containerd cannot run containers here): root file system writable"
+	# shellcheck disable=SC2016 # $p expands in the container's shell
+	buildah run "${iso[@]}" "${net[@]}" --user 65532:65532 -v "$e2e_dir/token:/var/run/cairn/web-token/token:ro" \
+		-v "$e2e_dir/journal:/var/lib/cairn/journal" -v "$e2e_dir/backups:/var/lib/cairn/backups" \
+		"$srv_ctr" -- sh -c '/usr/bin/cairn "$@" & p=$!
+		while [ ! -e /ctl/stop ] && kill -0 $p 2>/dev/null; do sleep 0.2; done
+		kill -TERM $p 2>/dev/null; wait $p' sh "${server_args[@]}" >"$e2e_dir/server.log" 2>&1 &
+	server_pid=$!
+fi
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 ready() {
 	local _
 	for _ in $(seq 300); do
-		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")" = 200 ] && return 0
+		[ "$(code "http://127.0.0.1:$port/readyz")" = 200 ] && return 0
 		kill -0 "$server_pid" 2>/dev/null || break
 		sleep 0.2
 	done
 	tail -n 20 "$e2e_dir/server.log"; return 1
 }
-check "e2e: server /readyz answers 200" ready
+check "e2e: server /readyz answers 200 without the token" ready
+check "e2e: /healthz 200 without the token" test "$(code "http://127.0.0.1:$port/healthz")" = 200
+for p in /status.json /metrics /status; do
+	check "e2e: $p 401 without the token" test "$(code "http://127.0.0.1:$port$p")" = 401
+done
+check "e2e: /status.json 200 with the token" \
+	test "$(code -H "Authorization: Bearer $token" "http://127.0.0.1:$port/status.json")" = 200
+check "e2e: /metrics 200 with the token" \
+	test "$(code -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics")" = 200
+if [ "$ctr_ok" = yes ]; then
+	in_server() {
+		local pid
+		pid=$("${CTR[@]}" task ls | awk '$1 == "image-check-server" {print $2}')
+		[ -n "$pid" ] || return 1
+		cat "/proc/$pid/status"
+		touch "/proc/$pid/root/usr/bin/.w" 2>&1 && return 1
+		return 0
+	}
+	server_status() {
+		local out
+		out=$(in_server) || { printf '%s\n' "$out"; return 1; }
+		printf '%s\n' "$out" | grep -qE '^Uid:\s+65532\s' || { printf '%s\n' "$out" | grep Uid; return 1; }
+		printf '%s\n' "$out" | grep -qE '^CapEff:\s+0+$' || { printf '%s\n' "$out" | grep Cap; return 1; }
+		printf '%s\n' "$out" | grep -qE '^NoNewPrivs:\s+1$' || return 1
+		printf '%s\n' "$out" | grep -qE '^Seccomp:\s+2$' || { printf '%s\n' "$out" | grep Seccomp; return 1; }
+	}
+	check "e2e: the server runs as uid 65532, no capabilities, no_new_privs, seccomp filter" server_status
+	ro_root() {
+		local pid
+		pid=$("${CTR[@]}" task ls | awk '$1 == "image-check-server" {print $2}')
+		grep -E ' / ' "/proc/$pid/mountinfo" | grep -qE '(^| )ro(,| )' || { grep ' / ' "/proc/$pid/mountinfo"; return 1; }
+	}
+	check "e2e: its root file system is mounted read-only" ro_root
+fi
 check "e2e: cairn backup create --wait completes" \
 	hexpect 'Completed' timeout 300 buildah run "${iso[@]}" "${net[@]}" --user 65532:65532 "$cli_ctr" -- \
 	/usr/bin/cairn backup create img1 --include-namespaces shop --wait --kubeconfig /kube/config
 tarball_owned() {
-	local mnt f list
-	mnt=$(buildah mount "$srv_ctr")
-	f=$(find "$mnt/var/lib/cairn/backups" -name 'img1.tar.gz' | head -n1)
-	[ -n "$f" ] || { echo "no img1.tar.gz under /var/lib/cairn/backups"; find "$mnt/var/lib/cairn" | head; return 1; }
+	local f list
+	f=$(find "$e2e_dir/backups" -name 'img1.tar.gz' | head -n1)
+	[ -n "$f" ] || { echo "no img1.tar.gz under the backups directory"; find "$e2e_dir" | head; return 1; }
 	[ "$(stat -c %u "$f")" = 65532 ] || { stat "$f"; return 1; }
 	list=$(tar -tzf "$f") || return 1
 	grep -qx 'resources/configmaps/namespaces/shop/cm-03.json' <<<"$list" || { head <<<"$list"; return 1; }
-	[ -s "$mnt/var/lib/cairn/journal/journal.db" ] || { ls -la "$mnt/var/lib/cairn/journal"; return 1; }
+	[ -s "$e2e_dir/journal/journal.db" ] || { ls -la "$e2e_dir/journal"; return 1; }
 }
-check "e2e: tarball in /var/lib/cairn/backups, owned by 65532, journal in /var/lib/cairn/journal" tarball_owned
+check "e2e: tarball in the backups directory, owned by 65532; journal written" tarball_owned
 stop_e2e
 check "e2e: server stops on SIGTERM with exit 0" grep -q '^server exit 0$' "$e2e_dir/server.log"
 
@@ -323,13 +347,8 @@ run ldd /usr/bin/cairn | sed 's/^/    /'
 size=$(buildah images --format '{{.Size}}' "$image" | head -n1)
 base_size=$(buildah images --format '{{.Size}}' "$base" | head -n1)
 bin_size=$(run stat -c %s /usr/bin/cairn)
-# What a registry would store and a node pull: the layers gzip-compressed.
-rm -rf "$work/push"
-buildah push --quiet --compression-format gzip "$image" "dir:$work/push" >/dev/null 2>&1 ||
-	die "cannot export $image"
-gz=$(find "$work/push" -type f -printf '%s\n' | awk '{s += $1} END {printf "%.1f MB", s / 1e6}')
-rm -rf "$work/push"
-say "image $image: $size, $gz compressed (base $base: $base_size; /usr/bin/cairn: $bin_size bytes); build ${build_s}s"
+gz=$(du -m "$tarball" | cut -f1)
+say "image $image: $size, ${gz} MB as $(basename "$tarball") (base $base: $base_size; /usr/bin/cairn: $bin_size bytes); build ${build_s}s"
 
 if [ "$fails" -gt 0 ]; then
 	die "$fails check(s) failed"
