@@ -157,9 +157,18 @@ rm -rf "$chown_dir"
 mkdir -p "$chown_dir/backups/old"
 chmod 700 "$chown_dir/backups"
 touch "$chown_dir/backups/old/velero-backup.json"
+# buildah's --cap-drop ALL wins over --cap-add: drop the others one by one.
+init_caps=()
+for c in FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE SYS_CHROOT SETFCAP NET_RAW MKNOD AUDIT_WRITE; do
+	init_caps+=(--cap-drop "CAP_$c")
+done
 init_chown() {
-	buildah run "${iso[@]}" --user 0:0 --cap-drop ALL --cap-add CAP_CHOWN --cap-add CAP_DAC_OVERRIDE \
-		-v "$chown_dir:/var/lib/cairn/backups" "$ctr" -- chown -R 65532:65532 /var/lib/cairn/backups || return 1
+	local caps
+	caps=$(buildah run "${iso[@]}" --user 0:0 "${init_caps[@]}" "$ctr" -- sh -c 'grep CapEff /proc/self/status')
+	[ "$(printf '%s' "$caps" | awk '{print $2}')" = 0000000000000003 ] ||
+		{ echo "not exactly CHOWN and DAC_OVERRIDE: $caps"; return 1; }
+	buildah run "${iso[@]}" --user 0:0 "${init_caps[@]}" -v "$chown_dir:/var/lib/cairn/backups" "$ctr" -- \
+		chown -R 65532:65532 /var/lib/cairn/backups || return 1
 	[ -z "$(find "$chown_dir" ! -uid 65532 -print -quit)" ] || { find "$chown_dir" -printf '%u %p\n'; return 1; }
 }
 check "fs init container: chown -R as root with only CHOWN, DAC_OVERRIDE" init_chown
