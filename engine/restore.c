@@ -48,6 +48,7 @@
 #include "engine/archive_read.h"
 #include "engine/bsl.h"
 #include "engine/claim.h"
+#include "engine/hooks_restore.h"
 #include "engine/restore_plan.h"
 #include "engine/volumes.h"
 #include "journal/journal.h"
@@ -117,6 +118,7 @@ struct rs {
 	int64_t last_flush_us;
 	int nworkers;
 	pthread_t *threads;
+	struct hooks_restore *hooks;	/* init containers, exec hooks */
 };
 
 /* ------------------------------------------------------------------ */
@@ -247,6 +249,7 @@ rs_set_progress(struct rs *rs)
 	cJSON_AddNumberToObject(c, "itemsDone", (double)rs->done);
 	cJSON_AddStringToObject(c, "lastItem", rs->last_key ? rs->last_key : "");
 	cJSON_AddNumberToObject(c, "tier", (double)rs->tier);
+	hooks_restore_checkpoint(rs->hooks, c, rs->status);
 	json_set_item(rs->status, "checkpoint", c);
 	pthread_mutex_lock(&rs->mu);
 	json_set_int(rs->status, "warnings", rs->nwarnings);
@@ -440,10 +443,42 @@ prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
 				    restore_filter_map_ns(rs->filter, sns));
 		}
 	}
+	if (strcmp(row->resgroup, "pods") == 0)
+		hooks_restore_prepare_pod(rs->hooks, obj, target);
 	strip_assigned(rs, row->resgroup, obj);
 	set_label(obj, RESTORE_LABEL_BACKUP, rs->backup);
 	set_label(obj, RESTORE_LABEL_RESTORE, rs->name);
 	return obj;
+}
+
+/* engine/hooks_restore.h's callbacks. */
+static int
+hk_persist(void *arg, struct cairn_err *err)
+{
+	struct rs *rs = arg;
+
+	rs_set_progress(rs);
+	return rs_status_write(rs, err);
+}
+
+static void
+hk_event(void *arg, const char *level, const char *line)
+{
+	rs_event(arg, level, "%s", line);
+}
+
+static void
+hk_record(void *arg, int is_error, const char *ns, const char *msg)
+{
+	rs_record(arg, is_error, ns, msg);
+}
+
+static const char *
+hk_map_ns(void *arg, const char *ns)
+{
+	struct rs *rs = arg;
+
+	return restore_filter_map_ns(rs->filter, ns);
 }
 
 /*
@@ -1087,6 +1122,7 @@ rs_free(struct rs *rs)
 {
 	restore_plan_free(rs->plan);
 	restore_filter_free(rs->filter);
+	hooks_restore_free(rs->hooks);
 	bsl_free(rs->loc);
 	cJSON_Delete(rs->obj);
 	cJSON_Delete(rs->status);
@@ -1156,6 +1192,13 @@ rs_validate(struct rs *rs, struct cairn_err *err)
 	kube_discovery_release(disc);
 	if (rc < 0)
 		goto out;
+	{
+		struct hooks_restore_env he = { rs->env->kube,
+		    rs->env->journal, rs->jid, rs->attempt, rs->env->stop, rs,
+		    hk_persist, hk_event, hk_record };
+
+		hooks_restore_open(&he, rs->obj, &rs->hooks, errs);
+	}
 	if (bk != NULL && cJSON_GetArraySize(errs) == 0) {
 		rc = bsl_open(rs->env->kube, rs->ns,
 		    json_str(bk, "spec.storageLocation"), &rs->loc, &e2);
@@ -1292,6 +1335,8 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 		goto out;
 	}
 	rc = rs_flush(&rs, 1, err);
+	if (rc == 0)	/* every item is in: post-restore exec hooks */
+		rc = hooks_restore_run(rs.hooks, rs.plan, hk_map_ns, &rs, err);
 	if (rc < 0)
 		goto out;
 	rc = rs_finish(&rs, rs.nerrors > 0 ? "PartiallyFailed" : "Completed",

@@ -135,6 +135,49 @@ BACKUP_HOOKS = obj({
        "annotations runs those instead of the rules' pre (post) hooks."),
 }, "Velero backup hooks: commands run in pods around their backup (docs/hooks.md).")
 
+RESTORE_HOOKS = obj({
+    "resources": arr(obj(dict(HOOK_TARGETS, **{
+        "postHooks": arr(obj({
+            "init": obj({
+                "initContainers": arr({"type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": True,
+                                       "description": "A container (name and image "
+                                                      "required)."},
+                                      "Added to the pod before its own init "
+                                      "containers."),
+                "timeout": s("Accepted, not enforced (the kubelet runs init "
+                             "containers; as in Velero): warned."),
+            }, "Init containers added to restored pods the rule selects."),
+            "exec": obj({
+                "container": s("Container to run in; default: the pod's first."),
+                "command": strs("The command and its arguments (no shell added)."),
+                "onError": s("Fail (the default): a failure is a restore error "
+                             "(PartiallyFailed) and the pod's later hooks do not "
+                             "run; Continue: a warning.", enum=["Continue", "Fail"]),
+                "execTimeout": s("How long the command may run; default 30s."),
+                "waitTimeout": s("How long to wait for the container to run (be "
+                                 "ready, with waitForReady); unset: no limit."),
+                "waitForReady": b("Wait for the container to be ready, not just "
+                                  "running.", nullable=True),
+            }, "A command run in the restored pod once its container runs.",
+                required=["command"]),
+        }), "Hooks for the restored pods the rule selects, in order."),
+    }), required=["name"]), "Hook rules. A pod with init.hook.restore.velero.io/* "
+       "(post.hook.restore.velero.io/*) annotations gets those instead of the rules' "
+       "init (exec) hooks."),
+}, "Velero restore hooks (docs/hooks.md).")
+
+CHECKPOINT_RESTORE_HOOKS = obj({
+    "attempt": i("Claim attempt that wrote this state."),
+    "attempted": i("Hooks attempted so far, all attempts."),
+    "failed": i("Hooks failed so far."),
+    "pods": arr(obj({
+        "pod": s("namespace/name (as restored)."),
+        "next": i("Exec hooks of the pod run so far, in order."),
+        "done": b("No hook of the pod is left to run."),
+    }), "Restored pods with exec hooks."),
+}, "Post-restore exec hooks run so far, so a resumed restore runs each once.")
+
 HOOK_STATE = obj({
     "name": s("Hook rule name, or <from-annotation>."),
     "container": s("Container; unset: the pod's first."),
@@ -305,8 +348,7 @@ RESTORE = dict(
         "includeClusterResources": b("As in Backup.", nullable=True),
         "existingResourcePolicy": s("What to do with existing objects that differ.",
                                     enum=["", "none", "update"]),
-        "hooks": {"type": "object", "description": "Velero restore hooks (kept, "
-                  "not run by cairn).", "x-kubernetes-preserve-unknown-fields": True},
+        "hooks": RESTORE_HOOKS,
     }, "What to restore."),
     status=obj({
         "phase": s("Lifecycle phase.", enum=["New", "FailedValidation", "InProgress",
@@ -323,11 +365,13 @@ RESTORE = dict(
             "itemsRestored": i("Items restored so far."),
             "bytesDone": i("Tarball bytes read so far."),
         }, "Updated at most once a second."),
+        "hookStatus": HOOK_STATUS,
         "claim": CLAIM,
         "checkpoint": obj({
             "itemsDone": i("Items restored (or skipped) before the checkpoint."),
             "lastItem": s("Key of the last item handled."),
             "tier": i("Priority tier in progress."),
+            "hooks": CHECKPOINT_RESTORE_HOOKS,
         }, "Enough to resume a restore."),
         "conditions": CONDITIONS,
     }),

@@ -1,4 +1,5 @@
-"""Backup hooks (issue 21): commands in pods around each pod's items.
+"""Backup and restore hooks (issue 21): commands in pods around each pod's
+items, init containers and post-restore commands in restored pods.
 
 kubesim runs pods/exec commands as local processes in
 EXEC_ROOT/NS/POD/CONTAINER, so each hook here appends to its own log with
@@ -12,7 +13,10 @@ backup naming the hook and still thaws the pod, Continue warns; a server
 killed between a pre and a post hook leaves no pod frozen: the server that
 takes over runs the pending post hook first, and the pre hook runs once
 per attempt that froze the pod; and a Backup with a field cairn does not
-implement is refused or warned about, never silently Completed.
+implement is refused or warned about, never silently Completed. Restores:
+restored pods carry their init container hooks ahead of their own, and
+their exec hooks run only once their container runs (or is ready), with
+wait timeouts.
 """
 import gzip
 import json
@@ -26,6 +30,7 @@ from cairntest import BIN, case, main, wait_for, CheckFailed
 NS = "cairn-system"
 APP = "shop"
 BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
+RS = "/apis/cairn.io/v1/namespaces/%s/restores" % NS
 BSL = "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS
 PODS = "/api/v1/namespaces/%s/pods" % APP
 FINAL = ("Completed", "PartiallyFailed", "Failed", "FailedValidation")
@@ -57,11 +62,13 @@ def server(t, sim, sid="s1", extra=()):
                     "--log-level", "info"] + TIMINGS + list(extra), name="server-" + sid)
 
 
-def pod(sim, name, labels=None, annotations=None, claim=None, containers=("app",)):
+def pod(sim, name, labels=None, annotations=None, claim=None, containers=("app",), init=None):
     md = {"name": name, "labels": labels or {}}
     if annotations:
         md["annotations"] = annotations
     spec = {"nodeName": "node-1", "containers": [{"name": c, "image": "busybox"} for c in containers]}
+    if init:
+        spec["initContainers"] = init
     if claim:
         spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
     sim.ok("POST", PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec})
@@ -324,6 +331,111 @@ def backup_fields_not_implemented_refused_or_warned(t):
         warn = json.dumps(json.load(f)["warnings"])
     for f in ("volumeSnapshotLocations", "csiSnapshotTimeout", "defaultVolumesToFsBackup"):
         t.check("spec.%s is ignored" % f in warn, "warning for %s: %s" % (f, warn))
+
+
+def wait_restore(sim, name, srv, timeout=90):
+    def done():
+        if not srv.alive():
+            raise CheckFailed("server exited: %s" % srv.output()[-3000:])
+        r = sim.ok("GET", "%s/%s" % (RS, name))
+        return r if r.get("status", {}).get("phase") in FINAL else None
+    return wait_for(done, timeout, "restore %s to finish" % name, interval=0.1)
+
+
+@case
+def restore_init_containers_and_exec_hooks_after_ready(t):
+    sim, store = setup(t)
+    own_init = [{"name": "migrate", "image": "busybox", "command": ["true"]}]
+    # db: annotation hooks; its exec hook waits for the container to be ready
+    pod(sim, "db", labels={"app": "db"}, init=own_init, annotations={
+        "init.hook.restore.velero.io/container-image": "busybox:1.36",
+        "init.hook.restore.velero.io/container-name": "restore-data",
+        "init.hook.restore.velero.io/command": json.dumps(["sh", "-c", "cp -a /backup/. /data/"]),
+        "post.hook.restore.velero.io/command": json.dumps(sh(log_step("restored") + " && touch done")),
+        "post.hook.restore.velero.io/wait-for-ready": "true",
+        "post.hook.restore.velero.io/wait-timeout": "60s",
+    })
+    # web: the Restore's spec hooks; stuck: never runs, so its hook times out
+    pod(sim, "web", labels={"app": "web"}, containers=("nginx", "side"))
+    pod(sim, "stuck", labels={"app": "stuck"})
+    pod(sim, "plain", labels={"app": "plain"})
+    srv = server(t, sim)
+    create_backup(sim, "b1", {"includedNamespaces": [APP]})
+    t.eq(wait_final(sim, "b1", srv)["status"]["phase"], "Completed", "backup")
+    sim.ok("DELETE", "/api/v1/namespaces/" + APP)
+    wait_for(lambda: sim.get("/api/v1/namespaces/" + APP)[0] == 404, 10, "namespace gone")
+    for p in ("db", "web", "stuck", "plain"):
+        for c in ("app", "nginx", "side"):
+            lf = os.path.join(sim.exec_root, APP, p, c, "hooks.log")
+            if os.path.exists(lf):
+                os.remove(lf)
+    exec_rule = lambda word, **kw: {"exec": dict({"command": sh(log_step(word))}, **kw)}
+    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                        "metadata": {"name": "r1", "namespace": NS},
+                        "spec": {"backupName": "b1", "hooks": {"resources": [
+                            {"name": "web-init", "labelSelector": {"matchLabels": {"app": "web"}},
+                             "postHooks": [
+                                 {"init": {"initContainers": [
+                                     {"name": "seed", "image": "busybox", "command": ["sh", "-c", "seed"]}]}},
+                                 exec_rule("warm", container="side", waitTimeout="60s"),
+                                 exec_rule("check")]},
+                            {"name": "stuck-wait", "labelSelector": {"matchLabels": {"app": "stuck"}},
+                             "postHooks": [exec_rule("never", waitTimeout="2s")]},
+                        ]}}})
+    # the pods come back Pending (nothing starts them): their hooks wait
+    wait_for(lambda: all(sim.get(PODS + "/" + p)[0] == 200 for p in ("db", "web", "stuck", "plain")),
+             60, "pods restored")
+    db = sim.ok("GET", PODS + "/db")
+    t.eq([c["name"] for c in db["spec"]["initContainers"]], ["restore-data", "migrate"],
+         "db: the annotation's init container first, then its own")
+    t.eq(db["spec"]["initContainers"][0]["command"], ["sh", "-c", "cp -a /backup/. /data/"], "init command")
+    t.eq(db["spec"]["initContainers"][0]["image"], "busybox:1.36", "init image")
+    web = sim.ok("GET", PODS + "/web")
+    t.eq([c["name"] for c in web["spec"].get("initContainers", [])], ["seed"], "web: the rule's init container")
+    t.check(not sim.ok("GET", PODS + "/plain")["spec"].get("initContainers"), "plain: no init container")
+    time.sleep(1.5)
+    t.eq(hook_log(sim, "db") + hook_log(sim, "web", "side") + hook_log(sim, "web", "nginx"), [],
+         "no exec hook before the containers run")
+    # web's containers run; db's runs but is not ready yet, then is
+    t_web = time.time()
+    sim.patch(PODS + "/web/status", {"status": {"phase": "Running", "containerStatuses": [
+        {"name": "nginx", "ready": True, "state": {"running": {}}},
+        {"name": "side", "ready": False, "state": {"running": {}}}]}})
+    sim.patch(PODS + "/db/status", {"status": {"phase": "Running", "containerStatuses": [
+        {"name": "app", "ready": False, "state": {"running": {}}}]}})
+    wait_for(lambda: len(hook_log(sim, "web", "nginx")) == 1, 30, "web's hooks")
+    time.sleep(1.0)
+    t.eq(hook_log(sim, "db"), [], "db's hook waits for ready, not just running")
+    t_db = time.time()
+    sim.patch(PODS + "/db/status", {"status": {"containerStatuses": [
+        {"name": "app", "ready": True, "state": {"running": {}}}]}})
+    r = wait_restore(sim, "r1", srv)
+    st = r["status"]
+    log = hook_log(sim, "db")
+    t.eq([x[0] for x in log], ["restored"], "db's exec hook ran once")
+    t.check(float(log[0][1]) > t_db, "db's hook ran after its container was ready")
+    t.check(os.path.exists(os.path.join(sim.exec_root, APP, "db", "app", "done")), "in the pod's container")
+    web_log = hook_log(sim, "web", "side") + hook_log(sim, "web", "nginx")
+    t.eq([x[0] for x in sorted(web_log, key=lambda x: float(x[1]))], ["warm", "check"], "web: in order")
+    t.check(all(float(x[1]) > t_web for x in web_log), "web's hooks ran after its containers ran")
+    t.eq(exec_requests(sim, "plain"), [], "no hook for a pod without any")
+    t.eq(st["phase"], "PartiallyFailed", "the stuck pod's hook is an error (onError Fail)")
+    t.eq(st.get("hookStatus"), {"hooksAttempted": 4, "hooksFailed": 1}, "restore hookStatus")
+    with gzip.open(stored(store, "restore-r1", "-results.gz"), "rt") as f:
+        errs = json.dumps(json.load(f)["errors"])
+    t.check('post-restore hook \\"stuck-wait\\" in pod shop/stuck' in errs and
+            "was not running within the wait timeout (2s)" in errs, errs)
+    # a bad restore hook spec is refused
+    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                        "metadata": {"name": "bad", "namespace": NS},
+                        "spec": {"backupName": "b1", "hooks": {"resources": [
+                            {"name": "x", "postHooks": [{"exec": {"command": ["a"], "timeout": "1s"}},
+                                                        {"init": {"initContainers": [{"name": "n"}]}}]}]}}})
+    st = wait_restore(sim, "bad", srv)["status"]
+    t.eq(st["phase"], "FailedValidation", "bad restore hooks")
+    errs = st.get("validationErrors", [])
+    t.check(any("postHooks[0].exec.timeout: unknown field" in e for e in errs), errs)
+    t.check(any("each container needs a name and an image" in e for e in errs), errs)
 
 
 main()
