@@ -7,9 +7,14 @@ client offers v5 then v4, captures stdout/stderr (capped), takes the exit
 code from the Status on the error channel, and authenticates and verifies
 TLS as the rest of the kube client does.
 """
+import base64
+import hashlib
 import json
 import os
+import socket
+import ssl
 import subprocess
+import threading
 import time
 
 from cairntest import BUILDDIR, case, main, wait_for
@@ -211,6 +216,115 @@ def cairn_exec_needs_create_on_pods_exec(t):
     ks.ok("PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/exec", role)
     r = tool(ks, "default", "db", "sh", "-c", "echo ok", kubeconfig=kc)
     t.eq((r["rc"], r["out"]), ("ok", "ok\n"), "get and create on pods/exec")
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, capture_output=True)
+
+
+class CertOnlyServer:
+    """A TLS server that requires a client certificate from its CA and
+    answers one pods/exec WebSocket upgrade with a Success Status: enough
+    to see that kube_exec() presents the kubeconfig's client certificate."""
+
+    def __init__(self, t):
+        d = t.mkdir("pki")
+        self.ca, self.ca_key = os.path.join(d, "ca.crt"), os.path.join(d, "ca.key")
+        openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", self.ca_key, "-out", self.ca, "-days", "1", "-subj", "/CN=test-ca")
+        self.paths = {}
+        for who, ext in (("server", "subjectAltName=IP:127.0.0.1"), ("client", None)):
+            key, csr, crt = (os.path.join(d, who + x) for x in (".key", ".csr", ".crt"))
+            subj = "/CN=%s" % ("cairn-client" if who == "client" else "127.0.0.1")
+            openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", csr, "-subj", subj)
+            extf = os.path.join(d, who + ".ext")
+            with open(extf, "w") as f:
+                f.write((ext or "extendedKeyUsage=clientAuth") + "\n")
+            openssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey", self.ca_key, "-CAcreateserial",
+                    "-out", crt, "-days", "1", "-extfile", extf)
+            self.paths[who] = (crt, key)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(*self.paths["server"])
+        ctx.load_verify_locations(self.ca)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        self.ctx = ctx
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.peers = []     # CN of each client certificate that completed a handshake
+        self.refused = 0    # handshakes that failed (no or bad certificate)
+        threading.Thread(target=self.serve, daemon=True).start()
+        t.on_cleanup(self.sock.close)
+
+    def serve(self):
+        while True:
+            try:
+                raw, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                c = self.ctx.wrap_socket(raw, server_side=True)
+            except (ssl.SSLError, OSError):
+                self.refused += 1
+                raw.close()
+                continue
+            try:
+                self.peers.append(dict(x[0] for x in c.getpeercert()["subject"])["commonName"])
+                req = b""
+                while b"\r\n\r\n" not in req:
+                    req += c.recv(4096)
+                key = [l.split(b":", 1)[1].strip() for l in req.split(b"\r\n")
+                       if l.lower().startswith(b"sec-websocket-key:")][0]
+                acc = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+                c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade"
+                          b"\r\nSec-WebSocket-Accept: " + acc + b"\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n")
+                for msg in (b"\x01cert-ok\n", b'\x03{"metadata":{},"status":"Success"}'):
+                    c.sendall(bytes([0x82, len(msg)]) + msg)
+                time.sleep(0.2)
+            except (OSError, IndexError, KeyError):
+                pass
+            finally:
+                c.close()
+
+    def kubeconfig(self, t, name, files):
+        crt, key = self.paths["client"]
+        if files:
+            user = "    client-certificate: %s\n    client-key: %s\n" % (crt, key)
+            ca = "    certificate-authority: %s\n" % self.ca
+        else:
+            rd = lambda p: base64.b64encode(open(p, "rb").read()).decode()
+            user = "    client-certificate-data: %s\n    client-key-data: %s\n" % (rd(crt), rd(key))
+            ca = "    certificate-authority-data: %s\n" % rd(self.ca)
+        path = t.path(name)
+        with open(path, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+                    "    server: https://127.0.0.1:%d\n%scontexts:\n- name: c\n  context:\n"
+                    "    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n%s"
+                    % (self.port, ca, user))
+        return path
+
+
+@case
+def cairn_exec_presents_client_certificates(t):
+    srv = CertOnlyServer(t)
+    for name, files in (("kc-cert-data", False), ("kc-cert-files", True)):
+        kc = srv.kubeconfig(t, name, files)
+        r = subprocess.run([TOOL, "--kubeconfig", kc, "--no-get", "main", "default", "db", "true"],
+                           capture_output=True, text=True, timeout=60)
+        out = json.loads(r.stdout)
+        t.eq((out["rc"], out["exit"], out["out"]), ("ok", 0, "cert-ok\n"), "%s: %s" % (name, out["message"]))
+    t.eq(srv.peers, ["cairn-client", "cairn-client"], "the client certificate went with the upgrade")
+    # without the certificate the server refuses the TLS handshake
+    kc = srv.kubeconfig(t, "kc-nocert", False)
+    with open(kc) as f:
+        text = "".join(l for l in f if "client-" not in l).replace("  user:\n", "  user: {}\n")
+    with open(kc, "w") as f:
+        f.write(text)
+    r = subprocess.run([TOOL, "--kubeconfig", kc, "--no-get", "main", "default", "db", "true"],
+                       capture_output=True, text=True, timeout=60)
+    t.eq(json.loads(r.stdout)["rc"], "network error", "no client certificate")
 
 
 main()
