@@ -30,7 +30,7 @@ ARG TARGETARCH
 RUN set -e; \
     native=$(dpkg --print-architecture); target=${TARGETARCH:-$native}; \
     dev="libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev \
-      libarchive-dev libmicrohttpd-dev libyaml-dev libssl-dev"; \
+      libarchive-dev libmicrohttpd-dev libyaml-dev libssl-dev libwebsockets-dev"; \
     if [ "$target" = "$native" ]; then tools=build-essential; else \
       dpkg --add-architecture "$target"; tools="crossbuild-essential-$target"; \
       dev=$(for p in $dev; do printf '%s:%s ' "$p" "$target"; done); fi; \
@@ -56,7 +56,7 @@ FROM $RUNTIME_IMAGE
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates libsqlite3-0 libcurl4 libcjson1 zlib1g libarchive13 \
-      libmicrohttpd12 libyaml-0-2 libssl3 \
+      libmicrohttpd12 libyaml-0-2 libssl3 libwebsockets17 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/cairn /usr/bin/cairn
 # The journal and the fs provider's directory (volumes in the StatefulSet).

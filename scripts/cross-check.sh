@@ -32,7 +32,7 @@ qemu_arch=$(dpkg-architecture -a"$arch" -qDEB_HOST_GNU_CPU)
 
 # --- tools and libraries ------------------------------------------------------
 dev=(libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev libarchive-dev
-	libmicrohttpd-dev libyaml-dev libssl-dev)
+	libmicrohttpd-dev libyaml-dev libssl-dev libwebsockets-dev)
 packages=("crossbuild-essential-$arch" qemu-user-static binfmt-support
 	autoconf automake pkg-config git)
 for p in "${dev[@]}"; do packages+=("$p:$arch"); done

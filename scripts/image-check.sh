@@ -3,8 +3,8 @@
 # on a Debian 12 machine without a Docker engine. Not part of the test suite
 # (minutes of apt-get and compiling; CI must not depend on it).
 #
-# As root: installs buildah, containerd, skopeo, podman and debootstrap
-# (Debian packages), builds the Dockerfile from a clean clone of the
+# As root: installs buildah, containerd, docker.io, skopeo, podman and
+# debootstrap (Debian packages), builds the Dockerfile from a clean clone of the
 # committed HEAD with scripts/image.sh (base image debian:12-slim pulled if
 # a registry answers, else made from Debian's own mirror with debootstrap
 # and tagged with that name, so the Dockerfile builds unchanged), then:
@@ -14,8 +14,9 @@
 # - the fs init container: `chown -R 65532:65532` of a root-owned host
 #   directory as root with only CAP_CHOWN and CAP_DAC_OVERRIDE;
 # - `make image-tar`'s archive: imported by containerd (`ctr images
-#   import`, what `k3s ctr images import` is), loaded by podman, read by
-#   skopeo as oci-archive and as docker-archive (docker load's format);
+#   import`, what `k3s ctr images import` is), loaded by Docker (`docker
+#   load` into a private dockerd) and podman, read by skopeo as
+#   oci-archive and as docker-archive;
 # - end to end against kubesim (the project's Kubernetes API stand-in) on
 #   the host's loopback, TLS on: the image's `cairn install`, then its
 #   server run as the pod runs it, by containerd from the imported image
@@ -49,7 +50,7 @@ src=${CAIRN_IMAGE_SRC:-$here}
 rev=${CAIRN_IMAGE_REV:-HEAD}
 
 # --- tools -----------------------------------------------------------------
-packages=(buildah crun runc debootstrap git ca-certificates python3 openssl curl skopeo podman containerd)
+packages=(buildah crun runc debootstrap git ca-certificates python3 openssl curl skopeo podman containerd docker.io)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
@@ -70,10 +71,12 @@ else
 fi
 ctrs=()
 ctrd_pid=
+dockerd_pid=
 cleanup() {
 	local c
 	for c in "${ctrs[@]}"; do buildah rm "$c" >/dev/null 2>&1 || true; done
 	[ -z "$ctrd_pid" ] || { kill "$ctrd_pid" 2>/dev/null || true; wait "$ctrd_pid" 2>/dev/null || true; }
+	[ -z "$dockerd_pid" ] || { kill "$dockerd_pid" 2>/dev/null || true; wait "$dockerd_pid" 2>/dev/null || true; }
 	[ -n "${CAIRN_IMAGE_WORK:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -182,6 +185,25 @@ check "image-tar: skopeo reads it as a docker archive (docker load's manifest.js
 	hexpect "\"Architecture\": \"$IMG_ARCH\"" skopeo inspect "docker-archive:$tarball"
 check "image-tar: podman load names it $IMG_REF" \
 	hexpect "Loaded image: $IMG_REF" podman load -i "$tarball"
+# docker load, into a dockerd of its own (Debian's docker.io) on a private
+# socket, so a Docker already on the machine is left alone.
+dkd=$work/dockerd
+rm -rf "$dkd"
+mkdir -p "$dkd"
+/usr/sbin/dockerd --data-root "$dkd/root" --exec-root "$dkd/exec" --host "unix://$dkd/docker.sock" \
+	--pidfile "$dkd/pid" --iptables=false --ip6tables=false --bridge=none >"$dkd/log" 2>&1 &
+dockerd_pid=$!
+DOCKER=(/usr/bin/docker -H "unix://$dkd/docker.sock")
+for _ in $(seq 150); do "${DOCKER[@]}" version >/dev/null 2>&1 && break; sleep 0.1; done
+if "${DOCKER[@]}" version >/dev/null 2>&1; then
+	check "image-tar: docker load names it ${IMG_NAME}" hexpect "Loaded image: ${IMG_NAME}" \
+		"${DOCKER[@]}" load -i "$tarball"
+else
+	say "dockerd does not start here ($(tail -n1 "$dkd/log" | cut -c1-120)): no docker load check"
+fi
+kill "$dockerd_pid" 2>/dev/null || true
+wait "$dockerd_pid" 2>/dev/null || true
+dockerd_pid=
 ctrd=$work/containerd
 rm -rf "$ctrd"
 mkdir -p "$ctrd"
