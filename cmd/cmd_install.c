@@ -5,12 +5,23 @@
  * they must exist: the namespace, the CRDs (the YAML of schema/crds/,
  * embedded at build time by schema/install/embed.sh and read with
  * libyaml), the ServiceAccount, the RBAC rules of schema/install/rbac.def,
- * the credentials Secret, the default BackupStorageLocation, the
- * StatefulSet of `cairn server --listen` replicas (liveness on /healthz,
- * readiness on /readyz), with --use-node-agent the DaemonSet of `cairn
- * node-agent` (off by default: one more pod on every node, needed only
- * for volume data bound to a node), and the Service of the web endpoint.
- * --dry-run prints them (-o yaml: a multi-document stream for
+ * the credentials Secret, the web token Secret, the default
+ * BackupStorageLocation, the StatefulSet of `cairn server --listen`
+ * replicas, with --use-node-agent the DaemonSet of `cairn node-agent` (off
+ * by default: one more pod on every node, needed only for volume data
+ * bound to a node), and the headless Service of the StatefulSet.
+ *
+ * Defaults meant for a real edge cluster: 2 servers on S3, 1 on a local
+ * directory (more refused: the directory is one node's disk), pinned to
+ * the node holding it; every container non-root (uid 65532, the image's),
+ * read-only, without capabilities, RuntimeDefault seccomp, so the S3
+ * servers pass Pod Security "restricted" and only what must (a hostPath:
+ * the fs servers, the node-agent) needs "privileged", labelled so
+ * (cairn.io/pod-security). The web endpoint is closed: a token Secret
+ * (generated, kept by later runs, or --web-token-file) mounted into every
+ * pod; only /healthz and /readyz answer without it.
+ *
+ * --dry-run prints the objects (-o yaml: a multi-document stream for
  * `kubectl apply -f -`; -o json: a v1 List) except the location, which
  * kubectl could not apply in one stream with its CRD: the servers create
  * it at start from the same spec (CAIRN_DEFAULT_LOCATION in the
@@ -19,17 +30,21 @@
  * is merged into the live one (maps merged key by key, lists of the same
  * length element by element, other values replaced) and written back with
  * the live resourceVersion only if that changed anything, so fields the
- * API server filled in (a Service's clusterIP, defaults) are kept and a
- * second run reports every object "unchanged" and writes nothing.
+ * API server filled in are kept and a second run reports every object
+ * "unchanged" and writes nothing. Before a workload is written, a dry-run
+ * pod from its template asks the API server whether the namespace admits
+ * its pods (check_admission); a Pod Security refusal stops install with
+ * what to change.
  *
  * uninstall stops the servers first (StatefulSet, then it waits for their
- * pods to go), then removes the Service, RBAC, ServiceAccount, credentials
- * Secret and the BackupStorageLocation object. Storage is never touched.
- * The CRDs, the namespace and the Backups/Restores/Schedules are kept
- * unless --purge: the record of every backup stays in the cluster, as
- * Velero keeps its CRs, and a reinstall picks them up. With --purge the
- * Backups' cleanup finalizers are removed before the objects go, so that
- * deleting them can never delete the backups in storage.
+ * pods to go), then removes the Service, RBAC, ServiceAccount, Secrets and
+ * the BackupStorageLocation object, and says what it keeps. Storage is
+ * never touched. The CRDs, the namespace, the Backups/Restores/Schedules
+ * and the servers' journal volumes are kept unless --purge: the record of
+ * every backup stays in the cluster, as Velero keeps its CRs, and a
+ * reinstall picks them up. With --purge the Backups' cleanup finalizers
+ * are removed before the objects go, so that deleting them can never
+ * delete the backups in storage.
  */
 #include "config.h"
 #include "cmd/cli.h"
