@@ -31,8 +31,12 @@ triplet=$(dpkg-architecture -a"$arch" -qDEB_HOST_MULTIARCH 2>/dev/null) ||
 qemu_arch=$(dpkg-architecture -a"$arch" -qDEB_HOST_GNU_CPU)
 
 # --- tools and libraries ------------------------------------------------------
+# libwebsockets-dev is Multi-Arch: same, but its lws_config.h differs
+# between architectures (a Debian packaging bug), so the target's copy
+# cannot be installed next to the native one: it is unpacked on the side
+# below, and only what it depends on is installed for the target.
 dev=(libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev libarchive-dev
-	libmicrohttpd-dev libyaml-dev libssl-dev libwebsockets-dev)
+	libmicrohttpd-dev libyaml-dev libssl-dev libwebsockets17 libcap-dev)
 packages=("crossbuild-essential-$arch" qemu-user-static binfmt-support
 	autoconf automake pkg-config git)
 for p in "${dev[@]}"; do packages+=("$p:$arch"); done
@@ -66,7 +70,13 @@ else
 	work=$(mktemp -d /tmp/cairn-cross-check.XXXXXX)
 	trap 'rm -rf "$work"' EXIT
 fi
-mkdir -p "$work/src" "$work/build"
+mkdir -p "$work/src" "$work/build" "$work/side"
+(cd "$work/side" && apt-get download "libwebsockets-dev:$arch" >/dev/null 2>&1) ||
+	die "cannot download libwebsockets-dev:$arch"
+dpkg-deb -x "$work"/side/libwebsockets-dev_*.deb "$work/side/root"
+side_lib=$work/side/root/usr/lib/$triplet
+sed -i "s|^prefix=.*|prefix=$work/side/root/usr|" "$side_lib/pkgconfig/libwebsockets.pc"
+ln -sf "/usr/lib/$triplet/libwebsockets.so.17" "$side_lib/libwebsockets.so"
 git -C "$here" archive HEAD | tar -x -C "$work/src"
 # The S3 tests' s3rver (npm ci in the checkout): the same modules, native.
 [ ! -e "$here/node_modules" ] || ln -s "$(readlink -f "$here/node_modules")" "$work/src/node_modules"
@@ -74,7 +84,7 @@ say "building $(git -C "$here" rev-parse --short HEAD) for $arch ($triplet)"
 (cd "$work/src" && autoreconf -fi >/dev/null 2>&1) || die "autoreconf failed"
 t0=$(date +%s)
 (cd "$work/build" &&
-	PKG_CONFIG_LIBDIR="/usr/lib/$triplet/pkgconfig:/usr/share/pkgconfig" \
+	PKG_CONFIG_LIBDIR="$side_lib/pkgconfig:/usr/lib/$triplet/pkgconfig:/usr/share/pkgconfig" \
 	"$work/src/configure" --host="$triplet" >configure.log 2>&1) ||
 	{ tail -n 20 "$work/build/configure.log" >&2; die "configure --host=$triplet failed"; }
 make -C "$work/build" -j"$(nproc)" cairn >"$work/build/make.log" 2>&1 ||
