@@ -2001,11 +2001,11 @@ storage_fail:
 		goto out;
 	snprintf(reason, sizeof reason, "%s", err->msg);
 	cairn_err_clear(err);
-	hooks_backup_thaw_all(b.hooks);	/* before the final status */
+	hooks_backup_thaw_all(b.hooks, 0);	/* before the final status */
 	rc = bk_fail(&b, reason, err);
 out:
 	if (!b.f.fenced && rc != CAIRN_EFENCED)
-		hooks_backup_thaw_all(b.hooks);	/* stopped: thaw, recorded */
+		hooks_backup_thaw_all(b.hooks, 1);	/* stopped: thaw, recorded */
 	cJSON_Delete(verrs);
 	if (b.f.fenced && rc != CAIRN_EFENCED)
 		rc = cairn_err_set(err, CAIRN_EFENCED, "ownership lost");

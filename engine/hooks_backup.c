@@ -338,21 +338,25 @@ hb_run_list(struct hooks_backup *h, const cJSON *pod, const char *ns,
 	return rc;
 }
 
-/* Post hooks of p (its key, pod JSON or NULL to GET), then forget it. */
+/*
+ * Post hooks of p (pod: its JSON, or NULL to GET it), then forget it; or,
+ * with keep_waiting, keep a pod that waits for the volume step, thawed,
+ * to be frozen again before its volumes are copied (a resumed run).
+ */
 static int
 hb_thaw(struct hooks_backup *h, struct hb_pod *p, const cJSON *pod,
-	int strict, const char *why, struct cairn_err *err)
+	int strict, int keep_waiting, const char *why, struct cairn_err *err)
 {
 	char ns[254], name[254];
-	struct hook_list post = p->post;
 	int rc, prc;
 
 	split_key(p->key, ns, sizeof ns, name, sizeof name);
-	memset(&p->post, 0, sizeof p->post);
-	rc = hb_run_list(h, pod, ns, name, &post, HOOK_POST, strict, 0, why,
+	rc = hb_run_list(h, pod, ns, name, &p->post, HOOK_POST, strict, 0, why,
 	    err);
-	hook_list_free(&post);
-	hb_remove(h, p);
+	if (keep_waiting && p->volumes)
+		p->frozen = 0;
+	else
+		hb_remove(h, p);
 	prc = hb_persist(h, rc < 0 ? NULL : err);
 	return rc < 0 ? rc : prc;
 }
@@ -361,32 +365,22 @@ int
 hooks_backup_recover(struct hooks_backup *h, struct cairn_err *err)
 {
 	size_t i = 0;
-	int rc, changed = 0;
+	int rc;
 
 	while (i < h->n) {
 		struct hb_pod *p = &h->pods[i];
-		char ns[254], name[254];
 
 		if (!p->frozen) {
 			i++;
 			continue;
 		}
-		split_key(p->key, ns, sizeof ns, name, sizeof name);
 		hb_event(h, "info", "pod %s was left frozen by attempt %lld: "
 		    "running its post hooks", p->key, (long long)p->attempt);
-		rc = hb_run_list(h, NULL, ns, name, &p->post, HOOK_POST, 0, 0,
-		    " after a restart", err);
-		(void)rc;
-		changed = 1;
-		if (p->volumes) {
-			/* frozen again before the volume step */
-			p->frozen = 0;
-			i++;
-		} else {
-			hb_remove(h, p);
-		}
+		rc = hb_thaw(h, p, NULL, 0, 1, " after a restart", err);
+		if (rc < 0)
+			return rc;
 	}
-	return changed ? hb_persist(h, err) : 0;
+	return 0;
 }
 
 /* Does the pod mount a claim (whose volume the volume step may copy)? */
@@ -493,7 +487,7 @@ hooks_backup_post(struct hooks_backup *h, int item_ok, struct cairn_err *err)
 		    "run once its volumes are copied", h->cur_ns, h->cur_name);
 		return 0;
 	}
-	return hb_thaw(h, p, h->cur_pod, 1, "", err);
+	return hb_thaw(h, p, h->cur_pod, 1, 0, "", err);
 }
 
 int
@@ -549,7 +543,7 @@ hooks_backup_volumes_end(struct hooks_backup *h, struct cairn_err *err)
 			hb_remove(h, p);
 			continue;
 		}
-		r = hb_thaw(h, p, NULL, 1, "", &e);
+		r = hb_thaw(h, p, NULL, 1, 0, "", &e);
 		if (r < 0 && rc == 0) {
 			rc = r;
 			cairn_err_copy(err, &e);
@@ -560,7 +554,7 @@ hooks_backup_volumes_end(struct hooks_backup *h, struct cairn_err *err)
 }
 
 void
-hooks_backup_thaw_all(struct hooks_backup *h)
+hooks_backup_thaw_all(struct hooks_backup *h, int resumable)
 {
 	struct cairn_err e = CAIRN_ERR_INIT;
 	size_t i = 0;
@@ -575,7 +569,8 @@ hooks_backup_thaw_all(struct hooks_backup *h)
 			i++;
 			continue;
 		}
-		(void)hb_thaw(h, p, NULL, 0, " while the backup stopped", &e);
+		(void)hb_thaw(h, p, NULL, 0, resumable, resumable ? " while the "
+		    "backup stopped" : " while the backup failed", &e);
 		cairn_err_clear(&e);
 	}
 }

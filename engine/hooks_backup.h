@@ -120,10 +120,12 @@ int hooks_backup_volumes_end(struct hooks_backup *h, struct cairn_err *err);
 
 /*
  * The backup is failing or stopping: run the post hooks of every frozen
- * pod (warnings on failure) and record them thawed. Does nothing once
- * fenced. Safe to call more than once and with h NULL.
+ * pod (warnings on failure) and record them thawed. resumable: the
+ * backup stopped and will be resumed: pods waiting for the volume step
+ * stay listed, to be frozen again before it. Does nothing once fenced.
+ * Safe to call more than once and with h NULL.
  */
-void hooks_backup_thaw_all(struct hooks_backup *h);
+void hooks_backup_thaw_all(struct hooks_backup *h, int resumable);
 
 /*
  * Put the state into a status.checkpoint being built (member "hooks",
