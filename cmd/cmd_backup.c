@@ -717,6 +717,14 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 	fprintf(f, "Errors:    %lld\nWarnings:  %lld\n",
 	    (long long)json_int(b, "status.errors", 0),
 	    (long long)json_int(b, "status.warnings", 0));
+	if (json_get(b, "status.hookStatus") != NULL)
+		fprintf(f, "Hooks:     %lld run, %lld failed\n",
+		    (long long)json_int(b, "status.hookStatus.hooksAttempted", 0),
+		    (long long)json_int(b, "status.hookStatus.hooksFailed", 0));
+	cJSON_ArrayForEach(c, json_get(b, "status.checkpoint.hooks.pods"))
+		if (json_bool(c, "frozen", 0))
+			fprintf(f, "Frozen by a pre hook:  %s\n",
+			    esc(json_str_or(c, "pod", "")));
 
 	fprintf(f, "\nNamespaces:\n");
 	print_list_field(f, "Included:", json_get(b, "spec.includedNamespaces"), "*");

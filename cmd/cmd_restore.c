@@ -553,6 +553,11 @@ cmd_restore_describe(const struct cli_command *cmd, struct flagset *fs)
 	printf("%-26s%lld\n%-26s%lld\n", "Warnings", (long long)json_int(r,
 	    "status.warnings", 0), "Errors", (long long)json_int(r,
 	    "status.errors", 0));
+	if (json_get(r, "status.hookStatus") != NULL)
+		printf("%-26s%lld run, %lld failed\n", "Hooks",
+		    (long long)json_int(r, "status.hookStatus.hooksAttempted",
+		    0), (long long)json_int(r, "status.hookStatus.hooksFailed",
+		    0));
 	cJSON_ArrayForEach(v, json_get(r, "status.validationErrors")) {
 		char *e = esc(v->valuestring);
 

@@ -168,8 +168,9 @@ const struct cli_command cli_commands[] = {
 	{ "backup describe", "Show a backup in detail",
 	  "NAME",
 	  "Spec (filters), phase, progress, claim (holder, worker, attempt),\n"
-	  "checkpoint (parts with ETags and last items), errors, times and the\n"
-	  "storage keys in Velero's layout.",
+	  "checkpoint (parts with ETags and last items), errors, hooks (how many\n"
+	  "ran and failed, pods a pre hook froze), times and the storage keys in\n"
+	  "Velero's layout.",
 	  backup_name_flags, cmd_backup_describe },
 	{ "backup logs", "Print the log of a finished backup",
 	  "NAME",

@@ -25,7 +25,7 @@ import subprocess
 import tarfile
 import time
 
-from cairntest import BIN, case, main, wait_for, CheckFailed
+from cairntest import BIN, case, cairn, main, wait_for, CheckFailed
 
 NS = "cairn-system"
 APP = "shop"
@@ -179,6 +179,8 @@ def hooks_freeze_around_pod_items_and_volumes(t):
     t.eq((st["phase"], st.get("warnings", 0), st.get("errors", 0)), ("Completed", 0, 0),
          "phase, warnings, errors: %s" % st.get("failureReason"))
     t.eq(st.get("hookStatus"), {"hooksAttempted": 6, "hooksFailed": 0}, "status.hookStatus")
+    d = cairn("backup", "describe", "b1", "--kubeconfig", sim.kubeconfig, "--namespace", NS)
+    t.check("Hooks:     6 run, 0 failed" in d.stdout, "describe: %s" % d.stdout)
     t.check(not st.get("checkpoint", {}).get("hooks", {}).get("pods"), "no pod left frozen in the checkpoint")
 
     # db: one pre, one post; the item was written, and the volume copied, in between
@@ -273,6 +275,8 @@ def kill9_between_pre_and_post(t, takeover):
     mid = sim.ok("GET", BK + "/bk")["status"]
     frozen = [p["pod"] for p in mid["checkpoint"]["hooks"]["pods"] if p["frozen"]]
     t.eq(frozen, [APP + "/db"], "status.checkpoint records the frozen pod before its pre hook ran")
+    d = cairn("backup", "describe", "bk", "--kubeconfig", sim.kubeconfig, "--namespace", NS)
+    t.check("Frozen by a pre hook:  shop/db" in d.stdout, "describe: %s" % d.stdout)
     a.kill9()
     if takeover:    # another server, after a's Lease expired: state from the status
         b = server(t, sim, "b")
