@@ -128,6 +128,8 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 		cli_fail("%s", err.msg);
 		goto done;
 	}
+	/* the work rides out an API server restart (docs/protocol.md) */
+	kube_set_connect_wait(k, 30 * TIME_US_PER_SEC);
 	if (journal_open(flag_str(fs, F_JOURNAL), 0, &j, &err) < 0) {
 		cli_fail("%s", err.msg);
 		goto done;

@@ -118,6 +118,8 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 		cli_fail("%s", err.msg);
 		goto done;
 	}
+	/* the work rides out an API server restart (docs/protocol.md) */
+	kube_set_connect_wait(k, 30 * TIME_US_PER_SEC);
 	{
 		/*
 		 * Descriptors: as Go programs do, take the hard open-file

@@ -157,6 +157,8 @@ struct bk {
 	struct rlgz *rl;
 	int resumed;			/* parts were kept from an earlier run */
 	size_t nkept;			/* ... that many: parts[0..nkept) */
+	int lists_ok, lists_failed;	/* resource lists of this run */
+	char *first_list_err;		/* the first list's failure */
 	int tar_done;			/* the tarball is complete in storage */
 	int from_status;		/* ... vouched for by status, not our journal */
 	char *cur_gvk;			/* "apps/v1/Deployment" of cur */
@@ -1078,7 +1080,11 @@ bk_walk(struct bk *b, struct cairn_err *err)
 			    r->resource, r->group[0] ? "." : "", r->group,
 			    lerr.msg);
 			bk_record(b, 1, msg);
-		}
+			b->lists_failed++;
+			if (b->first_list_err == NULL)
+				b->first_list_err = xstrdup(msg);
+		} else
+			b->lists_ok++;
 	}
 	return 0;
 }
@@ -1743,7 +1749,10 @@ metadata:
 	if (rc < 0)
 		return cairn_err_prefix(err, "metadata files");
 	fault_point("backup.after-metadata");
-	return bk_finish_status(b, phase, NULL, err);
+	rc = bk_finish_status(b, phase, NULL, err);
+	if (rc == 0)
+		bsl_note_storage(b->env->kube, b->ns, bsl_name(b->loc), 1, NULL);
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1775,6 +1784,7 @@ bk_free(struct bk *b)
 	free(b->item_cont);
 	free(b->parts);
 	free(b->upload_id);
+	free(b->first_list_err);
 	free(b->tar_key);
 	free(b->last_key);
 	bsl_free(b->loc);
@@ -1923,6 +1933,7 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		    "unreachable: %s", bsl_name(b.loc), store_describe(b.store),
 		    err->msg);
 		cairn_err_clear(err);
+		bsl_note_storage(env->kube, b.ns, bsl_name(b.loc), 0, reason);
 		rc = bk_fail(&b, reason, err);
 		goto out;
 	}
@@ -1942,6 +1953,7 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		snprintf(reason, sizeof reason, "cannot start the tarball "
 		    "upload to %s: %s", store_describe(b.store), err->msg);
 		cairn_err_clear(err);
+		bsl_note_storage(env->kube, b.ns, bsl_name(b.loc), 0, reason);
 		rc = bk_fail(&b, reason, err);
 		goto out;
 	}
@@ -1985,6 +1997,17 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	if (rc < 0 && !b.tar_done)
 		goto storage_fail;
 	cairn_err_clear(err);
+	/*
+	 * Nothing could be listed at all (every list failed, nothing stored
+	 * by an earlier attempt): a backup of nothing is not a partial one.
+	 */
+	if (b.lists_ok == 0 && b.lists_failed > 0 && b.items_stored == 0) {
+		snprintf(reason, sizeof reason, "every resource list failed "
+		    "(%d lists); the first: %s", b.lists_failed,
+		    b.first_list_err);
+		rc = bk_fail(&b, reason, err);
+		goto out;
+	}
 complete:
 	rc = bk_complete(&b, err);
 	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED)
@@ -2000,6 +2023,10 @@ storage_fail:
 	if (!journal_writable(env->journal, NULL))
 		goto out;
 	snprintf(reason, sizeof reason, "%s", err->msg);
+	if (err->code == CAIRN_EIO || err->code == CAIRN_ENET ||
+	    err->code == CAIRN_ESERVER || err->code == CAIRN_ETIMEOUT ||
+	    err->code == CAIRN_EAUTH)
+		bsl_note_storage(env->kube, b.ns, bsl_name(b.loc), 0, reason);
 	cairn_err_clear(err);
 	hooks_backup_thaw_all(b.hooks, 0);	/* before the final status */
 	rc = bk_fail(&b, reason, err);

@@ -6,12 +6,16 @@
 #include "config.h"
 #include "engine/bsl.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/codec.h"
 #include "base/jsonutil.h"
+#include "base/log.h"
 #include "base/mem.h"
+#include "base/timeutil.h"
+#include "base/util.h"
 #include "kube/kube.h"
 #include "storage/location.h"
 #include "storage/store.h"
@@ -194,4 +198,81 @@ bsl_ensure(struct kube *k, const char *ns, const char *name,
 		return 0;
 	}
 	return rc < 0 ? rc : 1;
+}
+
+/* ---- health from the backups' own storage outcomes ------------------- */
+
+#define BSL_TRACK_MAX	64	/* locations remembered */
+
+static pthread_mutex_t health_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char name[254];
+	int fails;		/* consecutive storage failures */
+} health[BSL_TRACK_MAX];
+
+/* Write phase (and message) into the location's status; best effort. */
+static void
+bsl_set_phase(struct kube *k, const char *ns, const char *name,
+	const char *phase, const char *message)
+{
+	struct kube_gvr g = bsl_gvr;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *obj = NULL;
+
+	if (kube_get(k, &g, ns, name, &obj, &err) < 0)
+		goto out;
+	if (strcmp(json_str_or(obj, "status.phase", ""), phase) == 0)
+		goto out;
+	json_ensure(obj, "status");
+	json_set_str(obj, "status.phase", phase);
+	if (message != NULL)
+		json_set_str(obj, "status.message", message);
+	else
+		json_delete(obj, "status.message");
+	if (kube_update_status(k, &g, ns, obj, NULL, &err) == 0) {
+		if (strcmp(phase, "Available") == 0)
+			log_info("storage location %s/%s is Available", ns, name);
+		else
+			log_warn("storage location %s/%s is %s: %s", ns, name,
+			    phase, message != NULL ? message : "");
+	}
+out:
+	if (err.code != 0 && err.code != CAIRN_ECONFLICT)
+		log_debug("storage location %s/%s: %s", ns, name, err.msg);
+	cJSON_Delete(obj);
+}
+
+void
+bsl_note_storage(struct kube *k, const char *ns, const char *name, int ok,
+	const char *why)
+{
+	int i, slot = -1, fails = 0;
+	char msg[CAIRN_ERR_MSG_MAX + 100];
+
+	if (name == NULL || name[0] == '\0' || strlen(name) >= sizeof health[0].name)
+		return;
+	pthread_mutex_lock(&health_mu);
+	for (i = 0; i < BSL_TRACK_MAX; i++) {
+		if (strcmp(health[i].name, name) == 0) {
+			slot = i;
+			break;
+		}
+		if (slot < 0 && health[i].name[0] == '\0')
+			slot = i;
+	}
+	if (slot >= 0) {
+		snprintf(health[slot].name, sizeof health[slot].name, "%s", name);
+		fails = health[slot].fails;
+		health[slot].fails = ok ? 0 : fails + 1;
+	}
+	pthread_mutex_unlock(&health_mu);
+	if (slot < 0)
+		return;
+	if (ok && fails >= BSL_FAILURES_UNAVAILABLE)
+		bsl_set_phase(k, ns, name, "Available", NULL);
+	else if (!ok && fails + 1 >= BSL_FAILURES_UNAVAILABLE) {
+		str_format(msg, sizeof msg, "%d backups in a row failed on this "
+		    "storage; the last: %s", fails + 1, why != NULL ? why : "");
+		bsl_set_phase(k, ns, name, "Unavailable", msg);
+	}
 }

@@ -40,6 +40,17 @@ int bsl_read_only(const struct bsl *l);
  */
 const char *bsl_prefix(const struct bsl *l);
 /*
+ * What a backup's storage writes came to, for the location's health:
+ * BSL_FAILURES_UNAVAILABLE failures in a row (in this process) set the
+ * location's status.phase Unavailable with the last error as message; the
+ * next success sets it Available again (the periodic validation does too
+ * when its check passes). Best effort: errors are logged at debug.
+ */
+#define BSL_FAILURES_UNAVAILABLE 3
+void bsl_note_storage(struct kube *k, const char *ns, const char *name,
+	int ok, const char *why);
+
+/*
  * Create the BackupStorageLocation `name` in ns with spec_json (a JSON
  * object) unless one of that name exists: 1 created, 0 already there (it
  * is never changed: the cluster's copy wins over the server's flag).

@@ -59,6 +59,8 @@
 #define KUBE_CONNECT_TIMEOUT_MS 10000L
 #define KUBE_BACKOFF_BASE_US (100 * 1000LL)
 #define KUBE_BACKOFF_CAP_US (5 * TIME_US_PER_SEC)
+/* Failing to connect at all: retried this long (kubectl answers at once). */
+#define KUBE_CONNECT_WAIT_US (2 * TIME_US_PER_SEC)
 #define KUBE_RETRY_AFTER_CAP_S 60
 #define KUBE_ERROR_BODY_CAP (1u << 20)	/* a non-2xx reply, streamed calls */
 
@@ -308,6 +310,12 @@ kube_open_flags(const struct flagset *fs, struct kube **out,
 	if (rc < 0)
 		return rc;
 	return kube_new(cfg, &ko, out, err);
+}
+
+void
+kube_set_connect_wait(struct kube *k, int64_t us)
+{
+	k->o.connect_wait_us = us;
 }
 
 void
@@ -824,7 +832,7 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 	char cerr[CURL_ERROR_SIZE];
 	struct curl_slist *hdrs = NULL;
 	int attempt = 0, rc = 0, token_retry = 0, force_token = 0;
-	int64_t t0, delay;
+	int64_t t0, delay, refused_since = 0;
 	long nconn;
 	CURLcode cc;
 	CURL *h;
@@ -918,6 +926,20 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 			if (!c->no_retry && curl_retryable(cc) &&
 			    (c->idempotent || !curl_sent_maybe(cc)))
 				delay = backoff_us(attempt);
+			/*
+			 * Nobody listens (refused, no such host): said within
+			 * connect_wait_us, not after every retry's backoff
+			 * (20 s); a server sets a longer wait to ride out an
+			 * API server restart.
+			 */
+			if (!curl_sent_maybe(cc) && delay >= 0) {
+				if (refused_since == 0)
+					refused_since = time_mono_us();
+				if (time_mono_us() + delay - refused_since >
+				    (k->o.connect_wait_us > 0 ?
+				    k->o.connect_wait_us : KUBE_CONNECT_WAIT_US))
+					delay = -1;
+			}
 			else if (curl_sent_maybe(cc) && !c->idempotent &&
 			    curl_retryable(cc) && err != NULL)
 				cairn_err_prefix(err, "not retried (the "

@@ -87,6 +87,8 @@ struct kube_client_opts {
 	int max_retries;	/* 429 / 5xx / connection retries; 0: 10;
 				   KUBE_RETRIES_NONE: none */
 	int pool_size;		/* idle easy handles kept; 0: 8 */
+	int64_t connect_wait_us; /* failing to connect is retried this long;
+				   0: 2 s (servers: kube_set_connect_wait) */
 	const char *user_agent;	/* NULL: "cairn/<version>" */
 };
 #define KUBE_RETRIES_NONE (-1)
@@ -103,6 +105,12 @@ int kube_new(struct kube_config *cfg, const struct kube_client_opts *opts,
  */
 int kube_open_flags(const struct flagset *fs, struct kube **out,
 	struct cairn_err *err);
+/*
+ * How long a request keeps retrying when it cannot connect at all (set
+ * before the client is shared between threads). A CLI answers within the
+ * default 2 s; a server rides out an API server restart with more.
+ */
+void kube_set_connect_wait(struct kube *k, int64_t us);
 /* Free the client; no request may be running. NULL is fine. */
 void kube_free(struct kube *k);
 
