@@ -1,0 +1,561 @@
+#!/usr/bin/env python3
+"""tests/chaos/chaos.py: the chaos suite (issue 19).
+
+Random kill -9 of `cairn server` during backups and restores, SIGSTOP past
+the Lease, API faults through kubesim's fault rules, S3 faults through the
+S3 fault proxy (tests/lib/faultproxy.py), a full journal disk and a store
+turned read-only, each followed by an independent check of what landed:
+
+- backups: the tarball is read by GNU tar and by Python's tarfile (same
+  entries), every ConfigMap of the data set is in it exactly once at its
+  legacy path and once at its preferred-version path, equal to the API's
+  object (uid, resourceVersion, data), `velero-backup.json` says Completed;
+- restores: every ConfigMap is in the target namespace with the backed-up
+  data, and kubesim's request log shows exactly one successful create
+  (201) per object: nothing restored twice.
+
+Every trial draws from one generator seeded by --seed, printed at the start
+and in each failure, so a run is reproduced with the same seed (timings on
+a loaded machine still vary). Kinds:
+
+  kill         kill -9 during a backup; restart with the same journal or a
+               takeover by another server (coin flip)
+  kill-restore the same during a restore
+  stop         SIGSTOP of the owner past the Lease; another server takes
+               over; SIGCONT: the old owner must stand down
+  api-500 api-429 api-409 api-drop api-slow
+               kubesim fault rules on a fraction of the API requests
+  s3-503 s3-500 s3-reset
+               S3 faults on a fraction of the storage requests
+  disk-full    the journal's filesystem fills up for a while (a tmpfs in a
+               private mount namespace); the backup waits and completes
+  read-only    the fs store is read-only for a while: the backup fails
+               with a storage error or completes, and the next completes
+
+Usage: chaos.py [--seed N] [--kill N] [--faults N] [--kinds k1,k2] [--objects N]
+`make chaos` runs 200 kill trials and 20 of each other kind; the normal
+suite runs a short version (tests/integration/test_chaos_short.py).
+Prints one line per trial and a closing note with the seed and counts;
+exits 1 if any trial lost, duplicated or failed something.
+"""
+import argparse
+import base64
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+
+from cairntest import BIN, Case, CheckFailed, wait_for  # noqa: E402
+
+NS = "cairn-system"
+BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
+RS = "/apis/cairn.io/v1/namespaces/%s/restores" % NS
+BSL = "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS
+FINAL = ("Completed", "PartiallyFailed", "Failed", "FailedValidation")
+TIMINGS = ["--lease-duration", "2s", "--renew-deadline", "1500ms", "--retry-period", "300ms"]
+API_KINDS = {
+    "api-500": {"status": 500},
+    "api-429": {"status": 429, "retryAfter": 0},
+    "api-409": {"status": 409, "method": "PUT"},
+    "api-drop": {"drop": True},
+    "api-slow": {"delay": 0.3},
+}
+S3_KINDS = {"s3-503": "slowdown", "s3-500": "500", "s3-reset": "reset"}
+ALL_KINDS = ["kill", "kill-restore", "stop"] + list(API_KINDS) + list(S3_KINDS) + \
+    ["disk-full", "read-only"]
+
+
+class Trouble(Exception):
+    """A trial found something wrong (lost, duplicated, not Completed)."""
+
+
+class World:
+    """kubesim with a data set, a store (fs or S3 behind the fault proxy)."""
+
+    def __init__(self, t, rng, objects, s3=False):
+        self.t = t
+        self.rng = rng
+        # cairn has a token of its own: fault rules hit its requests only
+        self.sim = t.kubesim(tokens={"admin": "admin-token", "cairn": "cairn-token"})
+        self.sim.install_crds(NS)
+        self.kubeconfig = self.sim.kubeconfig_for("cairn")
+        self.s3 = self.proxy = None
+        self.root = None
+        if s3:
+            from s3rver import S3rver
+            from faultproxy import FaultProxy
+            self.s3 = S3rver(t)
+            self.proxy = FaultProxy(t, self.s3.port, rate=0.0, seed=rng.randrange(1 << 30))
+            with open(self.s3.creds_file, "rb") as f:
+                self.sim.ok("POST", "/api/v1/namespaces/%s/secrets" % NS, {
+                    "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s3-creds"},
+                    "data": {"cloud": base64.b64encode(f.read()).decode()}})
+            spec = {"provider": "s3", "objectStorage": {"bucket": "cairn", "prefix": "pfx"},
+                    "credential": {"name": "s3-creds", "key": "cloud"},
+                    "config": {"endpoint": self.proxy.endpoint, "region": "us-east-1",
+                               "s3ForcePathStyle": "true"}, "default": True}
+        else:
+            self.root = t.mkdir("store")
+            spec = {"provider": "fs", "objectStorage": {"bucket": "bk"},
+                    "config": {"path": self.root}, "default": True}
+        self.sim.ok("POST", BSL, {"apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+                                  "metadata": {"name": "default", "namespace": NS}, "spec": spec})
+        self.sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": "bulk"}})
+        for c in range(0, objects, 250):
+            self.sim.ok("POST", "/_sim/bulk", {"items": [
+                {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "cm-%05d" % i, "namespace": "bulk"},
+                 "data": {"payload": os.urandom(rng.randrange(64, 512)).hex()}}
+                for i in range(c, min(objects, c + 250))]})
+        self.objects = {o["metadata"]["name"]: o for o in
+                        self.sim.ok("GET", "/api/v1/namespaces/bulk/configmaps")["items"]}
+        self.nserver = 0
+        self.procs = []
+        self.base_faults()
+
+    def base_faults(self):
+        """Slow list pages of the data set (0.3 s each, cairn only), so a
+        kill or a fault lands mid-backup; per-trial rules come on top."""
+        self.sim.clear_faults()
+        self.sim.faults({"method": "GET", "path": "/configmaps$",
+                         "query": "limit=", "delay": 0.3, "token": "cairn"})
+
+    # ---- processes ----
+    def server(self, sid, journal, env=None, wrap=None, part_size=65536):
+        argv = [BIN, "server", "--kubeconfig", self.kubeconfig, "--namespace", NS,
+                "--server-id", sid, "--journal", journal, "--part-size", str(part_size),
+                "--log-level", "info", "--workers", "2"] + TIMINGS
+        if wrap is not None:
+            argv = wrap(argv)
+        self.nserver += 1
+        p = self.t.spawn(argv, name="server-%s-%d" % (sid, self.nserver), env=env)
+        self.procs.append(p)
+        return p
+
+    def stop_all(self):
+        for p in self.procs:
+            if p.alive():
+                p.signal(signal.SIGCONT)
+                p.stop(timeout=5)
+        self.procs = []
+
+    # ---- objects ----
+    def get(self, path):
+        return self.sim.ok("GET", path)
+
+    def wait_final(self, path, timeout, procs=()):
+        def done():
+            o = self.get(path)
+            return o if o.get("status", {}).get("phase") in FINAL else None
+        try:
+            return wait_for(done, timeout, path, interval=0.2)
+        except CheckFailed:
+            o = self.get(path)
+            logs = " | ".join(p.output()[-800:] for p in procs)
+            raise Trouble("not final after %ds: phase %s; %s" % (
+                timeout, o.get("status", {}).get("phase"), logs[-2400:]))
+
+    # ---- storage ----
+    def fetch(self, name, fname, dst):
+        if self.root is not None:
+            src = os.path.join(self.root, "backups", name, fname)
+            if not os.path.exists(src):
+                raise Trouble("%s missing" % fname)
+            shutil.copy(src, dst)
+            return
+        self.proxy.rate = 0.0
+        r = subprocess.run(["aws", "--endpoint-url", self.s3.endpoint, "s3", "cp",
+                            "s3://cairn/pfx/backups/%s/%s" % (name, fname), dst],
+                           capture_output=True, text=True, env=self.s3.full_env())
+        if r.returncode != 0:
+            raise Trouble("%s missing: %s" % (fname, r.stderr[-300:]))
+
+    # ---- the independent checks ----
+    def check_backup(self, name):
+        b = self.get("%s/%s" % (BK, name))
+        phase = b.get("status", {}).get("phase")
+        if phase != "Completed":
+            raise Trouble("backup %s %s: %s" % (name, phase, b["status"].get("failureReason")))
+        tmp = self.t.mkdir("check-" + name)
+        tgz = os.path.join(tmp, "b.tar.gz")
+        self.fetch(name, name + ".tar.gz", tgz)
+        self.fetch(name, "velero-backup.json", os.path.join(tmp, "v.json"))
+        with open(os.path.join(tmp, "v.json")) as f:
+            if json.load(f)["status"]["phase"] != "Completed":
+                raise Trouble("velero-backup.json of %s is not Completed" % name)
+        r = subprocess.run(["tar", "tzf", tgz], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Trouble("GNU tar cannot read %s: %s" % (name, r.stderr[-300:]))
+        gnu = r.stdout.split("\n")[:-1]
+        with tarfile.open(tgz, "r:gz") as tf:
+            names = tf.getnames()
+            if names != gnu:
+                raise Trouble("GNU tar and tarfile disagree on %s" % name)
+            dup = len(names) - len(set(names))
+            if dup:
+                raise Trouble("%d entries twice in %s" % (dup, name))
+            for prefix in ("resources/configmaps/namespaces/bulk/",
+                           "resources/configmaps/v1-preferredversion/namespaces/bulk/"):
+                got = {n[len(prefix):-5] for n in names if n.startswith(prefix)}
+                lost = set(self.objects) - got
+                extra = got - set(self.objects)
+                if lost or extra:
+                    raise Trouble("%s: %d lost (%s), %d unexpected under %s" % (
+                        name, len(lost), sorted(lost)[:3], len(extra), prefix))
+            for n, o in self.objects.items():
+                item = json.loads(tf.extractfile(
+                    "resources/configmaps/namespaces/bulk/%s.json" % n).read())
+                md = item.get("metadata", {})
+                if (md.get("uid"), md.get("resourceVersion"), item.get("data")) != (
+                        o["metadata"]["uid"], o["metadata"]["resourceVersion"], o["data"]):
+                    raise Trouble("%s: %s differs from the API" % (name, n))
+
+    def check_restore(self, name, target, since):
+        r = self.get("%s/%s" % (RS, name))
+        phase = r.get("status", {}).get("phase")
+        if phase != "Completed":
+            raise Trouble("restore %s %s: %s" % (name, phase, r["status"].get("failureReason")))
+        items = {o["metadata"]["name"]: o for o in
+                 self.get("/api/v1/namespaces/%s/configmaps" % target)["items"]}
+        lost = [n for n in self.objects if n not in items]
+        if lost:
+            raise Trouble("restore %s: %d objects lost (%s)" % (name, len(lost), lost[:3]))
+        for n, o in self.objects.items():
+            if items[n].get("data") != o["data"]:
+                raise Trouble("restore %s: %s data differs" % (name, n))
+        path = "/api/v1/namespaces/%s/configmaps" % target
+        creates = [e for e in self.sim.requests() if e.get("time", 0) >= since and
+                   e["method"] == "POST" and e["path"] == path and e.get("status") == 201]
+        if len(creates) != len(self.objects):
+            raise Trouble("restore %s: %d successful creates for %d objects" % (
+                name, len(creates), len(self.objects)))
+
+
+def restart_or_takeover(w, rng, trial, killed_sid, journal):
+    """After the owner died: the same id on its journal, or another server."""
+    if rng.random() < 0.5:
+        return w.server(killed_sid, journal), "restart"
+    sid = "t%d" % trial
+    return w.server(sid, w.t.path("j-%s.db" % sid)), "takeover"
+
+
+POINTS = ["backup.after-part@%d", "backup.before-complete", "backup.after-complete",
+          "backup.after-metadata"]
+
+
+def run_backup_kill(w, rng, trial, stop_instead=False):
+    name = "k%d" % trial
+    sid = "s%d" % trial
+    journal = w.t.path("j-%s.db" % sid)
+    point = None
+    if not stop_instead and rng.random() < 0.3:
+        # a third of the kills at a named crash point (base/fault.h)
+        point = rng.choice(POINTS)
+        if "%d" in point:
+            point = point % rng.randrange(1, 30)
+    s1 = w.server(sid, journal, env={"CAIRN_FAULT": point} if point else None)
+    w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                          "metadata": {"name": name, "namespace": NS},
+                          "spec": {"includedNamespaces": ["bulk"]}})
+    if point:
+        try:
+            wait_for(lambda: not s1.alive() or w.get("%s/%s" % (BK, name)).get(
+                "status", {}).get("phase") == "Completed", 60, "the crash point")
+        except CheckFailed:
+            pass
+        delay = 0.0
+    else:
+        delay = rng.uniform(0.2, 3.0)
+        time.sleep(delay)
+    phase = w.get("%s/%s" % (BK, name)).get("status", {}).get("phase")
+    if point:
+        died = not s1.alive()
+        s1.kill9()
+        s2, what = restart_or_takeover(w, rng, trial, sid, journal)
+        how = "%s at %s (%s), %s" % ("died" if died else "passed", point, phase, what)
+        procs = (s2,)
+    elif stop_instead:
+        s1.signal(signal.SIGSTOP)
+        s2 = w.server("t%d" % trial, w.t.path("j-t%d.db" % trial))
+        how = "stopped at %.1fs (%s), taken over" % (delay, phase)
+        time.sleep(rng.uniform(3.0, 5.0))     # past the 2 s Lease
+        s1.signal(signal.SIGCONT)
+        procs = (s1, s2)
+    else:
+        s1.kill9()
+        s2, what = restart_or_takeover(w, rng, trial, sid, journal)
+        how = "killed at %.1fs (%s), %s" % (delay, phase, what)
+        procs = (s2,)
+    w.wait_final("%s/%s" % (BK, name), 120, procs)
+    w.check_backup(name)
+    b = w.get("%s/%s" % (BK, name))
+    return "%s; attempt %s" % (how, b["status"].get("claim", {}).get("attempt"))
+
+
+def run_restore_kill(w, rng, trial, base):
+    name = "r%d" % trial
+    target = "rt%d" % trial
+    sid = "s%d" % trial
+    journal = w.t.path("j-%s.db" % sid)
+    since = time.time()
+    s1 = w.server(sid, journal)
+    w.sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                          "metadata": {"name": name, "namespace": NS},
+                          "spec": {"backupName": base, "includedNamespaces": ["bulk"],
+                                   "namespaceMapping": {"bulk": target}}})
+    delay = rng.uniform(0.2, 4.0)
+    time.sleep(delay)
+    s1.kill9()
+    s2, what = restart_or_takeover(w, rng, trial, sid, journal)
+    w.wait_final("%s/%s" % (RS, name), 120, (s2,))
+    w.check_restore(name, target, since)
+    return "killed at %.1fs, %s" % (delay, what)
+
+
+def run_api_fault(w, rng, trial, kind):
+    name = "a%d" % trial
+    rule = dict(API_KINDS[kind])
+    rule.update({"probability": 0.15, "seed": rng.randrange(1 << 30), "token": "cairn"})
+    # the server's Lease traffic is left alone: faults there test the Lease, not the work
+    rule["path"] = r"^/(api/v1|apis/(?!coordination))"
+    s1 = w.server("s%d" % trial, w.t.path("j-s%d.db" % trial))
+    w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                          "metadata": {"name": name, "namespace": NS},
+                          "spec": {"includedNamespaces": ["bulk"]}})
+    w.sim.faults(rule)
+    try:
+        w.wait_final("%s/%s" % (BK, name), 180, (s1,))
+    finally:
+        hits = sum(r.get("hits", 0) for r in w.sim.ok("GET", "/_sim/faults")
+                   if r.get("probability"))
+        w.base_faults()
+    w.check_backup(name)
+    return "%d faults injected" % hits
+
+
+def run_s3_fault(w, rng, trial, kind):
+    name = "s%d" % trial
+    w.proxy.kinds = (S3_KINDS[kind],)
+    before = w.proxy.faults()
+    w.proxy.rate = 0.3
+    s1 = w.server("s%d" % trial, w.t.path("j-s%d.db" % trial), part_size=5 << 20)
+    w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                          "metadata": {"name": name, "namespace": NS},
+                          "spec": {"includedNamespaces": ["bulk"]}})
+    try:
+        w.wait_final("%s/%s" % (BK, name), 180, (s1,))
+    finally:
+        w.proxy.rate = 0.0
+    w.check_backup(name)
+    return "%d S3 faults injected" % (w.proxy.faults() - before)
+
+
+def mount_wrap(dirpath, size):
+    def wrap(argv):
+        cmd = "mount -t tmpfs -o size=%s tmpfs '%s' && exec %s" % (
+            size, dirpath, " ".join("'%s'" % a for a in argv))
+        return ["unshare", "-m", "sh", "-c", cmd]
+    return wrap
+
+
+def fill(path):
+    import errno
+    with open(path, "wb", buffering=0) as f:
+        for size in (65536, 512):
+            try:
+                while True:
+                    f.write(b"\0" * size)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+
+
+def inside(proc, path):
+    p = "/proc/%d/root%s" % (proc.pid, path)
+
+    def mounted():
+        try:
+            return os.stat(p).st_dev != os.stat(path).st_dev
+        except OSError:
+            return False
+    wait_for(mounted, 20, "the server's tmpfs")
+    return p
+
+
+def run_disk_full(w, rng, trial):
+    name = "d%d" % trial
+    jdir = w.t.mkdir("jfs%d" % trial)
+    s1 = w.server("s%d" % trial, os.path.join(jdir, "j.db"), wrap=mount_wrap(jdir, "4m"))
+    mine = inside(s1, jdir)
+    w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                          "metadata": {"name": name, "namespace": NS},
+                          "spec": {"includedNamespaces": ["bulk"]}})
+    time.sleep(rng.uniform(0.0, 2.0))
+    fill(os.path.join(mine, "filler"))
+    full_for = rng.uniform(1.0, 4.0)
+    time.sleep(full_for)
+    os.unlink(os.path.join(mine, "filler"))
+    w.wait_final("%s/%s" % (BK, name), 120, (s1,))
+    w.check_backup(name)
+    return "journal disk full for %.1fs" % full_for
+
+
+def run_read_only(w, rng, trial):
+    """The store is read-only for a while: the backup fails with a storage
+    error (or completes if it missed the window); the next one completes."""
+    name = "ro%d" % trial
+    sdir = w.root
+    s1 = w.server("s%d" % trial, w.t.path("j-s%d.db" % trial),
+                  wrap=lambda argv: ["unshare", "-m", "sh", "-c",
+                                     "mount --bind '%s' '%s' && exec %s" % (
+                                         sdir, sdir, " ".join("'%s'" % a for a in argv))])
+    time.sleep(0.5)     # the bind mount is the same device: nothing to wait on
+    w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                          "metadata": {"name": name, "namespace": NS},
+                          "spec": {"includedNamespaces": ["bulk"]}})
+    time.sleep(rng.uniform(0.0, 2.0))
+    # a mount with a file open for writing cannot turn read-only: try
+    # between the store's writes (each publish closes its file)
+    end = time.monotonic() + 5
+    while True:
+        ro = subprocess.run(["nsenter", "-t", str(s1.pid), "-m", "mount", "-o",
+                             "remount,bind,ro", sdir], capture_output=True, text=True)
+        if ro.returncode == 0:
+            break
+        if time.monotonic() > end:
+            raise Trouble("cannot remount read-only: %s" % ro.stderr)
+        time.sleep(0.01)
+    ro_for = rng.uniform(1.0, 3.0)
+    time.sleep(ro_for)
+    subprocess.run(["nsenter", "-t", str(s1.pid), "-m", "mount", "-o", "remount,bind,rw", sdir],
+                   capture_output=True)
+    b = w.wait_final("%s/%s" % (BK, name), 120, (s1,))
+    phase = b["status"]["phase"]
+    if phase == "Completed":
+        w.check_backup(name)
+        outcome = "completed"
+    elif phase == "Failed" and "Read-only" in b["status"].get("failureReason", ""):
+        outcome = "failed naming the read-only store"
+    else:
+        raise Trouble("backup %s %s: %s" % (name, phase, b["status"].get("failureReason")))
+    again = name + "-again"
+    w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                          "metadata": {"name": again, "namespace": NS},
+                          "spec": {"includedNamespaces": ["bulk"]}})
+    w.wait_final("%s/%s" % (BK, again), 120, (s1,))
+    w.check_backup(again)
+    return "store read-only for %.1fs: %s; the next one completed" % (ro_for, outcome)
+
+
+def can_mount():
+    if os.geteuid() != 0 or shutil.which("unshare") is None or shutil.which("nsenter") is None:
+        return False
+    d = "/tmp/cairn-chaos-probe-%d" % os.getpid()
+    os.makedirs(d, exist_ok=True)
+    ok = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=1m tmpfs '%s'" % d],
+                        capture_output=True).returncode == 0
+    os.rmdir(d)
+    return ok
+
+
+def campaign(seed, plan, objects, out=print):
+    """Run the trials of plan [(kind, count)]; returns (counts, failures)."""
+    rng = random.Random(seed)
+    counts = {"trials": 0, "ok": 0, "lost_or_dup": 0, "not_completed": 0, "skipped": 0}
+    failures = []
+    out("# chaos seed %d: %s; %d objects" % (seed, ", ".join("%s x%d" % kc for kc in plan), objects))
+    mountable = can_mount()
+    trials = [k for k, n in plan for _ in range(n)]
+    rng.shuffle(trials)
+    worlds = {}
+    base = None
+    for i, kind in enumerate(trials, 1):
+        s3 = kind in S3_KINDS
+        key = "s3" if s3 else "fs"
+        if key not in worlds:
+            t = Case("chaos-%s-%d" % (key, seed))
+            worlds[key] = (t, World(t, random.Random(rng.random()), objects, s3=s3))
+        t, w = worlds[key]
+        if kind in ("disk-full", "read-only") and not mountable:
+            counts["skipped"] += 1
+            out("trial %d %s: skipped (no mount namespaces here)" % (i, kind))
+            continue
+        counts["trials"] += 1
+        t0 = time.monotonic()
+        try:
+            if kind == "kill":
+                note = run_backup_kill(w, rng, i)
+            elif kind == "stop":
+                note = run_backup_kill(w, rng, i, stop_instead=True)
+            elif kind == "kill-restore":
+                if base is None:
+                    base = "base"
+                    s = w.server("sbase", t.path("j-base.db"))
+                    w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                                          "metadata": {"name": base, "namespace": NS},
+                                          "spec": {"includedNamespaces": ["bulk"]}})
+                    w.wait_final("%s/%s" % (BK, base), 120, (s,))
+                    w.check_backup(base)
+                    w.stop_all()
+                note = run_restore_kill(w, rng, i, base)
+            elif kind in API_KINDS:
+                note = run_api_fault(w, rng, i, kind)
+            elif kind in S3_KINDS:
+                note = run_s3_fault(w, rng, i, kind)
+            elif kind == "disk-full":
+                note = run_disk_full(w, rng, i)
+            else:
+                note = run_read_only(w, rng, i)
+            counts["ok"] += 1
+            out("trial %d %s: ok (%.1fs): %s" % (i, kind, time.monotonic() - t0, note))
+        except Trouble as e:
+            msg = str(e)
+            bucket = "lost_or_dup" if ("lost" in msg or "twice" in msg or "creates" in msg or
+                                       "differs" in msg) else "not_completed"
+            counts[bucket] += 1
+            failures.append((i, kind, msg))
+            out("trial %d %s: FAILED (seed %d): %s" % (i, kind, seed, msg[:1500]))
+        except Exception as e:  # noqa: BLE001 - a broken trial is reported, the campaign goes on
+            counts["not_completed"] += 1
+            failures.append((i, kind, repr(e)))
+            out("trial %d %s: ERROR (seed %d): %s" % (i, kind, seed, traceback.format_exc()[-1500:]))
+        finally:
+            w.stop_all()
+    for t, w in worlds.values():
+        t.finish()
+    out("# chaos seed %d: %d trials, %d ok, %d lost or duplicated, %d not completed, %d skipped" % (
+        seed, counts["trials"], counts["ok"], counts["lost_or_dup"], counts["not_completed"],
+        counts["skipped"]))
+    return counts, failures
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--kill", type=int, default=200, help="kill trials (backups)")
+    ap.add_argument("--faults", type=int, default=20, help="trials of each other kind")
+    ap.add_argument("--kinds", default=",".join(ALL_KINDS))
+    ap.add_argument("--objects", type=int, default=1500)
+    a = ap.parse_args()
+    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
+    kinds = [k for k in a.kinds.split(",") if k]
+    bad = [k for k in kinds if k not in ALL_KINDS]
+    if bad:
+        ap.error("unknown kinds %s (known: %s)" % (bad, ", ".join(ALL_KINDS)))
+    plan = [(k, a.kill if k == "kill" else a.faults) for k in kinds]
+    counts, failures = campaign(seed, plan, a.objects, out=lambda s: print(s, flush=True))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
