@@ -545,7 +545,7 @@ def main():
     ap.add_argument("--kill", type=int, default=200, help="kill trials (backups)")
     ap.add_argument("--faults", type=int, default=20, help="trials of each other kind")
     ap.add_argument("--kinds", default=",".join(ALL_KINDS))
-    ap.add_argument("--objects", type=int, default=1500)
+    ap.add_argument("--objects", type=int, default=3000)
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
     kinds = [k for k in a.kinds.split(",") if k]
