@@ -1190,11 +1190,12 @@ delete_stored(const struct flagset *fs, struct kube *k, const char *ns,
 	int rc;
 
 	memset(&vc, 0, sizeof vc);
+	memset(&c, 0, sizeof c);
+	memset(cl, 0, sizeof *cl);
 	vc.plugin_dir = flag_str(fs, F_PLUGIN_DIR);
 	vc.plugin_timeout_us = flag_duration_us(fs, F_PLUGIN_TIMEOUT);
-	rc = volumes_configure(&vc, &err);
+	rc = volumes_open(&vc, &c.vol, &err);
 	if (rc == 0) {
-		memset(&c, 0, sizeof c);
 		c.kube = k;
 		c.namespace = ns;
 		c.server_id = "cli";
@@ -1202,7 +1203,7 @@ delete_stored(const struct flagset *fs, struct kube *k, const char *ns,
 		/* Never started: it may have written nothing, keep no files. */
 		rc = gc_clean_backup(&c, b, !started, cl, &err);
 	}
-	volumes_shutdown();
+	volumes_free(c.vol);
 	if (rc == 0 && cl->lost[0] != '\0')
 		fprintf(stderr, "Backup %s never started; deleting only the "
 		    "object (%s).\n", name, cl->lost);

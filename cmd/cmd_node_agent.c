@@ -73,6 +73,7 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct volumes_config vc;
 	struct volumes_ctx ctx;
+	struct volumes *vol = NULL;
 	struct kube *k = NULL, *lk = NULL;
 	struct journal *j = NULL;
 	struct lease *lease = NULL;
@@ -120,7 +121,7 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 	lo.renew_deadline_us = flag_duration_us(fs, F_RENEW_DEADLINE);
 	lo.retry_period_us = flag_duration_us(fs, F_RETRY_PERIOD);
 	vc.lease_duration_us = lo.lease_duration_us;
-	if (volumes_configure(&vc, &err) < 0) {
+	if (volumes_open(&vc, &vol, &err) < 0) {
 		cli_fail("%s", err.msg);
 		goto done;
 	}
@@ -187,6 +188,7 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 	ctx.stop = &agent_stop;
 	ctx.may_write = agent_may_write;
 	ctx.may_write_arg = lease;
+	ctx.vol = vol;
 	log_info("cairn node-agent %s on node %s: api %s, namespace %s, "
 	    "journal %s", id, node, kube_server(k), ctx.namespace,
 	    journal_path(j));
@@ -210,7 +212,7 @@ done:
 	journal_close(j);
 	kube_free(lk);
 	kube_free(k);
-	volumes_shutdown();
+	volumes_free(vol);
 	free(idbuf);
 	return rc;
 }

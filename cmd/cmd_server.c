@@ -67,6 +67,7 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	struct journal *j = NULL;
 	struct kube_selector *shard = NULL;
 	struct status *st = NULL;
+	struct volumes *vol = NULL;
 	struct web *web = NULL;
 	struct sigaction sa;
 	char host[256];
@@ -180,7 +181,8 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 		vc.claim_timeout_us = flag_duration_us(fs,
 		    F_VOLUME_CLAIM_TIMEOUT);
 		vc.part_size = (size_t)part;
-		if (volumes_configure(&vc, &err) < 0) {
+		vc.lease_duration_us = flag_duration_us(fs, F_LEASE_DURATION);
+		if (volumes_open(&vc, &vol, &err) < 0) {
 			cli_fail("%s", err.msg);
 			goto done;
 		}
@@ -207,6 +209,7 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	o.kubeconfig = flag_str(fs, F_KUBECONFIG);
 	o.context = flag_str(fs, F_CONTEXT);
 	o.default_location = flag_str(fs, F_DEFAULT_LOCATION);
+	o.volumes = vol;
 	log_info("cairn server %s starting: api %s, namespace %s, journal %s",
 	    id, kube_server(k), o.namespace, journal_path(j));
 	if (server_run(&o, &err) < 0)
@@ -216,7 +219,7 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 done:
 	web_stop(web);		/* before the state its callbacks read */
 	status_stop(st);
-	volumes_shutdown();
+	volumes_free(vol);
 	journal_close(j);
 	kube_free(k);
 	kube_selector_free(shard);

@@ -1693,10 +1693,10 @@ bk_complete(struct bk *b, struct cairn_err *err)
 
 	/* Volumes before the tarball completes: a crash resumes both. */
 	{
-		struct volumes_ctx vc = { b->env->kube, b->env->journal,
-		    b->env->namespace, b->env->server_id, b->jid, b->env->stop,
-		    b->env->may_write, b->env->may_write_arg };
+		struct volumes_ctx vc;
 		struct volumes_result vr;
+
+		volumes_ctx_env(&vc, b->env, b->jid);
 
 		struct cairn_err herr = CAIRN_ERR_INIT;
 		int hrc;

@@ -27,6 +27,7 @@
 struct kube;
 struct kube_gvr;
 struct journal;
+struct volumes;
 
 /* What every run needs; borrowed by the run, owned by the server. */
 struct engine_env {
@@ -52,6 +53,8 @@ struct engine_env {
 	 */
 	int (*may_write)(void *arg);
 	void *may_write_arg;
+	/* Volume work's configuration (engine/volumes.h volumes_open()). */
+	struct volumes *volumes;
 };
 
 /* Label of objects created from storage by a sync (engine/sync.h). */

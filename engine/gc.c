@@ -114,8 +114,8 @@ out:
  * 0 when the object may go, < 0 to retry on the next pass.
  */
 static int
-clean_storage(struct kube *k, const char *ns, const cJSON *b,
-	struct cairn_err *err)
+clean_storage(struct kube *k, const char *ns, struct volumes *vol,
+	const cJSON *b, struct cairn_err *err)
 {
 	struct volumes_ctx c;
 	struct gc_clean cl;
@@ -125,6 +125,7 @@ clean_storage(struct kube *k, const char *ns, const cJSON *b,
 	c.kube = k;
 	c.namespace = ns;
 	c.server_id = "gc";
+	c.vol = vol;
 	rc = gc_clean_backup(&c, b, 1, &cl, err);
 	if (cl.lost[0] != '\0')
 		log_warn("backup %s/%s: storage location %s: %s; nothing to "
@@ -187,6 +188,7 @@ gc_set_finalizer(struct kube *k, const char *ns, const cJSON *b, int present,
 struct gc_pass {
 	struct kube *k;
 	const char *ns;
+	struct volumes *vol;
 	int64_t now;
 	int expire;
 	struct gc_stats st;
@@ -206,7 +208,7 @@ gc_one(struct gc_pass *g, const cJSON *b)
 	if (deleting && fin) {
 		if (strcmp(phase, "InProgress") == 0)
 			return;		/* cleaned once it stops writing */
-		if (clean_storage(g->k, g->ns, b, &err) < 0)
+		if (clean_storage(g->k, g->ns, g->vol, b, &err) < 0)
 			goto fail;
 		rc = gc_set_finalizer(g->k, g->ns, b, 0, &err);
 		if (rc < 0 && rc != CAIRN_ENOTFOUND && rc != CAIRN_ECONFLICT)
@@ -240,7 +242,7 @@ gc_one(struct gc_pass *g, const cJSON *b)
 		struct kube_delete_opts d;
 		cJSON *reply = NULL;
 
-		rc = clean_storage(g->k, g->ns, b, &err);
+		rc = clean_storage(g->k, g->ns, g->vol, b, &err);
 		if (rc < 0)
 			goto fail;
 		if (rc > 0) {
@@ -282,8 +284,8 @@ gc_item(void *arg, cJSON *item)
 }
 
 int
-gc_tick(struct kube *k, const char *ns, int64_t now_us, int expire,
-	struct gc_stats *stats, struct cairn_err *err)
+gc_tick(struct kube *k, const char *ns, struct volumes *vol, int64_t now_us,
+	int expire, struct gc_stats *stats, struct cairn_err *err)
 {
 	struct gc_pass g;
 	int rc;
@@ -291,6 +293,7 @@ gc_tick(struct kube *k, const char *ns, int64_t now_us, int expire,
 	memset(&g, 0, sizeof g);
 	g.k = k;
 	g.ns = ns;
+	g.vol = vol;
 	g.now = now_us;
 	g.expire = expire;
 	rc = kube_list(k, &backups_gvr, ns, NULL, gc_item, &g, NULL, err);

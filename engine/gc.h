@@ -33,6 +33,7 @@
 #define GC_FINALIZER "cairn.io/backup-cleanup"
 
 struct kube;
+struct volumes;
 struct volumes_ctx;
 
 /* What one pass did (for logs and tests). */
@@ -44,14 +45,16 @@ struct gc_stats {
 };
 
 /*
- * One pass over the Backups of ns at time now_us. expire: also delete
+ * One pass over the Backups of ns at time now_us (vol: volume work's
+ * configuration, for the plugins that delete snapshots). expire: also delete
  * expired Backups (the caller does this every --gc-period; finalizers are
  * handled on every pass). stats may be NULL. Returns 0, or an error when
  * the Backups could not be listed; per-Backup failures are logged,
  * counted and retried on the next pass.
  */
-int gc_tick(struct kube *k, const char *ns, int64_t now_us, int expire,
-	struct gc_stats *stats, struct cairn_err *err);
+int gc_tick(struct kube *k, const char *ns, struct volumes *vol,
+	int64_t now_us, int expire, struct gc_stats *stats,
+	struct cairn_err *err);
 
 /* What gc_clean_backup() did. */
 struct gc_clean {

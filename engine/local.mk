@@ -61,7 +61,8 @@ tests_unit_test_cron_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
 engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h \
 	engine/hostpath.c engine/hostpath.h \
-	engine/volumes.c engine/volumes.h \
+	engine/volumes.h engine/volumes_int.h engine/volumes_op.c \
+	engine/volumes_backup.c engine/volumes_restore.c engine/volumes_agent.c \
 	engine/volumes_status.c
 
 check_PROGRAMS += tests/unit/test_plugin

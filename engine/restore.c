@@ -409,13 +409,12 @@ prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
 		}
 		/* restorePVs: volume data first, the PV then points at it. */
 		if (!cJSON_IsFalse(json_get(rs->obj, "spec.restorePVs"))) {
-			struct volumes_ctx vc = { rs->env->kube,
-			    rs->env->journal, rs->env->namespace,
-			    rs->env->server_id, rs->jid, rs->env->stop,
-			    rs->env->may_write, rs->env->may_write_arg };
+			struct volumes_ctx vc;
 			struct cairn_err ve = CAIRN_ERR_INIT;
 			cJSON *me = cJSON_CreateObject();
 			int vrc;
+
+			volumes_ctx_env(&vc, rs->env, rs->jid);
 
 			/* The claim the volume work fences on (rs->obj may be
 			 * replaced meanwhile by another thread's status write). */

@@ -773,6 +773,7 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	s.env.drain = &s.drain;
 	s.env.may_write = server_may_write;
 	s.env.may_write_arg = &s;
+	s.env.volumes = o->volumes;
 	s.renv = s.env;
 	s.renv.stop = &s.drain;		/* a restore's items are its checkpoints */
 	s.renv.drain = NULL;
@@ -806,7 +807,7 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	/* Schedules, location health and sync, GC (engine/upkeep.h). */
 	if (started == s.nworkers && !o->no_upkeep) {
 		struct upkeep_opts uo = { o->kube, o->namespace, 0,
-		    o->gc_period_us, o->default_location };
+		    o->gc_period_us, o->default_location, o->volumes };
 		struct cairn_err uerr = CAIRN_ERR_INIT;
 
 		if (upkeep_start(&uo, &s.upkeep, &uerr) < 0)

@@ -15,6 +15,7 @@
 struct kube;
 struct journal;
 struct kube_selector;
+struct volumes;
 
 struct server_opts {
 	struct kube *kube;		/* borrowed, thread-safe */
@@ -44,6 +45,7 @@ struct server_opts {
 	const char *context;
 	int no_upkeep;			/* tests/benchmarks: no schedules/GC */
 	const char *default_location;	/* upkeep_opts.default_location */
+	struct volumes *volumes;	/* volume work's configuration, borrowed */
 };
 
 /*

@@ -63,7 +63,7 @@ upkeep_main(void *arg)
 		cairn_err_clear(&err);
 		if (u->stop)
 			break;
-		if (gc_tick(u->o.kube, u->ns, time_now_us(), expire, NULL,
+		if (gc_tick(u->o.kube, u->ns, u->o.volumes, time_now_us(), expire, NULL,
 		    &err) < 0)
 			log_warn("backups in %s: %s", u->ns, err.msg);
 		else if (expire)

@@ -15,6 +15,7 @@
 
 struct kube;
 struct upkeep;
+struct volumes;
 
 struct upkeep_opts {
 	struct kube *kube;		/* borrowed, thread-safe */
@@ -27,6 +28,8 @@ struct upkeep_opts {
 	 * none. Borrowed for the thread's life.
 	 */
 	const char *default_location;
+	/* Volume work's configuration (snapshots deleted with a backup). */
+	struct volumes *volumes;
 };
 
 /* Start the thread. *out is owned: upkeep_stop() joins and frees it. */

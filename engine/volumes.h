@@ -29,8 +29,12 @@
  * Plugins never see cluster credentials; cairn writes the objects on
  * their behalf from what they report (docs/plugins.md).
  *
- * Threads: volumes_configure() once at start; everything else may be
- * called from any worker thread.
+ * Threads: volumes_open() once at start; everything else may be called
+ * from any worker thread with a context carrying that configuration.
+ *
+ * Files: volumes_op.c (the configuration, one operation's claim and
+ * writes), volumes_backup.c, volumes_restore.c, volumes_agent.c,
+ * volumes_status.c; see volumes_int.h.
  */
 #ifndef CAIRN_VOLUMES_H
 #define CAIRN_VOLUMES_H
@@ -44,6 +48,8 @@
 struct kube;
 struct journal;
 struct bspec;
+struct engine_env;
+struct volumes;
 
 #define VOLUMES_LABEL_BACKUP	"cairn.io/backup-name"
 #define VOLUMES_LABEL_RESTORE	"cairn.io/restore-name"
@@ -52,7 +58,7 @@ struct bspec;
 #define VOLUMES_ANN_PLUGIN	"cairn.io/volume-plugin"	/* on a PV: which plugin */
 #define VOLUMES_BUILTIN		"hostpath"	/* name of the built-in mover */
 
-/* Process-wide settings (flags of cairn server / node-agent). */
+/* Settings (flags of cairn server / node-agent), copied by volumes_open(). */
 struct volumes_config {
 	const char *plugin_dir;		/* NULL: built-in mover only */
 	const char *node_name;		/* node-agent: its node; server: NULL */
@@ -66,11 +72,16 @@ struct volumes_config {
 };
 
 /*
- * Copy the settings and scan the plugin directory (see plugin_dir_open;
- * a missing directory is an error). Call once before any other function.
+ * The process's volume configuration: the settings copied, the plugin
+ * directory scanned (see plugin_dir_open; a missing directory is an
+ * error), and the cache of other processes' Leases used to judge
+ * takeovers. Every volumes_ctx carries it (vol); nothing of it is global,
+ * so one process may hold several (tests). *out owned: volumes_free().
  */
-int volumes_configure(const struct volumes_config *c, struct cairn_err *err);
-void volumes_shutdown(void);
+int volumes_open(const struct volumes_config *c, struct volumes **out,
+	struct cairn_err *err);
+/* Free; NULL is fine. No call using it may be running. */
+void volumes_free(struct volumes *v);
 
 /* What every call needs; borrowed. */
 struct volumes_ctx {
@@ -87,7 +98,17 @@ struct volumes_ctx {
 	 */
 	int (*may_write)(void *arg);
 	void *may_write_arg;
+	/* The configuration (volumes_open); required by every call below. */
+	struct volumes *vol;
 };
+
+/*
+ * The context of a Backup's or Restore's run (engine/claim.h): its
+ * client, journal (row jid), namespace, server id, stop flag, Lease hook
+ * and volume configuration (env->volumes).
+ */
+void volumes_ctx_env(struct volumes_ctx *c, const struct engine_env *env,
+	int64_t jid);
 
 struct volumes_result {
 	int total;			/* volume operations of the backup */

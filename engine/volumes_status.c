@@ -1,8 +1,6 @@
 /*
- * volumes_web.c: what the web endpoint shows of volume operations. Kept
- * apart from volumes.c so that programs linking the engine without web/
- * (test helpers) do not need it: only callers of these two functions pull
- * in web/metrics and web/status_doc.
+ * volumes_status.c: the running volume operations in the status document
+ * (volumeOperations of docs/status-json.md), read from the cluster.
  */
 #include "config.h"
 #include "engine/volumes.h"

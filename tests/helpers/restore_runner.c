@@ -23,6 +23,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/restore.h"
+#include "engine/volumes.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
 
@@ -83,6 +84,7 @@ main(int argc, char **argv)
 	struct kube *k = NULL;
 	struct journal *j = NULL;
 	struct engine_env env;
+	struct volumes_config vc;
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = "cairn-system", *jpath = "journal.db", *id = "runner";
 	int workers = 0, period_ms = 200;
@@ -109,14 +111,17 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	log_configure(getenv("CAIRN_LOG_LEVEL") ? getenv("CAIRN_LOG_LEVEL") :
 	    "info", "text", NULL);
+	memset(&env, 0, sizeof env);
+	memset(&vc, 0, sizeof vc);	/* the built-in mover, defaults */
 	if (kube_config_load(&co, &cfg, &err) < 0 ||
 	    kube_new(cfg, NULL, &k, &err) < 0 ||
-	    journal_open(jpath, 0, &j, &err) < 0) {
+	    journal_open(jpath, 0, &j, &err) < 0 ||
+	    volumes_open(&vc, &env.volumes, &err) < 0) {
 		fprintf(stderr, "restore_runner: %s\n", err.msg);
+		journal_close(j);
 		kube_free(k);
 		return 1;
 	}
-	memset(&env, 0, sizeof env);
 	env.kube = k;
 	env.journal = j;
 	env.server_id = id;
@@ -137,6 +142,7 @@ main(int argc, char **argv)
 		free(s.names);
 		time_sleep_us((int64_t)period_ms * 1000, &stop_flag);
 	}
+	volumes_free(env.volumes);
 	journal_close(j);
 	kube_free(k);
 	return 0;

@@ -37,14 +37,14 @@ main(int argc, char **argv)
 	co.kubeconfig = argv[2];
 	memset(&vc, 0, sizeof vc);
 	vc.plugin_dir = argv[4];
-	if (volumes_configure(&vc, &err) < 0 ||
+	memset(&c, 0, sizeof c);
+	if (volumes_open(&vc, &c.vol, &err) < 0 ||
 	    kube_config_load(&co, &cfg, &err) < 0 ||
 	    kube_new(cfg, NULL, &k, &err) < 0)
 		goto out;
 	if (kube_get(k, &KUBE_GVR("cairn.io", "v1", "backups"), argv[3],
 	    argv[5], &b, &err) < 0)
 		goto out;
-	memset(&c, 0, sizeof c);
 	c.kube = k;
 	c.namespace = argv[3];
 	c.server_id = "volume-tool";
@@ -57,6 +57,6 @@ out:
 		fprintf(stderr, "%s\n", err.msg);
 	cJSON_Delete(b);
 	kube_free(k);
-	volumes_shutdown();
+	volumes_free(c.vol);
 	return rc;
 }

@@ -220,7 +220,7 @@ def every_written_field_is_in_the_crd_schema(t):
     problems = []
     check_value(schemas["volumepluginbackups"]["properties"]["status"], {"checkpoint": ck},
                 "volumepluginbackups.status", problems)
-    t.eq(problems, [], "a volume checkpoint as engine/volumes.c hp_ckpt_cb() writes it")
+    t.eq(problems, [], "a volume checkpoint as engine/volumes_backup.c hp_ckpt_cb() writes it")
 
 
 main()

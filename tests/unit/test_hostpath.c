@@ -70,7 +70,7 @@ rec_ckpt(void *arg, const struct hostpath_ckpt *ck, struct cairn_err *err)
 	char enc[HOSTPATH_CKPT_MAX];
 
 	r->nck++;
-	/* Round-trip through the journal encoding, as volumes.c does. */
+	/* Round-trip through the journal encoding, as volumes_backup.c does. */
 	if (hostpath_ckpt_encode(ck, enc, sizeof enc) == 0)
 		hostpath_ckpt_decode(enc, &r->ck);
 	if (r->stop_after > 0 && r->nck >= r->stop_after)
