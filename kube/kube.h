@@ -330,16 +330,39 @@ int kube_delete(struct kube *k, const struct kube_gvr *r, const char *ns,
 #define KUBE_TAKE 1
 typedef int (*kube_item_fn)(void *arg, cJSON *item);
 
+#define KUBE_GONE_FAIL 0
+#define KUBE_GONE_RESTART 1
+#define KUBE_GONE_RESUME 2
+
+/*
+ * The order items of a list come in: etcd's key order, the bytes of
+ * "namespace/name" (ns NULL or "" for cluster-scoped objects: by name).
+ * Note "a-b/x" < "a/x": it is not (namespace, name) compared in turn.
+ * Negative, 0, positive as strcmp.
+ */
+int kube_key_cmp(const char *ns_a, const char *name_a, const char *ns_b,
+	const char *name_b);
+
 struct kube_list_opts {
 	const char *label_selector;	/* NULL: all */
 	const char *field_selector;	/* NULL: all */
 	int limit;			/* page size; 0: 500; < 0: no paging */
 	const char *resource_version;	/* NULL: most recent; "0": any */
 	/*
-	 * An expired continue token (410) in the middle: 0 -> return
-	 * CAIRN_EGONE (items seen so far were delivered; the caller relists);
-	 * 1 -> call on_restart (if set) and list again from the start, so the
-	 * callback sees items again (at most 3 restarts).
+	 * An expired continue token (410) in the middle:
+	 * KUBE_GONE_FAIL (0): return CAIRN_EGONE (items seen so far were
+	 *   delivered; the caller relists);
+	 * KUBE_GONE_RESTART (1): call on_restart (if set) and list again
+	 *   from the start, so the callback sees items again (at most 3
+	 *   restarts);
+	 * KUBE_GONE_RESUME (2): go on past the last item delivered, from
+	 *   the inconsistent continue token of the 410's Status (the rest
+	 *   of the collection at its latest state) or else from the first
+	 *   page of a new list, skipping every item up to that key: each
+	 *   item once, in key order. Objects created meanwhile before that
+	 *   key are not seen (the list had passed their place), deleted
+	 *   ones are gone. CAIRN_EGONE after 3 expiries in a row with no
+	 *   item delivered between them.
 	 */
 	int restart_on_gone;
 	int (*on_restart)(void *arg);
@@ -385,7 +408,7 @@ struct kube_list_info {
 	char resource_version[64];	/* list RV of the last page: start a watch here */
 	uint64_t items;			/* items delivered */
 	uint64_t pages;			/* pages fetched */
-	int restarts;			/* restarts after 410 */
+	int restarts;			/* restarts or resumes after 410 */
 };
 
 /*
@@ -393,8 +416,9 @@ struct kube_list_info {
  * page streams in: memory stays flat however many objects there are (one
  * item is buffered at a time, capped by CAIRN_CAP_API_BODY). ns NULL: all
  * namespaces. opts and info may be NULL. A page that fails mid-way is
- * fetched again (same continue token) and the items already delivered from
- * it are skipped, so each item is delivered once. The callback runs while
+ * fetched again (same continue token) and its items up to the key of the
+ * last one delivered (kube_key_cmp) are skipped, so each item is
+ * delivered once even when objects came or went between the fetches. The callback runs while
  * the page is streaming and may take its time: the request timeout applies
  * to inactivity (no byte received and no callback returning), not to the
  * whole page.

@@ -21,11 +21,18 @@
  * tokens (the splitter notes it while scanning) is replaced by cJSON's
  * compact print of the tree.
  *
- * A page that breaks in the middle (connection drop, timeout) is fetched
- * again with the same continue token; the items already delivered from it
- * are counted and skipped, so each item is delivered once. An expired
- * continue token (410) either ends the list with CAIRN_EGONE or restarts it
- * (restart_on_gone; the callback then sees items again after on_restart).
+ * Items come in key order (etcd's: the bytes of "namespace/name",
+ * kube_key_cmp()), and the list remembers the key of the last item it
+ * delivered. A page that breaks in the middle (connection drop, timeout)
+ * is fetched again with the same continue token and its items up to that
+ * key are skipped: by key, not by count, because a first page fetched
+ * again is a new snapshot where an object created or deleted meanwhile
+ * shifts every position. An expired continue token (410) ends the list
+ * with CAIRN_EGONE, restarts it (KUBE_GONE_RESTART: the callback sees
+ * items again after on_restart), or goes on past the last key delivered
+ * (KUBE_GONE_RESUME): from the inconsistent continue token the API
+ * server puts in the 410's Status (the rest of the collection at its
+ * latest state), else from the first page of a new list, skipping by key.
  *
  * A list may start at a continue token an earlier list handed out
  * (opts.continue_token: a resumed backup goes on where it was), and
@@ -73,10 +80,55 @@ struct lst {
 	char *gv;			/* "group/version" of the request */
 	char *disc_kind;		/* kind from discovery, lazily */
 	int disc_tried;
-	const char **keys;		/* opts.parse_only + apiVersion, kind */
+	const char **keys;		/* opts.parse_only + apiVersion, kind, name */
 	uint64_t page_seen;		/* items of this page parsed, this attempt */
-	uint64_t page_done;		/* items of this page delivered, all attempts */
+	struct buf last;		/* key of the last item delivered: ns NUL name */
+	size_t last_ns_len;
+	int have_last;			/* last is set */
+	int skip;			/* skip items up to last (refetch, resume) */
+	uint64_t skipped;		/* items skipped by key */
+	int gone_streak;		/* 410s since an item was last delivered */
 };
+
+int
+kube_key_cmp(const char *ns_a, const char *name_a, const char *ns_b,
+    const char *name_b)
+{
+	size_t i = 0;
+	unsigned char ca, cb;
+
+	if (ns_a == NULL)
+		ns_a = "";
+	if (ns_b == NULL)
+		ns_b = "";
+	/* "ns_a/" against "ns_b/": names hold no '/', so this decides */
+	while (ns_a[i] != '\0' && ns_a[i] == ns_b[i])
+		i++;
+	ca = ns_a[i] != '\0' ? (unsigned char)ns_a[i] : '/';
+	cb = ns_b[i] != '\0' ? (unsigned char)ns_b[i] : '/';
+	if (ca != cb)
+		return ca < cb ? -1 : 1;
+	if (ns_a[i] != ns_b[i])		/* "a/" vs "a//...": not a namespace */
+		return ns_a[i] == '\0' ? -1 : 1;
+	return strcmp(name_a != NULL ? name_a : "", name_b != NULL ?
+	    name_b : "");
+}
+
+/* Remember ns/name as the last key delivered. */
+static void
+last_set(struct lst *l, const char *ns, const char *name)
+{
+	size_t n = strlen(ns);
+
+	buf_reset(&l->last);
+	if (buf_append(&l->last, ns, n + 1) < 0 ||
+	    buf_puts(&l->last, name) < 0) {
+		l->have_last = 0;	/* beyond any real key: no skipping */
+		return;
+	}
+	l->last_ns_len = n;
+	l->have_last = 1;
+}
 
 static const char *
 item_kind(struct lst *l)
@@ -176,9 +228,10 @@ on_item(void *arg, const char *text, size_t len)
 	const char *av = NULL, *kind = NULL;
 	int rc;
 
+	const cJSON *md;
+	const char *ns, *name;
+
 	l->page_seen++;
-	if (l->page_seen <= l->page_done)
-		return 0;	/* delivered before this page was retried */
 	/* spaced-out text is printed from the tree: it must be whole */
 	if (l->keys != NULL && !l->ls.item.ws)
 		item = json_parse_members(text, len, l->keys, l->err);
@@ -195,6 +248,20 @@ on_item(void *arg, const char *text, size_t len)
 		    "list item %llu is not an object",
 		    (unsigned long long)l->page_seen);
 	}
+	md = cJSON_GetObjectItemCaseSensitive(item, "metadata");
+	ns = json_str_or(md, "namespace", "");
+	name = json_str_or(md, "name", "");
+	if (l->skip) {
+		if (kube_key_cmp(ns, name, l->last.data, l->last.data +
+		    l->last_ns_len + 1) <= 0) {
+			cJSON_Delete(item);	/* delivered before */
+			l->skipped++;
+			return 0;
+		}
+		l->skip = 0;
+	}
+	last_set(l, ns, name);
+	l->gone_streak = 0;
 	if (cJSON_GetObjectItemCaseSensitive(item, "apiVersion") == NULL) {
 		av = l->ls.api_version[0] ? l->ls.api_version : l->gv;
 		cJSON_AddStringToObject(item, "apiVersion", av);
@@ -204,7 +271,6 @@ on_item(void *arg, const char *text, size_t len)
 		if (kind != NULL)
 			cJSON_AddStringToObject(item, "kind", kind);
 	}
-	l->page_done++;
 	l->info->items++;
 	if (l->tfn != NULL)
 		return deliver_text(l, item, text, len, av, kind);
@@ -229,6 +295,7 @@ rewind_page(void *arg)
 
 	lsplit_reset(&l->ls);
 	l->page_seen = 0;
+	l->skip = l->have_last;	/* what this page gave before, by key */
 	return 0;
 }
 
@@ -251,6 +318,28 @@ page_query(struct buf *q, const char *base, int limit,
 		return cairn_err_set(err, CAIRN_ETOOBIG, "list %s: query too "
 		    "long", base);
 	return 0;
+}
+
+/*
+ * The continue token of a 410's Status (metadata.continue): the API
+ * server's inconsistent continue token, which lists the rest of the
+ * collection at its latest state. Owned, or NULL.
+ */
+static char *
+gone_token(const struct buf *reply)
+{
+	cJSON *st;
+	const char *t;
+	char *out = NULL;
+
+	if (reply->len == 0)
+		return NULL;
+	st = json_parse(reply->data, reply->len, NULL);
+	t = json_str(st, "metadata.continue");
+	if (t != NULL && *t != '\0')
+		out = xstrdup(t);
+	cJSON_Delete(st);
+	return out;
 }
 
 /* ---- Prefetch: the next page is fetched while this one is processed ---- */
@@ -276,6 +365,7 @@ struct pf {
 	struct buf page;	/* PF_PAGE: the whole reply */
 	char *tok;		/* the token that fetches it; NULL: first page */
 	int rc;			/* PF_END: 0 (no more pages) or the error */
+	char *gone_cont;	/* PF_END with 410: the Status's continue token */
 	struct cairn_err err;
 	volatile int quit;	/* consumer: stop now */
 	/* The fetcher's own. */
@@ -346,6 +436,8 @@ pf_main(void *arg)
 			c.rewind = pf_rewind;
 			c.sink_arg = &f->fb;
 			rc = kube_call_do(f->k, &c, &f->err);
+			if (rc == CAIRN_EGONE)
+				f->gone_cont = gone_token(&c.reply);
 			if (rc == CAIRN_ETOOBIG && c.sink_rc == CAIRN_ETOOBIG) {
 				kube_call_done(&c);
 				cairn_err_clear(&f->err);
@@ -427,6 +519,7 @@ pf_stop(struct pf *f)
 	pthread_cond_destroy(&f->cv);
 	free(f->tok);
 	free(f->cont);
+	free(f->gone_cont);
 	free(f);
 }
 
@@ -462,6 +555,51 @@ pf_take(struct pf *f, struct buf *page, char **tok, const volatile int *stop)
 	return st;
 }
 
+/*
+ * The continue token *cont expired (410). *gone_cont: the inconsistent
+ * continue token of the 410's Status, or NULL (taken). Returns 0 with
+ * *cont set to where the list goes on, or the error that ends it.
+ */
+static int
+list_gone(struct lst *l, const struct kube_list_opts *o, const char *base,
+    char **cont, char **gone_cont, struct cairn_err *err)
+{
+	struct kube_list_info *info = l->info;
+
+	FREE_NULL(*cont);
+	if (o->restart_on_gone == KUBE_GONE_RESUME &&
+	    l->gone_streak < LIST_MAX_RESTARTS) {
+		log_info("list %s: continue token expired after %llu items; "
+		    "going on %s, past the last item delivered", base,
+		    (unsigned long long)info->items, *gone_cont != NULL ?
+		    "at the API server's latest state" : "with a new list");
+		cairn_err_clear(err);
+		l->gone_streak++;
+		info->restarts++;
+		*cont = *gone_cont;	/* NULL: from the first page */
+		*gone_cont = NULL;
+		l->skip = l->have_last;
+		return 0;
+	}
+	FREE_NULL(*gone_cont);
+	if (o->restart_on_gone != KUBE_GONE_RESTART ||
+	    info->restarts >= LIST_MAX_RESTARTS) {
+		cairn_err_prefix(err, "list %s: continue token expired after "
+		    "%llu items; list again", base,
+		    (unsigned long long)info->items);
+		return CAIRN_EGONE;
+	}
+	log_info("list %s: continue token expired after %llu items; "
+	    "restarting", base, (unsigned long long)info->items);
+	cairn_err_clear(err);
+	info->restarts++;
+	l->have_last = 0;	/* the callback sees everything again */
+	l->skip = 0;
+	if (o->on_restart != NULL)
+		return o->on_restart(l->arg);
+	return 0;
+}
+
 static int
 list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
     const struct kube_list_opts *opts, kube_item_fn fn, kube_item_text_fn tfn,
@@ -473,7 +611,7 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 	struct lst l;
 	struct buf q, page;
 	struct pf *f = NULL;
-	char *base, *cont = NULL;
+	char *base, *cont = NULL, *gone_cont = NULL;
 	cJSON *env;
 	int rc = 0, limit, prefetch;
 
@@ -506,11 +644,15 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 
 		while (o.parse_only[n] != NULL)
 			n++;
-		l.keys = xcalloc(n + 3, sizeof *l.keys);
+		/* and the key, for skipping by key */
+		l.keys = xcalloc(n + 5, sizeof *l.keys);
 		l.keys[0] = "apiVersion";
 		l.keys[1] = "kind";
-		memcpy(l.keys + 2, o.parse_only, n * sizeof *l.keys);
+		l.keys[2] = "metadata.name";
+		l.keys[3] = "metadata.namespace";
+		memcpy(l.keys + 4, o.parse_only, n * sizeof *l.keys);
 	}
+	buf_init(&l.last, 4096);
 	lsplit_init(&l.ls, CAIRN_CAP_API_BODY);
 	buf_init(&l.text, CAIRN_CAP_API_BODY + 1024);
 	base = kube_path(r, ns, NULL, NULL);
@@ -541,6 +683,8 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 				rc = f->rc;
 				if (rc != 0)
 					cairn_err_copy(err, &f->err);
+				gone_cont = f->gone_cont;
+				f->gone_cont = NULL;
 				pf_stop(f);
 				f = NULL;
 				if (st == PF_END && rc == 0) {
@@ -562,7 +706,6 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 		}
 		lsplit_reset(&l.ls);
 		l.page_seen = 0;
-		l.page_done = 0;
 		if (st == PF_PAGE) {
 			rc = lsplit_feed(&l.ls, page.data != NULL ? page.data :
 			    "", page.len, on_item, &l);
@@ -577,28 +720,14 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 			c.rewind = rewind_page;
 			c.sink_arg = &l;
 			rc = kube_call_do(k, &c, err);
+			if (rc == CAIRN_EGONE)
+				gone_cont = gone_token(&c.reply);
 			kube_call_done(&c);
 		}
 		if (rc == CAIRN_EGONE && cont != NULL) {
-			if (!o.restart_on_gone ||
-			    info->restarts >= LIST_MAX_RESTARTS) {
-				cairn_err_prefix(err, "list %s: continue token "
-				    "expired after %llu items; list again", base,
-				    (unsigned long long)info->items);
+			rc = list_gone(&l, &o, base, &cont, &gone_cont, err);
+			if (rc != 0)
 				break;
-			}
-			log_info("list %s: continue token expired after %llu "
-			    "items; restarting", base,
-			    (unsigned long long)info->items);
-			cairn_err_clear(err);
-			rc = 0;
-			info->restarts++;
-			FREE_NULL(cont);
-			if (o.on_restart != NULL) {
-				rc = o.on_restart(arg);
-				if (rc != 0)
-					break;
-			}
 			continue;
 		}
 		if (rc != 0)
@@ -626,7 +755,9 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 	}
 	pf_stop(f);
 	free(cont);
+	free(gone_cont);
 	free(base);
+	buf_free(&l.last);
 	free(l.gv);
 	free(l.disc_kind);
 	free(l.keys);
