@@ -11,6 +11,22 @@
  * Refresh: explicitly (kube_discovery_get(k, 1, ...)), when the snapshot is
  * older than 10 minutes, and by kube_resolve() when a name is unknown (a
  * CRD created since) unless another thread refreshed meanwhile.
+ *
+ * Which version of a resource: as client-go's ServerPreferredResources,
+ * the group's preferred version when it serves the resource, else the
+ * first version of the group (server order) that does. That version's
+ * entry is `chosen`; lookups without a version and the backup's walk use
+ * it, so a kind served only in a non-preferred version (Istio's
+ * EnvoyFilter in v1alpha3 next to v1) is found.
+ *
+ * Failures: a group-version that does not answer (an aggregated API whose
+ * service is down answers 503) is left out of the snapshot and recorded
+ * in its failure list, as client-go's ErrGroupDiscoveryFailed; a 404 (a
+ * CRD deleted since /apis) is no failure. Such a request is retried at
+ * most once and never waits long (the discovery lock is held, and every
+ * backup refreshes at its start), and a group-version that failed less
+ * than DISC_FAIL_TTL_US ago is not asked again: the new snapshot carries
+ * the failure over.
  */
 #include "config.h"
 #include "kube/internal.h"
@@ -26,6 +42,9 @@
 #include <strings.h>
 
 #define DISC_MAX_AGE_US (600 * TIME_US_PER_SEC)
+#define DISC_FAIL_TTL_US (30 * TIME_US_PER_SEC)	/* not asked again before */
+#define DISC_GV_RETRIES 1			/* one group-version request */
+#define DISC_GV_MAX_DELAY_US TIME_US_PER_SEC	/* no longer Retry-After */
 
 struct kube_discovery {
 	atomic_int refs;
@@ -33,6 +52,8 @@ struct kube_discovery {
 	size_t nres, ares;
 	struct kube_group *groups;	/* owned; core ("") first */
 	size_t ngroups;
+	struct kube_disc_failure *failed;	/* owned */
+	size_t nfailed;
 };
 
 static char **
@@ -97,6 +118,7 @@ kube_resource_dup(const struct kube_resource *r)
 	o->verbs = r->verbs;
 	o->namespaced = r->namespaced;
 	o->preferred = r->preferred;
+	o->chosen = r->chosen;
 	return o;
 }
 
@@ -126,7 +148,68 @@ disc_free(struct kube_discovery *d)
 		strv_free(d->groups[i].versions);
 	}
 	free(d->groups);
+	for (i = 0; i < d->nfailed; i++) {
+		free(d->failed[i].group);
+		free(d->failed[i].version);
+		free(d->failed[i].message);
+	}
+	free(d->failed);
 	free(d);
+}
+
+static void
+add_failure(struct kube_discovery *d, const char *group, const char *version,
+    const char *message, int64_t at_us)
+{
+	struct kube_disc_failure *f;
+
+	d->failed = xreallocarray(d->failed, d->nfailed + 1, sizeof *d->failed);
+	f = &d->failed[d->nfailed++];
+	f->group = xstrdup(group);
+	f->version = xstrdup(version);
+	f->message = xstrdup(message);
+	f->at_us = at_us;
+}
+
+static const struct kube_disc_failure *
+find_failure(const struct kube_discovery *d, const char *group,
+    const char *version)
+{
+	for (size_t i = 0; d != NULL && i < d->nfailed; i++)
+		if (strcmp(d->failed[i].group, group) == 0 &&
+		    strcmp(d->failed[i].version, version) == 0)
+			return &d->failed[i];
+	return NULL;
+}
+
+/*
+ * Mark each resource's chosen version (client-go ServerPreferredResources):
+ * the preferred version's entry, else the first version of its group, in
+ * server order, that serves it. Resources are in group order, then the
+ * group's version order.
+ */
+static void
+choose_versions(struct kube_discovery *d)
+{
+	for (size_t i = 0; i < d->nres; i++) {
+		struct kube_resource *r = d->res[i];
+		int chosen = 1;
+
+		if (r->preferred) {
+			r->chosen = 1;
+			continue;
+		}
+		for (size_t j = 0; j < d->nres && chosen; j++) {
+			const struct kube_resource *o = d->res[j];
+
+			if (j == i || strcmp(o->group, r->group) != 0 ||
+			    strcmp(o->resource, r->resource) != 0)
+				continue;
+			if (o->preferred || j < i)
+				chosen = 0;
+		}
+		r->chosen = chosen;
+	}
 }
 
 void
@@ -248,13 +331,21 @@ static int
 load_gv(struct kube *k, struct kube_discovery *d, const char *group,
     const char *version, int preferred, struct cairn_err *err)
 {
+	struct kube_call c;
 	char *path;
 	cJSON *j = NULL;
 	int rc;
 
 	path = *group ? xasprintf("/apis/%s/%s", group, version) :
 	    xasprintf("/api/%s", version);
-	rc = kube_request(k, "GET", path, NULL, NULL, 0, 1, &j, err);
+	memset(&c, 0, sizeof c);
+	c.method = "GET";
+	c.path = path;
+	c.idempotent = 1;
+	c.max_retries = DISC_GV_RETRIES;
+	c.max_delay_us = DISC_GV_MAX_DELAY_US;
+	rc = kube_call_json(k, &c, &j, err);
+	kube_call_done(&c);
 	if (rc == 0 && cJSON_IsObject(j))
 		add_resource_list(d, group, version, preferred, j);
 	cJSON_Delete(j);
@@ -262,8 +353,10 @@ load_gv(struct kube *k, struct kube_discovery *d, const char *group,
 	return rc;
 }
 
+/* Load a snapshot; prev (may be NULL): the one it replaces. */
 static int
-disc_load(struct kube *k, struct kube_discovery **out, struct cairn_err *err)
+disc_load(struct kube *k, const struct kube_discovery *prev,
+    struct kube_discovery **out, struct cairn_err *err)
 {
 	struct kube_discovery *d = xcalloc(1, sizeof *d);
 	struct cairn_err e2 = CAIRN_ERR_INIT;
@@ -313,18 +406,36 @@ disc_load(struct kube *k, struct kube_discovery **out, struct cairn_err *err)
 		struct kube_group *kg = &d->groups[i];
 
 		for (j = 0; kg->versions[j] != NULL; j++) {
-			rc = load_gv(k, d, kg->name, kg->versions[j],
-			    strcmp(kg->versions[j], kg->preferred) == 0, &e2);
+			const char *ver = kg->versions[j];
+			const struct kube_disc_failure *pf;
+
+			pf = find_failure(prev, kg->name, ver);
+			if (pf != NULL &&
+			    time_mono_us() - pf->at_us < DISC_FAIL_TTL_US) {
+				add_failure(d, kg->name, ver, pf->message,
+				    pf->at_us);
+				continue;	/* failed a moment ago */
+			}
+			cairn_err_clear(&e2);
+			rc = load_gv(k, d, kg->name, ver,
+			    strcmp(ver, kg->preferred) == 0, &e2);
 			if (rc == CAIRN_EAUTH || rc == CAIRN_ECANCELED) {
 				cairn_err_copy(err, &e2);
 				goto fail;
 			}
-			if (rc < 0)
-				log_warn("discovery of %s%s%s skipped: %s",
-				    kg->name, *kg->name ? "/" : "",
-				    kg->versions[j], e2.msg);
+			if (rc == CAIRN_ENOTFOUND) {
+				log_debug("discovery: %s%s%s is gone since /apis",
+				    kg->name, *kg->name ? "/" : "", ver);
+			} else if (rc < 0) {
+				log_warn("discovery of %s%s%s failed (its "
+				    "resources are left out): %s", kg->name,
+				    *kg->name ? "/" : "", ver, e2.msg);
+				add_failure(d, kg->name, ver, e2.msg,
+				    time_mono_us());
+			}
 		}
 	}
+	choose_versions(d);
 	cJSON_Delete(api);
 	cJSON_Delete(apis);
 	log_debug("discovered %zu groups, %zu resources", d->ngroups, d->nres);
@@ -350,7 +461,7 @@ kube_discovery_get(struct kube *k, int refresh, struct kube_discovery **out,
 	d = kube_disc_cached(k);
 	if (d == NULL || refresh ||
 	    time_mono_us() - kube_disc_loaded_at(k) > DISC_MAX_AGE_US) {
-		rc = disc_load(k, &d, err);
+		rc = disc_load(k, d, &d, err);
 		if (rc == 0)
 			kube_disc_set(k, d);
 	}
@@ -386,6 +497,18 @@ kube_discovery_group_at(const struct kube_discovery *d, size_t i)
 	return i < d->ngroups ? &d->groups[i] : NULL;
 }
 
+size_t
+kube_discovery_failed_count(const struct kube_discovery *d)
+{
+	return d->nfailed;
+}
+
+const struct kube_disc_failure *
+kube_discovery_failed_at(const struct kube_discovery *d, size_t i)
+{
+	return i < d->nfailed ? &d->failed[i] : NULL;
+}
+
 static int
 name_matches(const struct kube_resource *r, const char *name, int pass)
 {
@@ -413,7 +536,7 @@ kube_discovery_find(const struct kube_discovery *d, const char *group,
 			if (group != NULL && strcmp(r->group, group) != 0)
 				continue;
 			if (version != NULL ? strcmp(r->version, version) != 0 :
-			    !r->preferred)
+			    !r->chosen)
 				continue;
 			if (name_matches(r, name, pass))
 				return r;
@@ -456,7 +579,7 @@ kube_discovery_foreach_listable(const struct kube_discovery *d,
 	int rc;
 
 	for (i = 0; i < d->nres; i++) {
-		if (!d->res[i]->preferred ||
+		if (!d->res[i]->chosen ||
 		    !(d->res[i]->verbs & KUBE_VERB_LIST))
 			continue;
 		rc = fn(arg, d->res[i]);

@@ -75,6 +75,10 @@ struct kube_call {
 	 */
 	int idle_timeout;
 	int no_retry;			/* never retry (watch: the caller does) */
+	int max_retries;		/* > 0: at most this many (and at most
+					   the client's); 0: the client's */
+	int64_t max_delay_us;		/* > 0: no retry that would wait longer
+					   (a Retry-After of minutes) */
 	const volatile int *stop;
 
 	int (*sink)(void *arg, const char *p, size_t n);

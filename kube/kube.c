@@ -960,7 +960,9 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 			delay = c->no_retry ? -1 : http_retry_delay(c, &x,
 			    attempt, &token_retry, &force_token);
 		}
-		if (delay < 0 || attempt >= k->o.max_retries)
+		if (delay < 0 || attempt >= k->o.max_retries ||
+		    (c->max_retries > 0 && attempt >= c->max_retries) ||
+		    (c->max_delay_us > 0 && delay > c->max_delay_us))
 			break;
 		if (c->rewind != NULL) {
 			int r = c->rewind(c->sink_arg);

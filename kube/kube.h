@@ -189,6 +189,12 @@ struct kube_resource {
 	unsigned verbs;		/* KUBE_VERB_* */
 	int namespaced;
 	int preferred;		/* version is the group's preferred version */
+	/*
+	 * The version used when none is named (client-go
+	 * ServerPreferredResources): the preferred version if it serves
+	 * the resource, else the first version of the group that does.
+	 */
+	int chosen;
 };
 /* The gvr of r (borrowed strings). */
 struct kube_gvr kube_resource_gvr(const struct kube_resource *r);
@@ -207,8 +213,13 @@ struct kube_group {
  * refresh is non-zero (or it is older than 10 minutes). The snapshot is
  * immutable and reference-counted: release it with
  * kube_discovery_release(); it stays valid while others refresh.
- * Group-versions that fail to load (503 of an aggregated API) are skipped
- * and logged; failure of /api or /apis is an error.
+ * Group-versions that fail to load (503 of an aggregated API) are left
+ * out, logged and listed in kube_discovery_failed_at(); such a request is
+ * retried at most once, and one that failed less than 30 s ago is not
+ * sent again (its failure is carried over), so a dead aggregated API
+ * costs every refresh at most one quick request. A 404 (a CRD deleted
+ * meanwhile) is no failure. Failure of /api or /apis, and 401/403 on any
+ * group-version, is an error.
  */
 int kube_discovery_get(struct kube *k, int refresh,
 	struct kube_discovery **out, struct cairn_err *err);
@@ -222,10 +233,22 @@ size_t kube_discovery_group_count(const struct kube_discovery *d);
 const struct kube_group *kube_discovery_group_at(
 	const struct kube_discovery *d, size_t i);
 
+/* A group-version whose discovery failed (client-go ErrGroupDiscoveryFailed). */
+struct kube_disc_failure {
+	char *group;		/* "" for core */
+	char *version;
+	char *message;		/* "GET /apis/G/V: ServiceUnavailable (HTTP 503): ..." */
+	int64_t at_us;		/* monotonic time of the request that failed */
+};
+size_t kube_discovery_failed_count(const struct kube_discovery *d);
+const struct kube_disc_failure *kube_discovery_failed_at(
+	const struct kube_discovery *d, size_t i);
+
 /*
  * Find a resource. group NULL: any group (core first, then server order);
- * version NULL: the group's preferred version. name matches the plural,
- * singular, kind (case-insensitive) or a short name. Borrowed or NULL.
+ * version NULL: its chosen version (the group's preferred one, else the
+ * first that serves it). name matches the plural, singular, kind
+ * (case-insensitive) or a short name. Borrowed or NULL.
  */
 const struct kube_resource *kube_discovery_find(const struct kube_discovery *d,
 	const char *group, const char *version, const char *name);
@@ -236,9 +259,9 @@ const struct kube_resource *kube_discovery_find(const struct kube_discovery *d,
 const struct kube_resource *kube_discovery_lookup(
 	const struct kube_discovery *d, const char *arg);
 /*
- * Call fn for every resource in its group's preferred version that has the
- * list verb (what a backup walks), in discovery order. fn returning
- * non-zero stops the walk and that value is returned.
+ * Call fn for every resource in its chosen version (ServerPreferredResources)
+ * that has the list verb (what a backup walks), in discovery order. fn
+ * returning non-zero stops the walk and that value is returned.
  */
 int kube_discovery_foreach_listable(const struct kube_discovery *d,
 	int (*fn)(void *arg, const struct kube_resource *r), void *arg);
@@ -247,7 +270,8 @@ int kube_discovery_foreach_listable(const struct kube_discovery *d,
  * Resolve with the client's snapshot, refreshing it once when the name or
  * group-version is unknown (e.g. a CRD created since). *out is an owned
  * copy (kube_resource_free). CAIRN_ENOTFOUND when still unknown.
- * arg as kube_discovery_lookup; version NULL: preferred.
+ * arg as kube_discovery_lookup; version NULL: the chosen version, as
+ * ServerPreferredResources (backups and restores resolve kinds alike).
  */
 int kube_resolve(struct kube *k, const char *arg, const char *version,
 	struct kube_resource **out, struct cairn_err *err);

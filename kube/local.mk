@@ -30,6 +30,11 @@ tests_unit_test_kube_list_keys_SOURCES = tests/unit/test_kube_list_keys.c tests/
 	tests/unit/unit_kube.h tests/unit/unit_http.h
 tests_unit_test_kube_list_keys_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
+check_PROGRAMS += tests/unit/test_kube_discovery
+tests_unit_test_kube_discovery_SOURCES = tests/unit/test_kube_discovery.c tests/unit/unit.h \
+	tests/unit/unit_kube.h tests/unit/unit_http.h
+tests_unit_test_kube_discovery_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
 check_PROGRAMS += tests/helpers/kube_tool
 tests_helpers_kube_tool_SOURCES = tests/helpers/kube_tool.c
 tests_helpers_kube_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)

@@ -24,7 +24,9 @@
  *   watch G V R NS [rv=RV] [bookmarks] [reconnect] [max=N] [timeout=S] [labels=S]
  *                                        one line per event: TYPE NS/NAME RV
  *   informer G V R NS [max=N]            ADD/UPDATE/DELETE/SYNCED lines
- *   discovery                            one line per resource
+ *   discovery                            one line per resource ("chosen": the
+ *                                        version used when none is named), then
+ *                                        "failed G/V: why" per failed group-version
  *   resolve ARG [VERSION]                group version resource kind namespaced
  *   resolve-wait ARG TRIES MS            resolve in one client until found
  *                                        (discovery refresh): "found after N"
@@ -389,10 +391,19 @@ main(int argc, char **argv)
 				printf("%s %s %s %s %s verbs=%#x%s", r->group_version,
 				    r->resource, r->kind, r->namespaced ?
 				    "namespaced" : "cluster", r->preferred ?
-				    "preferred" : "-", r->verbs, "");
+				    "preferred" : "-", r->verbs, r->chosen ?
+				    " chosen" : "");
 				for (s = r->subresources; *s; s++)
 					printf(" sub=%s", *s);
 				printf("\n");
+			}
+			for (n = 0; n < kube_discovery_failed_count(d); n++) {
+				const struct kube_disc_failure *f =
+				    kube_discovery_failed_at(d, n);
+
+				printf("failed %s%s%s: %s\n", f->group,
+				    f->group[0] ? "/" : "", f->version,
+				    f->message);
 			}
 			kube_discovery_release(d);
 		}
