@@ -86,6 +86,7 @@ static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
 struct bk_res {
 	struct kube_resource *r;	/* owned copy */
 	int pass;			/* 0 normal, 1 related cluster-scoped */
+	int64_t est;			/* items counted for the progress total */
 };
 
 /*
@@ -131,6 +132,10 @@ struct bk {
 	/* the walk */
 	struct bk_res *res;
 	size_t nres;
+	int per_ns;			/* list namespace by namespace */
+	char **nslist;			/* ... these, in key order (owned) */
+	size_t nns;
+	int64_t res_items;		/* items the current resource wrote */
 	struct tarparts *tp;
 	FILE *spool;			/* current part's bytes */
 	uint64_t spool_len;
@@ -482,26 +487,6 @@ strv_sorted_has(char **v, size_t n, const char *s)
 	return 0;
 }
 
-/* Compare ns/name with the resume key both as tuple and as joined text. */
-static int
-after_resume_key(const struct bk *b, const char *ns, const char *name)
-{
-	int t = strcmp(ns, b->resume[2]);
-	char *j1, *j2;
-	int c;
-
-	if (t == 0)
-		t = strcmp(name, b->resume[3]);
-	j1 = xasprintf("%s/%s", ns, name);
-	j2 = xasprintf("%s/%s", b->resume[2], b->resume[3]);
-	c = strcmp(j1, j2);
-	free(j1);
-	free(j2);
-	if (t > 0 && c > 0)
-		return 1;
-	return 0;
-}
-
 /* Does this item pass the filters of the resource being walked? */
 static int
 item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
@@ -815,10 +800,13 @@ write_item(struct bk *b, const struct kube_resource *r, const char *json,
 	return bk_progress(b, 0, err);
 }
 
+/*
+ * One item of the walk (a list's, or a GET's for the resources taken by
+ * name): the filters, the related sets, the resume skip, the tarball.
+ */
 static int
-list_cb(void *arg, cJSON *item, const char *text, size_t len)
+bk_item(struct bk *b, cJSON *item, const char *text, size_t len)
 {
-	struct bk *b = arg;
 	const struct kube_resource *r = b->cur->r;
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(item, "metadata");
 	const char *ns = json_str_or(md, "namespace", "");
@@ -839,12 +827,8 @@ list_cb(void *arg, cJSON *item, const char *text, size_t len)
 	if (b->observe_only)
 		return 0;
 	if (b->skipping) {
-		if (strcmp(ns, b->resume[2]) == 0 &&
-		    strcmp(name, b->resume[3]) == 0) {
-			b->skipping = 0;
-			return 0;
-		}
-		if (!after_resume_key(b, ns, name))
+		/* resume: everything up to the last stored key is stored */
+		if (kube_key_cmp(ns, name, b->resume[2], b->resume[3]) <= 0)
 			return 0;
 		b->skipping = 0;
 	}
@@ -867,7 +851,14 @@ list_cb(void *arg, cJSON *item, const char *text, size_t len)
 		b->cur_rc = rc;
 		return rc;
 	}
+	b->res_items++;
 	return 0;
+}
+
+static int
+list_cb(void *arg, cJSON *item, const char *text, size_t len)
+{
+	return bk_item(arg, item, text, len);
 }
 
 static int
@@ -879,27 +870,270 @@ res_cmp(const void *pa, const void *pb)
 	    c->pass, c->r->group, c->r->resource);
 }
 
-struct plan_ctx {
+/* "plural" or "plural.group", as users and Velero name resources. */
+static char *
+res_name(const struct kube_resource *r)
+{
+	return r->group[0] ? xasprintf("%s.%s", r->resource, r->group) :
+	    xstrdup(r->resource);
+}
+
+/* Does an entry of includedResources name r explicitly (not "*")? */
+static int
+named_in_includes(const struct bspec *s, const struct kube_resource *r)
+{
+	for (size_t i = 0; s->inc_res[i] != NULL; i++)
+		if (strcmp(s->inc_res[i], "*") != 0 &&
+		    bspec_names_resource(s->inc_res[i], r))
+			return 1;
+	return 0;
+}
+
+/*
+ * What a backup needs of a resource to restore it later (Velero's
+ * discovery helper): list, create, get and delete. List-only types
+ * (componentstatuses, metrics.k8s.io pods and nodes) are skipped.
+ */
+#define BK_VERBS (KUBE_VERB_LIST | KUBE_VERB_CREATE | KUBE_VERB_GET | \
+	KUBE_VERB_DELETE)
+
+/*
+ * Resources that serve the same objects under two groups ("cohabiting",
+ * Velero pkg/backup): backed up once, from `keep` when it is walked too.
+ * Velero keeps the twin it meets first, core events and apps before
+ * extensions in discovery order; the modern group is kept here too.
+ */
+static const struct {
+	const char *resource, *keep, *drop;
+} bk_twins[] = {
+	{ "events", "", "events.k8s.io" },
+	{ "deployments", "apps", "extensions" },
+	{ "daemonsets", "apps", "extensions" },
+	{ "replicasets", "apps", "extensions" },
+	{ "networkpolicies", "networking.k8s.io", "extensions" },
+	{ "ingresses", "networking.k8s.io", "extensions" },
+};
+
+static int
+plan_has(const struct bk *b, const char *group, const char *resource)
+{
+	for (size_t i = 0; i < b->nres; i++)
+		if (strcmp(b->res[i].r->group, group) == 0 &&
+		    strcmp(b->res[i].r->resource, resource) == 0)
+			return 1;
+	return 0;
+}
+
+/* Drop the second of each pair of cohabiting resources; say so in skipped. */
+static void
+plan_drop_twins(struct bk *b, struct buf *skipped)
+{
+	size_t i, j = 0;
+
+	for (i = 0; i < b->nres; i++) {
+		const struct kube_resource *r = b->res[i].r;
+		const char *keep = NULL;
+
+		for (size_t t = 0; t < sizeof bk_twins / sizeof bk_twins[0];
+		    t++)
+			if (strcmp(r->resource, bk_twins[t].resource) == 0 &&
+			    strcmp(r->group, bk_twins[t].drop) == 0 &&
+			    plan_has(b, bk_twins[t].keep, r->resource))
+				keep = bk_twins[t].keep;
+		if (keep != NULL) {
+			buf_printf(skipped, "%s%s.%s (the same objects as "
+			    "%s%s%s)", skipped->len ? ", " : "", r->resource,
+			    r->group, r->resource, keep[0] ? "." : "", keep);
+			kube_resource_free(b->res[i].r);
+			continue;
+		}
+		b->res[j++] = b->res[i];
+	}
+	b->nres = j;
+}
+
+/*
+ * Group-versions whose discovery failed (an aggregated API answering
+ * 503): their resources are unknown, so the backup may lack some. A
+ * warning says what failed; an error (PartiallyFailed) says the backup is
+ * incomplete, unless includedResources names only resources that were
+ * found (then nothing it asked for can be missing).
+ */
+static void
+plan_failed_groups(struct bk *b, const struct kube_discovery *d)
+{
+	size_t nf = kube_discovery_failed_count(d);
+	int complete = b->spec->inc_res[0] != NULL &&
+	    !strv_contains(b->spec->inc_res, "*");
+
+	for (size_t i = 0; complete && b->spec->inc_res[i] != NULL; i++)
+		if (kube_discovery_lookup(d, b->spec->inc_res[i]) == NULL)
+			complete = 0;
+	for (size_t i = 0; i < nf; i++) {
+		const struct kube_disc_failure *f = kube_discovery_failed_at(d,
+		    i);
+		char msg[CAIRN_ERR_MSG_MAX + 200];
+		const char *gv = f->group[0] ? f->group : "core";
+
+		snprintf(msg, sizeof msg, "API group %s/%s is unavailable: %s",
+		    gv, f->version, f->message);
+		bk_record(b, 0, msg);
+		if (complete)
+			continue;
+		snprintf(msg, sizeof msg, "the resources of API group %s/%s "
+		    "are not in this backup: its discovery failed (the API "
+		    "service is unavailable)", gv, f->version);
+		bk_record(b, 1, msg);
+	}
+}
+
+/* includedResources entries that name nothing the server serves: warn. */
+static void
+plan_unknown_includes(struct bk *b, const struct kube_discovery *d)
+{
+	for (size_t i = 0; b->spec->inc_res[i] != NULL; i++) {
+		const char *e = b->spec->inc_res[i];
+		const struct kube_resource *other = NULL;
+		int found = 0;
+		char *msg;
+
+		if (strcmp(e, "*") == 0)
+			continue;
+		for (size_t j = 0; j < kube_discovery_count(d) && !found; j++) {
+			const struct kube_resource *r = kube_discovery_at(d, j);
+
+			if (!r->chosen) {
+				if (other == NULL && strchr(e, '.') != NULL &&
+				    bspec_names_resource(e, r))
+					other = r;
+				continue;
+			}
+			found = bspec_names_resource(e, r);
+		}
+		if (found)
+			continue;
+		if (other != NULL)
+			msg = xasprintf("includedResources entry \"%s\" names "
+			    "version %s of %s.%s, which backups do not take "
+			    "(they take the preferred version): nothing of it "
+			    "is backed up", e, other->version, other->resource,
+			    other->group);
+		else
+			msg = xasprintf("includedResources entry \"%s\" names no "
+			    "resource the API server serves: nothing of it is "
+			    "backed up", e);
+		bk_record(b, 0, msg);
+		free(msg);
+	}
+}
+
+static int
+ns_cmp(const void *pa, const void *pb)
+{
+	return kube_key_cmp(*(char *const *)pa, "", *(char *const *)pb, "");
+}
+
+static int
+has_glob(const char *s)
+{
+	return strpbrk(s, "*?") != NULL;
+}
+
+/* Collects namespace names that pass the filter (from a list). */
+struct ns_collect {
 	struct bk *b;
 	size_t alloc;
 };
 
-static int
-plan_cb(void *arg, const struct kube_resource *r)
+static void
+nslist_add(struct bk *b, size_t *alloc, const char *ns)
 {
-	struct plan_ctx *pc = arg;
-	struct bk *b = pc->b;
-	enum bspec_walk w = bspec_walk_of(b->spec, r);
-
-	if (w == BSPEC_WALK_SKIP)
-		return 0;
-	if (b->nres == pc->alloc) {
-		pc->alloc = pc->alloc ? 2 * pc->alloc : 64;
-		b->res = xreallocarray(b->res, pc->alloc, sizeof *b->res);
+	for (size_t i = 0; i < b->nns; i++)
+		if (strcmp(b->nslist[i], ns) == 0)
+			return;
+	if (b->nns + 1 >= *alloc) {
+		*alloc = *alloc ? 2 * *alloc : 16;
+		b->nslist = xreallocarray(b->nslist, *alloc, sizeof *b->nslist);
 	}
-	b->res[b->nres].r = kube_resource_dup(r);
-	b->res[b->nres].pass = w == BSPEC_WALK_RELATED ? 1 : 0;
-	b->nres++;
+	b->nslist[b->nns++] = xstrdup(ns);
+	b->nslist[b->nns] = NULL;
+}
+
+static int
+ns_collect_cb(void *arg, cJSON *item)
+{
+	struct ns_collect *c = arg;
+	const char *name = json_str_or(item, "metadata.name", "");
+
+	if (bspec_ns_included(c->b->spec, name))
+		nslist_add(c->b, &c->alloc, name);
+	return 0;
+}
+
+/*
+ * With includedNamespaces (and not "*"), resources are listed namespace
+ * by namespace, as Velero does: a one-namespace backup asks only about
+ * that namespace, whatever else the cluster holds. b->nslist gets the
+ * included namespaces that exist, in key order (so items come in the
+ * order one list across namespaces would give). A name that does not
+ * exist, or a pattern that matches none, is a warning.
+ */
+static int
+bk_namespaces(struct bk *b, struct cairn_err *err)
+{
+	const struct kube_gvr nsg = { "", "v1", "namespaces" };
+	struct ns_collect c = { b, 0 };
+	char **inc = b->spec->inc_ns;
+	int globs = 0, rc;
+
+	b->per_ns = inc[0] != NULL && !strv_contains(inc, "*");
+	if (!b->per_ns)
+		return 0;
+	b->nslist = xcalloc(1, sizeof *b->nslist);
+	for (size_t i = 0; inc[i] != NULL; i++)
+		globs |= has_glob(inc[i]);
+	if (globs) {
+		struct kube_list_opts lo;
+
+		memset(&lo, 0, sizeof lo);
+		lo.stop = b->env->stop;
+		rc = kube_list(b->env->kube, &nsg, NULL, &lo, ns_collect_cb, &c,
+		    NULL, err);
+		if (rc < 0)
+			return cairn_err_prefix(err, "listing namespaces for "
+			    "the includedNamespaces patterns");
+	}
+	for (size_t i = 0; inc[i] != NULL; i++) {
+		char *msg = NULL;
+		cJSON *obj = NULL;
+		struct cairn_err gerr = CAIRN_ERR_INIT;
+		int matched = 0;
+
+		if (has_glob(inc[i])) {
+			for (size_t j = 0; j < b->nns && !matched; j++)
+				matched = str_glob(inc[i], b->nslist[j]);
+			if (!matched)
+				msg = xasprintf("includedNamespaces pattern "
+				    "\"%s\" matches no namespace", inc[i]);
+		} else if (bspec_ns_included(b->spec, inc[i])) {
+			rc = kube_get(b->env->kube, &nsg, NULL, inc[i], &obj,
+			    &gerr);
+			if (rc == CAIRN_ENOTFOUND)
+				msg = xasprintf("includedNamespaces: namespace "
+				    "\"%s\" does not exist: nothing of it is "
+				    "backed up", inc[i]);
+			else if (rc == CAIRN_ECANCELED)
+				return cairn_err_copy(err, &gerr);
+			else	/* other failures: its lists will say */
+				nslist_add(b, &c.alloc, inc[i]);
+			cJSON_Delete(obj);
+		}
+		if (msg != NULL) {
+			bk_record(b, 0, msg);
+			free(msg);
+		}
+	}
+	qsort(b->nslist, b->nns, sizeof *b->nslist, ns_cmp);
 	return 0;
 }
 
@@ -907,41 +1141,127 @@ static int
 bk_plan(struct bk *b, struct cairn_err *err)
 {
 	struct kube_discovery *d = NULL;
-	struct plan_ctx pc = { b, 0 };
+	struct buf verbs, twins;
+	size_t alloc = 0;
 	int rc;
 
 	rc = kube_discovery_get(b->env->kube, 1, &d, err);
 	if (rc < 0)
 		return cairn_err_prefix(err, "discovery");
-	rc = kube_discovery_foreach_listable(d, plan_cb, &pc);
+	buf_init(&verbs, 64u << 10);
+	buf_init(&twins, 64u << 10);
+	for (size_t i = 0; i < kube_discovery_count(d); i++) {
+		const struct kube_resource *r = kube_discovery_at(d, i);
+		enum bspec_walk w;
+
+		if (!r->chosen || !(r->verbs & KUBE_VERB_LIST))
+			continue;	/* a version not taken; create-only types */
+		w = bspec_walk_of(b->spec, r);
+		if (w == BSPEC_WALK_SKIP)
+			continue;
+		if ((r->verbs & BK_VERBS) != BK_VERBS) {
+			char *n = res_name(r);
+
+			buf_printf(&verbs, "%s%s (%s%s%s%s)", verbs.len ? ", " :
+			    "", n, r->verbs & KUBE_VERB_LIST ? "list" : "",
+			    r->verbs & KUBE_VERB_GET ? " get" : "",
+			    r->verbs & KUBE_VERB_CREATE ? " create" : "",
+			    r->verbs & KUBE_VERB_DELETE ? " delete" : "");
+			if (named_in_includes(b->spec, r)) {
+				char *m = xasprintf("includedResources names "
+				    "%s, which cannot be backed up: it lacks "
+				    "some of the list, create, get and delete "
+				    "verbs", n);
+
+				bk_record(b, 0, m);
+				free(m);
+			}
+			free(n);
+			continue;
+		}
+		if (b->nres == alloc) {
+			alloc = alloc ? 2 * alloc : 64;
+			b->res = xreallocarray(b->res, alloc, sizeof *b->res);
+		}
+		b->res[b->nres].r = kube_resource_dup(r);
+		b->res[b->nres].pass = w == BSPEC_WALK_RELATED ? 1 : 0;
+		b->res[b->nres].est = 0;
+		b->nres++;
+	}
+	plan_drop_twins(b, &twins);
+	if (verbs.len > 0)
+		bk_event(b, "info", "not backed up: %s: a backup takes only "
+		    "resources with the list, create, get and delete verbs",
+		    buf_cstr(&verbs));
+	if (twins.len > 0)
+		bk_event(b, "info", "not backed up: %s: each object is backed "
+		    "up once", buf_cstr(&twins));
+	plan_failed_groups(b, d);
+	plan_unknown_includes(b, d);
 	kube_discovery_release(d);
-	if (rc < 0)
-		return cairn_err_set(err, rc, "discovery walk failed");
+	buf_free(&verbs);
+	buf_free(&twins);
 	qsort(b->res, b->nres, sizeof *b->res, res_cmp);
-	return 0;
+	return bk_namespaces(b, err);
 }
 
-/* Rough total for progress: one limit=1 list per resource. */
+/*
+ * Items of g in namespace ns (NULL: all) for the progress total
+ * (kube_count: one limit=1 request; with a label selector only a lower
+ * bound, corrected as the walk goes).
+ */
+static int64_t
+count_items(struct bk *b, const struct kube_gvr *g, const char *ns,
+	const char *selector)
+{
+	int64_t n = 0;
+
+	(void)kube_count(b->env->kube, g, ns, selector, &n, NULL);
+	return n;
+}
+
+static const char *
+res_selector(const struct bk *b, const struct kube_resource *r)
+{
+	/* namespaces follow the namespace filter, not the label selector */
+	if (r->group[0] == '\0' && strcmp(r->resource, "namespaces") == 0)
+		return NULL;
+	return b->spec->selector_text;
+}
+
+/*
+ * The progress total: what the backup will hold, counted where it will
+ * be listed (each included namespace, not the whole cluster). Related
+ * cluster-scoped items are added once they are known (bk_walk), and each
+ * resource's estimate is replaced by what it gave once it is walked.
+ */
 static void
 bk_estimate_total(struct bk *b)
 {
-	int64_t total = 0;
+	int64_t total = b->items_stored;
 
 	for (size_t i = 0; i < b->nres; i++) {
-		struct kube_gvr g = kube_resource_gvr(b->res[i].r);
-		char *path = kube_path(&g, NULL, NULL, NULL);
-		char *full;
-		cJSON *out = NULL;
+		struct bk_res *br = &b->res[i];
+		const struct kube_resource *r = br->r;
+		struct kube_gvr g = kube_resource_gvr(r);
 
-		full = xasprintf("%s?limit=1", path);
-		free(path);
-		if (kube_request(b->env->kube, "GET", full, NULL, NULL, 0, 1,
-		    &out, NULL) == 0) {
-			total += cJSON_GetArraySize(json_get(out, "items"));
-			total += json_int(out, "metadata.remainingItemCount", 0);
-		}
-		cJSON_Delete(out);
-		free(full);
+		br->est = 0;
+		if (b->resume[1] != NULL && bspec_resource_cmp(br->pass,
+		    r->group, r->resource, b->resume_pass, b->resume[0],
+		    b->resume[1]) < 0)
+			continue;	/* stored before the checkpoint */
+		if (br->pass == 1)
+			continue;
+		if (b->per_ns && r->group[0] == '\0' &&
+		    strcmp(r->resource, "namespaces") == 0)
+			br->est = (int64_t)b->nns;
+		else if (b->per_ns && r->namespaced)
+			for (size_t j = 0; j < b->nns; j++)
+				br->est += count_items(b, &g, b->nslist[j],
+				    res_selector(b, r));
+		else
+			br->est = count_items(b, &g, NULL, res_selector(b, r));
+		total += br->est;
 	}
 	b->total_items = total;
 }
@@ -957,47 +1277,74 @@ on_page(void *arg, const char *cont)
 	return 0;
 }
 
-/* One list of the walk into list_cb; 0 or the list's error in lerr. */
+/*
+ * One list of the walk into list_cb; 0 or the list's error in lerr. A
+ * 410 in the middle goes on past the last item delivered
+ * (KUBE_GONE_RESUME), so nothing is lost or written twice whatever
+ * expires while the backup works.
+ */
 static int
-bk_list(struct bk *b, const struct kube_gvr *g, const struct kube_list_opts *lo,
-	struct cairn_err *lerr)
+bk_list(struct bk *b, const struct kube_gvr *g, const char *ns,
+	const struct kube_list_opts *lo, struct cairn_err *lerr)
 {
+	const struct kube_resource *r = b->cur->r;
+	struct kube_list_info info;
+	int rc;
+
 	b->cur_rc = 0;
 	cairn_err_clear(&b->cur_err);
 	cairn_err_clear(lerr);
-	return kube_list_text(b->env->kube, g, NULL, lo, list_cb, b, NULL, lerr);
+	rc = kube_list_text(b->env->kube, g, ns, lo, list_cb, b, &info, lerr);
+	if (info.restarts > 0)
+		bk_event(b, "info", "list of %s%s%s%s%s: its continue token "
+		    "expired %d time(s) (410); the list went on past the last "
+		    "item it had given, so nothing is lost or written twice",
+		    r->resource, r->group[0] ? "." : "", r->group, ns != NULL ?
+		    " in namespace " : "", ns != NULL ? ns : "", info.restarts);
+	return rc;
 }
 
 /*
- * The checkpoint's continue token expired (the API server compacted its
- * history while we were away): list the resource again from the start,
- * in a new snapshot, skipping by key up to the last item written (the
- * checkpoint's, or a later one if the continued list got that far).
+ * Items taken by name (namespaces of a namespace-filtered backup, PVs of
+ * its claims, CRDs of its custom resources): one GET each, in key
+ * order, instead of listing the whole cluster. Missing ones are skipped.
  */
 static int
-bk_relist_after_gone(struct bk *b, const struct kube_resource *r,
-	const struct kube_gvr *g, struct kube_list_opts *lo,
+bk_get_items(struct bk *b, const struct kube_gvr *g, char **names, size_t n,
 	struct cairn_err *lerr)
 {
-	char *key[4] = { NULL, NULL, NULL, NULL };
+	int rc = 0;
 
-	if (b->last_key != NULL) {
-		if (bspec_key_split(b->last_key, key) < 0)
-			return cairn_err_set(lerr, CAIRN_EGONE, "continue token "
-			    "expired after %s", b->last_key);
-		for (int i = 0; i < 4; i++) {
-			free(b->resume[i]);
-			b->resume[i] = key[i];
+	/* no list page: a checkpoint here records no continue token */
+	FREE_NULL(b->page_cont);
+	b->page_gen++;
+	b->cur_rc = 0;
+	cairn_err_clear(&b->cur_err);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		cJSON *obj = NULL;
+		char *text;
+
+		if (b->skipping && !b->observe_only &&
+		    kube_key_cmp("", names[i], "", b->resume[3]) <= 0)
+			continue;
+		cairn_err_clear(lerr);
+		rc = kube_get(b->env->kube, g, NULL, names[i], &obj, lerr);
+		if (rc == CAIRN_ENOTFOUND) {
+			rc = 0;
+			continue;
 		}
+		if (rc < 0)
+			break;
+		text = json_print(obj);
+		rc = bk_item(b, obj, text, strlen(text));
+		free(text);
+		cJSON_Delete(obj);
 	}
-	bk_event(b, "info", "the checkpoint's list position in %s%s%s expired "
-	    "(%s): listing it again from the start, skipping the items up to "
-	    "%s/%s", r->resource, r->group[0] ? "." : "", r->group, lerr->msg,
-	    b->resume[2], b->resume[3]);
-	lo->continue_token = NULL;
-	b->skipping = 1;
-	return bk_list(b, g, lo, lerr);
+	return rc;
 }
+
+/* Take the related items by name when there are at most this many. */
+#define BK_GET_MAX 200
 
 /*
  * What list_cb reads of an item (item_selected, note_related): names,
@@ -1011,6 +1358,127 @@ static const char *const item_members[] = { ITEM_MEMBERS, NULL };
 static const char *const item_members_pvc[] = { ITEM_MEMBERS,
 	"spec.volumeName", NULL };
 
+/* Record a list's failure as an error of the backup. */
+static void
+bk_list_failed(struct bk *b, const struct kube_resource *r, const char *ns,
+	const struct cairn_err *lerr)
+{
+	char msg[CAIRN_ERR_MSG_MAX + 400];
+
+	snprintf(msg, sizeof msg, "error listing %s%s%s%s%s: %s", r->resource,
+	    r->group[0] ? "." : "", r->group, ns != NULL ? " in namespace " :
+	    "", ns != NULL ? ns : "", lerr->msg);
+	bk_record(b, 1, msg);
+	b->lists_failed++;
+	if (b->first_list_err == NULL)
+		b->first_list_err = xstrdup(msg);
+}
+
+/*
+ * Walk one resource: by name, namespace by namespace, or one list.
+ * c: where it stands to the resume point (< 0 before, 0 the resource
+ * of the last stored item, > 0 after; 1 without a resume).
+ */
+static int
+bk_walk_res(struct bk *b, const struct bk_res *br, int c,
+	struct cairn_err *err)
+{
+	const struct kube_resource *r = br->r;
+	struct kube_gvr g = kube_resource_gvr(r);
+	struct kube_list_opts lo;
+	struct cairn_err lerr = CAIRN_ERR_INIT;
+	int is_ns = r->group[0] == '\0' && strcmp(r->resource, "namespaces") ==
+	    0;
+	int64_t est = br->est;
+	int rc = 0;
+
+	memset(&lo, 0, sizeof lo);
+	lo.prefetch = 1;	/* the API server works while we tar */
+	lo.parse_only = feeds_related(b, r) && r->group[0] == '\0' ?
+	    item_members_pvc : item_members;
+	lo.label_selector = res_selector(b, r);
+	lo.limit = 500;
+	lo.restart_on_gone = KUBE_GONE_RESUME;
+	lo.stop = b->env->stop;
+	lo.on_page = on_page;
+	b->cur = br;
+	b->res_items = 0;
+	b->observe_only = c < 0;
+	b->skipping = c == 0;
+	free(b->cur_gvk);
+	b->cur_gvk = r->group[0] ? xasprintf("%s/%s/%s", r->group,
+	    r->version, r->kind) : xasprintf("%s/%s", r->version, r->kind);
+
+	if (br->pass == 1 || (is_ns && b->per_ns)) {
+		char **names = is_ns ? b->nslist : strcmp(r->resource,
+		    "persistentvolumes") == 0 ? b->pv_names : b->cr_kinds;
+		size_t n = is_ns ? b->nns : names == b->pv_names ? b->npv :
+		    b->ncr;
+
+		if (br->pass == 1 && c >= 0) {	/* now known: the total */
+			est = (int64_t)n;
+			b->total_items += est;
+		}
+		if (br->pass == 0 || n <= BK_GET_MAX) {
+			rc = bk_get_items(b, &g, names, n, &lerr);
+			if (rc < 0 && b->cur_rc == 0 && rc != CAIRN_ECANCELED)
+				bk_list_failed(b, r, NULL, &lerr);
+			else if (rc == 0)
+				b->lists_ok++;
+			goto done;
+		}
+	}
+	if (b->per_ns && r->namespaced) {
+		for (size_t i = 0; i < b->nns; i++) {
+			const char *ns = b->nslist[i];
+			int nc = c == 0 ? kube_key_cmp(ns, "", b->resume[2],
+			    "") : 1;
+
+			/* before the last stored item: stored (or observed) */
+			if (c == 0 && nc < 0 && !feeds_related(b, r))
+				continue;
+			lo.continue_token = NULL;
+			if (c == 0 && nc == 0 && b->resume_cont != NULL &&
+			    b->resume_cont[0] != '\0' && !feeds_related(b, r))
+				lo.continue_token = b->resume_cont;
+			rc = bk_list(b, &g, ns, &lo, &lerr);
+			if (b->cur_rc < 0 || rc == CAIRN_ECANCELED)
+				break;
+			if (rc < 0)
+				bk_list_failed(b, r, ns, &lerr);
+			else
+				b->lists_ok++;
+			rc = 0;
+		}
+		goto done;
+	}
+	/*
+	 * Go on in the original list's snapshot at the page of the last
+	 * stored item, unless the items before it must be seen for the
+	 * related sets.
+	 */
+	if (c == 0 && b->resume_cont != NULL && b->resume_cont[0] != '\0' &&
+	    !feeds_related(b, r))
+		lo.continue_token = b->resume_cont;
+	rc = bk_list(b, &g, NULL, &lo, &lerr);
+	if (rc < 0 && b->cur_rc == 0 && rc != CAIRN_ECANCELED)
+		bk_list_failed(b, r, NULL, &lerr);
+	else if (rc == 0)
+		b->lists_ok++;
+done:
+	if (b->cur_rc < 0)
+		return cairn_err_copy(err, &b->cur_err);
+	if (rc == CAIRN_ECANCELED)
+		return cairn_err_set(err, rc, "stopped");
+	/* the estimate gives way to what the resource gave */
+	if (!b->observe_only) {
+		b->total_items += b->res_items - est;
+		if (b->total_items < b->items_done)
+			b->total_items = b->items_done;
+	}
+	return 0;
+}
+
 static int
 bk_walk(struct bk *b, struct cairn_err *err)
 {
@@ -1019,72 +1487,19 @@ bk_walk(struct bk *b, struct cairn_err *err)
 
 	for (size_t i = 0; i < b->nres; i++) {
 		const struct bk_res *br = &b->res[i];
-		const struct kube_resource *r = br->r;
-		struct kube_gvr g = kube_resource_gvr(r);
-		struct kube_list_opts lo;
-		struct cairn_err lerr = CAIRN_ERR_INIT;
-		int c = 0;
+		int c = 1;
 
-		memset(&lo, 0, sizeof lo);
-		lo.prefetch = 1;	/* the API server works while we tar */
-		lo.parse_only = feeds_related(b, r) && r->group[0] == '\0' ?
-		    item_members_pvc : item_members;
-		b->observe_only = 0;
-		b->skipping = 0;
 		if (has_resume) {
-			c = bspec_resource_cmp(br->pass, r->group, r->resource,
-			    b->resume_pass, b->resume[0], b->resume[1]);
-			if (c < 0) {
-				/* Before the checkpoint: rebuild related sets only. */
-				if (!feeds_related(b, r))
-					continue;
-				b->observe_only = 1;
-			} else if (c == 0) {
-				b->skipping = 1;
-				/*
-				 * Go on in the original list's snapshot at the
-				 * page of the last stored item, unless the items
-				 * before it must be seen for the related sets.
-				 */
-				if (b->resume_cont != NULL &&
-				    b->resume_cont[0] != '\0' &&
-				    !feeds_related(b, r))
-					lo.continue_token = b->resume_cont;
-			}
+			c = bspec_resource_cmp(br->pass, br->r->group,
+			    br->r->resource, b->resume_pass, b->resume[0],
+			    b->resume[1]);
+			/* before the checkpoint: rebuild related sets only */
+			if (c < 0 && !feeds_related(b, br->r))
+				continue;
 		}
-		lo.label_selector = (b->spec->sel != NULL && r->group[0] == '\0' &&
-		    strcmp(r->resource, "namespaces") == 0) ? NULL :
-		    b->spec->selector_text;
-		lo.limit = 500;
-		lo.restart_on_gone = 0;
-		lo.stop = b->env->stop;
-		lo.on_page = on_page;
-		b->cur = br;
-		free(b->cur_gvk);
-		b->cur_gvk = r->group[0] ? xasprintf("%s/%s/%s", r->group,
-		    r->version, r->kind) : xasprintf("%s/%s", r->version, r->kind);
-		rc = bk_list(b, &g, &lo, &lerr);
-		if (rc == CAIRN_EGONE && b->cur_rc == 0 &&
-		    lo.continue_token != NULL)
-			rc = bk_relist_after_gone(b, r, &g, &lo, &lerr);
-		if (b->cur_rc < 0) {
-			cairn_err_copy(err, &b->cur_err);
-			return b->cur_rc;
-		}
-		if (rc == CAIRN_ECANCELED)
-			return cairn_err_set(err, rc, "stopped");
-		if (rc < 0) {
-			char msg[CAIRN_ERR_MSG_MAX + 200];
-
-			snprintf(msg, sizeof msg, "error listing %s%s%s: %s",
-			    r->resource, r->group[0] ? "." : "", r->group,
-			    lerr.msg);
-			bk_record(b, 1, msg);
-			b->lists_failed++;
-			if (b->first_list_err == NULL)
-				b->first_list_err = xstrdup(msg);
-		} else
-			b->lists_ok++;
+		rc = bk_walk_res(b, br, c, err);
+		if (rc < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -1569,16 +1984,22 @@ bk_finish_status(struct bk *b, const char *phase, const char *reason,
 	struct cairn_err *err)
 {
 	char ts[TIME_STR_MAX];
+	char partial[CAIRN_ERR_MSG_MAX + 200];
+	const cJSON *first = cJSON_GetArrayItem(b->errors, 0);
 	int rc;
 
 	rc = journal_finish(b->env->journal, b->jid, phase, reason, err);
 	if (rc < 0)
 		return rc;
 	json_set_str(b->status, "phase", phase);
+	/* the first error says what is missing (a group, a list) */
+	snprintf(partial, sizeof partial, "some resources could not be backed "
+	    "up%s%.*s%s: see the results file", cJSON_IsString(first) ?
+	    " (" : "", CAIRN_ERR_MSG_MAX, cJSON_IsString(first) ?
+	    first->valuestring : "", cJSON_IsString(first) ? ")" : "");
 	bk_condition(b, "Ready", strcmp(phase, "Completed") == 0 ? "True" :
 	    "False", phase, reason != NULL ? reason :
-	    strcmp(phase, "PartiallyFailed") == 0 ? "some resources could not "
-	    "be backed up: see the results file" :
+	    strcmp(phase, "PartiallyFailed") == 0 ? partial :
 	    strcmp(phase, "FailedValidation") == 0 ? "see validationErrors" :
 	    "the backup is complete");
 	time_format_rfc3339(time_now_us(), ts);
@@ -1771,6 +2192,9 @@ bk_free(struct bk *b)
 	for (size_t i = 0; i < b->nres; i++)
 		kube_resource_free(b->res[i].r);
 	free(b->res);
+	for (size_t i = 0; i < b->nns; i++)
+		free(b->nslist[i]);
+	free(b->nslist);
 	for (size_t i = 0; i < b->npv; i++)
 		free(b->pv_names[i]);
 	free(b->pv_names);

@@ -421,9 +421,8 @@ bspec_ns_included(const struct bspec *s, const char *ns)
 	return glob_any(s->inc_ns, ns);
 }
 
-/* Does one filter entry name resource r? */
-static int
-names_resource(const char *e, const struct kube_resource *r)
+int
+bspec_names_resource(const char *e, const struct kube_resource *r)
 {
 	size_t rl = strlen(r->resource);
 	const char *dot;
@@ -452,12 +451,12 @@ int
 bspec_resource_included(const struct bspec *s, const struct kube_resource *r)
 {
 	for (size_t i = 0; s->exc_res[i] != NULL; i++)
-		if (names_resource(s->exc_res[i], r))
+		if (bspec_names_resource(s->exc_res[i], r))
 			return 0;
 	if (s->inc_res[0] == NULL)
 		return 1;
 	for (size_t i = 0; s->inc_res[i] != NULL; i++)
-		if (names_resource(s->inc_res[i], r))
+		if (bspec_names_resource(s->inc_res[i], r))
 			return 1;
 	return 0;
 }

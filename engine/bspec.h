@@ -78,6 +78,12 @@ int bspec_ns_included(const struct bspec *s, const char *ns);
  */
 int bspec_resource_included(const struct bspec *s,
 	const struct kube_resource *r);
+/*
+ * Does one includedResources/excludedResources entry name r: "*", its
+ * plural, kind (any case), singular or a short name, "plural.group" or
+ * "plural.version.group" (r's version)?
+ */
+int bspec_names_resource(const char *entry, const struct kube_resource *r);
 /* Do the labels of obj match labelSelector / orLabelSelectors? */
 int bspec_labels_match(const struct bspec *s, const cJSON *obj);
 

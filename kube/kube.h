@@ -452,6 +452,16 @@ int kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
 	struct kube_list_info *info, struct cairn_err *err);
 
 /*
+ * How many items a list would give, from one limit=1 request: the page's
+ * items plus its metadata.remainingItemCount. *out is a lower bound and
+ * CAIRN_EUNSUPPORTED is returned when there are more and the server does
+ * not count them (API servers leave the count out with a label
+ * selector). ns NULL: all namespaces.
+ */
+int kube_count(struct kube *k, const struct kube_gvr *r, const char *ns,
+	const char *label_selector, int64_t *out, struct cairn_err *err);
+
+/*
  * Item callback of kube_list_text(): item as for kube_item_fn (owned by
  * the list and freed after the call unless the callback returns
  * KUBE_TAKE), plus text/len: the item as compact JSON, borrowed for the

@@ -422,7 +422,7 @@ def kill9_resume(t, compact):
     def relisted(rs):
         return sum(max(0, min(f + c, off + kept) - max(f, off)) for _, f, c, _ in rs)
     print("# %s: %d items stored before the kill, %d of them listed again (bound %d)" %
-          (t.name, kept, relisted(lists), LIST_PAGE if not compact else kept))
+          (t.name, kept, relisted(lists), LIST_PAGE))
     if not compact:
         # The list goes on at the page of the last stored item (its continue
         # token is in the journal): of the stored items, at most one list
@@ -437,16 +437,22 @@ def kill9_resume(t, compact):
                 "a list from the first page after the restart: %s" % [r[0] for r in lists])
         t.eq(sum(c for _, _, c, _ in lists), len(keys) - lists[0][1], "items listed by the resumed list")
     else:
-        # The token expired: 410, then the resource listed from the start in
-        # a new snapshot and skipped by key; the log says so.
+        # The token expired: 410. kubesim's Status carries an inconsistent
+        # continue token, as the real API server's does: the list goes on
+        # from there at the latest state and skips by key what was stored,
+        # so of the stored items at most one page is listed again (the
+        # unit test test_kube_list_keys covers a 410 without that token:
+        # a new list from the first page, skipped by key).
         t.check(lists and lists[0][0].get("continue") and lists[0][3] == 410,
                 "the checkpoint's token answered 410: %s" % [(r[0], r[3]) for r in lists[:3]])
-        t.check(len(lists) > 1 and not lists[1][0].get("continue") and lists[1][3] == 200,
-                "then a list from the first page: %s" % [(r[0], r[3]) for r in lists[:3]])
-        t.check("listing it again from the start" in out2, "server log: %s" % out2[-2000:])
+        t.check(len(lists) > 1 and lists[1][0].get("continue") and lists[1][3] == 200,
+                "then the Status's continue token: %s" % [(r[0], r[3]) for r in lists[:3]])
+        t.check(relisted(lists) <= LIST_PAGE, "stored items listed again: %d (%d stored, bound: one "
+                "page of %d)" % (relisted(lists), kept, LIST_PAGE))
+        t.check("continue token expired" in out2, "server log: %s" % out2[-2000:])
         with gzip.open(find_file(root, "big-logs.gz")) as f:
             blog = f.read().decode()
-        t.check("expired" in blog and "listing it again from the start" in blog,
+        t.check("expired" in blog and "nothing is lost or written twice" in blog,
                 "backup log: %s" % blog[-2000:])
 
 
