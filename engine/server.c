@@ -444,30 +444,64 @@ item_event(void *arg, enum kube_event_type type, cJSON *obj)
 	return 0;
 }
 
+/*
+ * Watch Backups or Restores and nudge the scan loop. With bookmarks the
+ * last resourceVersion stays fresh while nothing changes, so a watch the
+ * server ended (timeoutSeconds) or a dropped connection resumes where it
+ * was without replaying every object; kube_watch() reconnects itself and
+ * backs off after drops and ERROR events. It returns on 410 (resume
+ * from now: the periodic scan covers the gap) or a lasting failure (try
+ * again after a scan period, from the last resourceVersion).
+ */
 static void *
 item_watch_main(void *arg)
 {
 	struct server *s = ((struct item_watch_arg *)arg)->s;
 	int kind = ((struct item_watch_arg *)arg)->kind;
 	struct kube_watch_opts wo;
+	char *rv = NULL;
+	int gone = 0;
 
 	free(arg);
 	memset(&wo, 0, sizeof wo);
 	wo.reconnect = 1;
+	wo.bookmarks = 1;
 	wo.stop = &s->item_watch_stop;
 	while (!s->item_watch_stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;
-		int rc = kube_watch(s->o->kube, &server_gvrs[kind],
-		    s->o->namespace, &wo, item_event, s, NULL, &err);
+		char *last = NULL;
+		int64_t t0 = time_mono_us();
+		int rc;
 
+		wo.resource_version = rv;
+		rc = kube_watch(s->o->kube, &server_gvrs[kind],
+		    s->o->namespace, &wo, item_event, s, &last, &err);
+		if (time_mono_us() - t0 > 5 * TIME_US_PER_SEC)
+			gone = 0;	/* it ran: a 410 now is not a loop */
+		if (last != NULL) {
+			free(rv);
+			rv = last;
+		}
 		if (rc == CAIRN_ECANCELED || s->item_watch_stop)
 			break;
-		/* 410 or a failure: the periodic scan covers the gap. */
+		if (rc == CAIRN_EGONE && gone++ == 0) {
+			FREE_NULL(rv);
+			server_nudge(s);	/* events may have been missed */
+			log_debug("watch of %ss in %s: resourceVersion gone; "
+			    "watching from now", server_kind_names[kind],
+			    s->o->namespace);
+			continue;
+		}
+		if (rc != CAIRN_EGONE)
+			gone = 0;
+		else
+			FREE_NULL(rv);	/* gone again at once: wait first */
 		log_debug("watch of %ss in %s ended: %s; restarting",
 		    server_kind_names[kind], s->o->namespace,
 		    err.msg[0] ? err.msg : "closed");
 		time_sleep_us(s->o->scan_period_us, &s->item_watch_stop);
 	}
+	free(rv);
 	return NULL;
 }
 

@@ -498,7 +498,9 @@ const char *kube_event_name(enum kube_event_type t);	/* "ADDED"... */
 /*
  * Event callback: object owned by the watch unless KUBE_TAKE is returned;
  * other non-zero returns stop the watch and are returned. ERROR events
- * with code 410 are not delivered: the watch returns CAIRN_EGONE.
+ * with code 410 are not delivered: the watch returns CAIRN_EGONE; other
+ * ERROR events are delivered, and the end of the stream that follows is
+ * a failure (see reconnect).
  */
 typedef int (*kube_event_fn)(void *arg, enum kube_event_type type,
 	cJSON *object);
@@ -516,9 +518,12 @@ struct kube_watch_opts {
 	int bookmarks;			/* ask for BOOKMARK events */
 	int timeout_s;			/* server-side timeoutSeconds per connection; 0: 300 */
 	/*
-	 * 0: one connection; returns 0 when the server ends it.
-	 * 1: reconnect (with backoff) after an end or a dropped connection,
-	 *    resuming from the last resourceVersion seen (events and bookmarks).
+	 * 0: one connection; returns 0 when the server ends it, the mapped
+	 *    error when it ended it with an ERROR event (other than 410).
+	 * 1: reconnect after an end or a dropped connection, resuming from
+	 *    the last resourceVersion seen (events and bookmarks): at once
+	 *    after a clean end, with backoff (100 ms doubling to 10 s,
+	 *    jittered) after a drop or an ERROR event such as a 500 or 429.
 	 */
 	int reconnect;
 	const volatile int *stop;	/* non-zero: return CAIRN_ECANCELED within ~1 s */

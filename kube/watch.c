@@ -72,6 +72,8 @@ struct wst {
 	int cb_stopped;		/* fn returned non-zero: cb_rc */
 	int cb_rc;
 	uint64_t events;	/* events on this connection */
+	int error_code;		/* an ERROR event other than 410 came: its code */
+	char error_msg[KUBE_MESSAGE_MAX];
 	struct cairn_err *err;
 };
 
@@ -116,6 +118,11 @@ on_event(void *arg, const char *text, size_t len)
 			w->gone = 1;
 			return CAIRN_EGONE;
 		}
+		/* the server ends the stream after it: back off, then resume */
+		w->error_code = code >= 400 ? (int)code : 500;
+		snprintf(w->error_msg, sizeof w->error_msg, "%s: %s",
+		    json_str_or(obj, "reason", "InternalError"),
+		    json_str_or(obj, "message", ""));
 	} else {
 		rv = json_str(obj, "metadata.resourceVersion");
 		if (rv != NULL && *rv != '\0') {
@@ -194,6 +201,7 @@ kube_watch(struct kube *k, const struct kube_gvr *r, const char *ns,
 		kube_query_add(&q, "fieldSelector", o.field_selector);
 		jsplit_reset(&w.js);
 		w.events = 0;
+		w.error_code = 0;
 		memset(&c, 0, sizeof c);
 		c.method = "GET";
 		c.path = buf_cstr(&q);
@@ -226,6 +234,12 @@ kube_watch(struct kube *k, const struct kube_gvr *r, const char *ns,
 			rc = cairn_err_set(err, CAIRN_ENET, "watch %s: stream "
 			    "ended inside an event", base);
 		}
+		if (rc == 0 && w.error_code != 0) {
+			/* an ERROR event (not 410): a failure, not an end */
+			rc = cairn_err_set(err, kube_http_rc(w.error_code,
+			    NULL), "watch %s: ERROR event (%d) %s", base,
+			    w.error_code, w.error_msg);
+		}
 		if (!o.reconnect)
 			break;
 		if (rc == 0) {
@@ -235,7 +249,9 @@ kube_watch(struct kube *k, const struct kube_gvr *r, const char *ns,
 			    w.rv ? w.rv : "(now)");
 			delay = 0;
 		} else if (transient(rc)) {
-			if (w.events > 0)
+			/* events before a drop show the server works; an
+			 * ERROR event does not */
+			if (w.events > 0 && w.error_code == 0)
 				failures = 0;
 			delay = (int64_t)100000 << (failures < 7 ? failures :
 			    7);
