@@ -319,6 +319,17 @@ strv_free(char **v)
 	free(v);
 }
 
+char **
+strv_push(char **v, const char *s)
+{
+	size_t n = strv_len(v);
+
+	v = xreallocarray(v, n + 2, sizeof *v);
+	v[n] = xstrdup(s);
+	v[n + 1] = NULL;
+	return v;
+}
+
 size_t
 strv_len(char *const *v)
 {

@@ -52,6 +52,8 @@ int str_has_suffix(const char *s, const char *suffix);
 char **str_split(const char *s, char sep, size_t *n_out);
 void strv_free(char **v);
 size_t strv_len(char *const *v);
+/* Append a copy of s to v (NULL: a new array); returns the array. */
+char **strv_push(char **v, const char *s);
 int strv_contains(char *const *v, const char *s);
 
 /* Fill p with n random bytes from getrandom(2). */

@@ -15,8 +15,23 @@
  *
  * Tokens from a file (users[].user.tokenFile, the service-account token)
  * rotate: kcfg_token() re-reads the file when its mtime, size or inode
- * changed, checking at most once a second. The config is otherwise
- * immutable after load, so only the token state is under a mutex.
+ * changed, checking at most once a second.
+ *
+ * Exec credential plugins (users[].user.exec: EKS, GKE, AKS, kubelogin)
+ * run as client-go runs them: the command (relative to the kubeconfig's
+ * directory when it names a path, else from $PATH) with the kubeconfig's
+ * args and env added to ours, KUBERNETES_EXEC_INFO holding an
+ * ExecCredential (spec.interactive false, spec.cluster with
+ * provideClusterInfo), stdin /dev/null, stderr passed through. Its
+ * stdout is an ExecCredential of the configured apiVersion
+ * (client.authentication.k8s.io/v1 or v1beta1) with status.token and/or
+ * status.clientCertificateData + clientKeyData, and an optional
+ * expirationTimestamp: the credential is cached until then, and the
+ * plugin runs again after it or when the API server answers 401
+ * (kcfg_auth(force)). Only one thread runs the plugin at a time.
+ *
+ * The config is otherwise immutable after load, so only the token file
+ * state and the exec credential are under a mutex.
  */
 #include "config.h"
 #include "kube/internal.h"
@@ -29,16 +44,27 @@
 #include "base/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
 
 #define KCFG_DEFAULT_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define KCFG_TOKEN_MAX (64u << 10)	/* a token file */
 #define KCFG_PEM_MAX (1u << 20)		/* one certificate or key */
 #define KCFG_TOKEN_CHECK_US (1 * TIME_US_PER_SEC)
+#define KCFG_EXEC_OUT_MAX (1u << 20)	/* an ExecCredential on stdout */
+#define KCFG_EXEC_TIMEOUT_US (120 * TIME_US_PER_SEC)
+#define KCFG_EXEC_V1 "client.authentication.k8s.io/v1"
+#define KCFG_EXEC_V1BETA1 "client.authentication.k8s.io/v1beta1"
 
 struct blob {
 	unsigned char *data;	/* owned */
@@ -62,11 +88,28 @@ struct kube_config {
 	struct blob key_data;
 	char *token;		/* static token */
 	char *token_file;
+	struct kexec *exec;	/* users[].user.exec, or NULL */
 
-	pthread_mutex_t lock;	/* guards the token file state below */
+	pthread_mutex_t lock;	/* guards the token file state and exec's */
 	char *file_token;	/* last token read from token_file */
 	int64_t checked_us;	/* monotonic time of the last stat */
 	struct stat token_st;	/* stat of the last read */
+};
+
+/* An exec credential plugin and the credential it gave last. */
+struct kexec {
+	char *where;		/* "kubeconfig F: user \"u\"" for errors */
+	char *api_version;
+	char *command;
+	char **argv;		/* command + args, NULL-terminated */
+	char **env;		/* "NAME=value" of the kubeconfig */
+	char *install_hint;
+	char *cluster_json;	/* spec.cluster for KUBERNETES_EXEC_INFO, or NULL */
+	/* under cfg->lock */
+	int have;		/* a credential is cached */
+	char *token;
+	struct blob cert, key;
+	int64_t expires_us;	/* wall clock; 0: no expiry given */
 };
 
 static int
@@ -100,11 +143,42 @@ blob_free(struct blob *b)
 	b->len = 0;
 }
 
+static void
+kexec_forget(struct kexec *x)
+{
+	if (x->token != NULL)
+		explicit_bzero(x->token, strlen(x->token));
+	FREE_NULL(x->token);
+	if (x->key.data != NULL)
+		explicit_bzero(x->key.data, x->key.len);
+	blob_free(&x->cert);
+	blob_free(&x->key);
+	x->have = 0;
+	x->expires_us = 0;
+}
+
+static void
+kexec_free(struct kexec *x)
+{
+	if (x == NULL)
+		return;
+	kexec_forget(x);
+	free(x->where);
+	free(x->api_version);
+	free(x->command);
+	strv_free(x->argv);
+	strv_free(x->env);
+	free(x->install_hint);
+	free(x->cluster_json);
+	free(x);
+}
+
 void
 kube_config_free(struct kube_config *cfg)
 {
 	if (cfg == NULL)
 		return;
+	kexec_free(cfg->exec);
 	free(cfg->source);
 	free(cfg->context);
 	free(cfg->cluster);
@@ -310,6 +384,426 @@ parse_bool_field(const struct kentry *e, const char *what, const char *name,
 	return 0;
 }
 
+/* ---- exec credential plugins ---- */
+
+/*
+ * spec.cluster of KUBERNETES_EXEC_INFO (provideClusterInfo), from the
+ * cluster entry as resolved: server, tls-server-name,
+ * insecure-skip-tls-verify, certificate-authority-data, and config (the
+ * cluster's "client.authentication.k8s.io/exec" extension).
+ */
+static char *
+exec_cluster_json(const struct kube_config *cfg, const struct kentry *cl)
+{
+	cJSON *j = cJSON_CreateObject(), *e, *exts;
+	char *ca = NULL, *out;
+	size_t len = 0;
+
+	cJSON_AddStringToObject(j, "server", cfg->server);
+	if (cfg->tls_server_name != NULL)
+		cJSON_AddStringToObject(j, "tls-server-name",
+		    cfg->tls_server_name);
+	if (cfg->insecure)
+		cJSON_AddBoolToObject(j, "insecure-skip-tls-verify", 1);
+	if (cfg->ca_data.data != NULL) {
+		ca = codec_b64_encode(cfg->ca_data.data, cfg->ca_data.len);
+	} else if (cfg->ca_file != NULL) {
+		char *pem = NULL;
+
+		if (buf_read_file(cfg->ca_file, KCFG_PEM_MAX, "reading", &pem,
+		    &len, NULL) == 0)
+			ca = codec_b64_encode(pem, len);
+		free(pem);
+	}
+	if (ca != NULL)
+		cJSON_AddStringToObject(j, "certificate-authority-data", ca);
+	free(ca);
+	exts = cl->node != NULL ? cJSON_GetObjectItemCaseSensitive(cl->node,
+	    "extensions") : NULL;
+	cJSON_ArrayForEach(e, exts) {
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(e,
+		    "extension");
+
+		if (strcmp(json_str_or(e, "name", ""),
+		    "client.authentication.k8s.io/exec") == 0 && x != NULL)
+			cJSON_AddItemToObject(j, "config",
+			    cJSON_Duplicate(x, 1));
+	}
+	out = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return out;
+}
+
+/* users[].user.exec -> cfg->exec, or an error naming the field. */
+static int
+parse_exec(const struct kentry *us, const struct kentry *cl,
+    struct kube_config *cfg, struct cairn_err *err)
+{
+	const cJSON *ex = cJSON_GetObjectItemCaseSensitive(us->node, "exec");
+	const cJSON *it;
+	const char *av = json_str(ex, "apiVersion");
+	const char *cmd = json_str(ex, "command");
+	const char *mode = json_str(ex, "interactiveMode");
+	const char *pci = json_str(ex, "provideClusterInfo");
+	struct kexec *x;
+	char *where = xasprintf("kubeconfig %s: user \"%s\": exec", us->file,
+	    us->name);
+	int rc = 0;
+
+	if (!cJSON_IsObject(ex)) {
+		rc = cairn_err_set(err, CAIRN_EINVAL, "%s: not a mapping",
+		    where);
+		goto fail;
+	}
+	if (av == NULL || (strcmp(av, KCFG_EXEC_V1) != 0 &&
+	    strcmp(av, KCFG_EXEC_V1BETA1) != 0)) {
+		rc = cairn_err_set(err, CAIRN_EINVAL, "%s: apiVersion: \"%s\" "
+		    "is not supported (%s or %s)", where, av ? av : "",
+		    KCFG_EXEC_V1, KCFG_EXEC_V1BETA1);
+		goto fail;
+	}
+	if (cmd == NULL || *cmd == '\0') {
+		rc = cairn_err_set(err, CAIRN_EINVAL, "%s: command: missing",
+		    where);
+		goto fail;
+	}
+	/* client-go: v1 must say; v1beta1 defaults to IfAvailable */
+	if (mode == NULL && strcmp(av, KCFG_EXEC_V1) == 0) {
+		rc = cairn_err_set(err, CAIRN_EINVAL, "%s: interactiveMode: "
+		    "must be set for %s (Never or IfAvailable)", where, av);
+		goto fail;
+	}
+	if (mode != NULL && strcmp(mode, "Never") != 0 &&
+	    strcmp(mode, "IfAvailable") != 0) {
+		rc = cairn_err_set(err, CAIRN_EINVAL, "%s: interactiveMode: "
+		    "\"%s\": cairn runs plugins without a terminal (Never or "
+		    "IfAvailable)", where, mode);
+		goto fail;
+	}
+	x = xcalloc(1, sizeof *x);
+	cfg->exec = x;
+	x->where = where;
+	where = NULL;
+	x->api_version = xstrdup(av);
+	/* a path in the command is relative to the kubeconfig (client-go) */
+	x->command = strchr(cmd, '/') != NULL ? rel_path(us->file, cmd) :
+	    xstrdup(cmd);
+	x->argv = strv_push(NULL, x->command);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(ex, "args")) {
+		if (!cJSON_IsString(it)) {
+			rc = cairn_err_set(err, CAIRN_EINVAL, "%s: args: not a "
+			    "list of strings", x->where);
+			goto out;
+		}
+		x->argv = strv_push(x->argv, it->valuestring);
+	}
+	x->env = xcalloc(1, sizeof *x->env);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(ex, "env")) {
+		const char *n = json_str(it, "name"), *v = json_str(it, "value");
+		char *kv;
+
+		if (n == NULL || *n == '\0' || strchr(n, '=') != NULL ||
+		    v == NULL) {
+			rc = cairn_err_set(err, CAIRN_EINVAL, "%s: env: each "
+			    "entry needs a name and a value", x->where);
+			goto out;
+		}
+		kv = xasprintf("%s=%s", n, v);
+		x->env = strv_push(x->env, kv);
+		free(kv);
+	}
+	x->install_hint = xstrdup(json_str(ex, "installHint"));
+	if (pci != NULL && strcmp(pci, "true") == 0)
+		x->cluster_json = exec_cluster_json(cfg, cl);
+out:
+	return rc;
+fail:
+	free(where);
+	return rc;
+}
+
+/* Where is cmd: itself when it names a path, else the first in $PATH. */
+static char *
+exec_path(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p, *end;
+
+	if (strchr(cmd, '/') != NULL)
+		return xstrdup(cmd);
+	for (p = path != NULL && *path ? path : "/usr/bin:/bin"; *p != '\0';
+	    p = *end ? end + 1 : end) {
+		char *full;
+
+		end = strchr(p, ':');
+		if (end == NULL)
+			end = p + strlen(p);
+		full = xasprintf("%.*s/%s", (int)(end - p), end == p ? "." : p,
+		    cmd);
+		if (end == p)
+			full[0] = '.', full[1] = '/';
+		if (access(full, X_OK) == 0)
+			return full;
+		free(full);
+	}
+	return NULL;
+}
+
+/* Our environment with the plugin's variables set over it. Owned. */
+static char **
+exec_env(const struct kexec *x, const char *info)
+{
+	char **env = xcalloc(1, sizeof *env);
+	char *kv;
+
+	for (char **e = environ; e != NULL && *e != NULL; e++) {
+		size_t n = strcspn(*e, "=");
+		int over = strncmp(*e, "KUBERNETES_EXEC_INFO=", 21) == 0;
+
+		for (size_t i = 0; x->env[i] != NULL && !over; i++)
+			over = strncmp(x->env[i], *e, n + 1) == 0;
+		if (!over)
+			env = strv_push(env, *e);
+	}
+	for (size_t i = 0; x->env[i] != NULL; i++)
+		env = strv_push(env, x->env[i]);
+	kv = xasprintf("KUBERNETES_EXEC_INFO=%s", info);
+	env = strv_push(env, kv);
+	free(kv);
+	return env;
+}
+
+/* Run the plugin; its stdout into out (capped). */
+static int
+exec_spawn(const struct kexec *x, struct buf *out, int *status,
+    struct cairn_err *err)
+{
+	char *info, *path = exec_path(x->command);
+	char **env = NULL;
+	int fds[2] = { -1, -1 }, devnull = -1, rc = 0, st = 0;
+	int64_t deadline = time_mono_us() + KCFG_EXEC_TIMEOUT_US;
+	pid_t pid;
+
+	if (path == NULL)
+		return cairn_err_set(err, CAIRN_EAUTH, "%s: command \"%s\" not "
+		    "found in $PATH%s%s", x->where, x->command,
+		    x->install_hint ? ": " : "", x->install_hint ?
+		    x->install_hint : "");
+	info = xasprintf("{\"kind\":\"ExecCredential\",\"apiVersion\":\"%s\","
+	    "\"spec\":{\"interactive\":false%s%s}}", x->api_version,
+	    x->cluster_json ? ",\"cluster\":" : "", x->cluster_json ?
+	    x->cluster_json : "");
+	env = exec_env(x, info);
+	free(info);
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0 || pipe2(fds, O_CLOEXEC) < 0) {
+		rc = cairn_err_errno(err, CAIRN_EAUTH, errno, "%s: pipe",
+		    x->where);
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = cairn_err_errno(err, CAIRN_EAUTH, errno, "%s: fork",
+		    x->where);
+		goto out;
+	}
+	if (pid == 0) {
+		/* Child: async-signal-safe calls only. */
+		sigset_t none;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		if (dup2(devnull, 0) < 0 || dup2(fds[1], 1) < 0)
+			_exit(126);
+		close_range(3, ~0u, 0);
+		execve(path, x->argv, env);
+		_exit(127);
+	}
+	close(fds[1]);
+	fds[1] = -1;
+	for (;;) {
+		struct pollfd p = { fds[0], POLLIN, 0 };
+		int64_t left = deadline - time_mono_us();
+		char tmp[8192];
+		ssize_t n;
+
+		if (left <= 0) {
+			kill(pid, SIGKILL);
+			rc = cairn_err_set(err, CAIRN_EAUTH, "%s: %s did not "
+			    "finish in %lld s", x->where, x->command,
+			    (long long)(KCFG_EXEC_TIMEOUT_US / TIME_US_PER_SEC));
+			break;
+		}
+		if (poll(&p, 1, (int)(left / 1000 + 1)) < 0) {
+			if (errno == EINTR)
+				continue;
+			kill(pid, SIGKILL);
+			rc = cairn_err_errno(err, CAIRN_EAUTH, errno, "%s: poll",
+			    x->where);
+			break;
+		}
+		if (p.revents == 0)
+			continue;
+		n = read(fds[0], tmp, sizeof tmp);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (buf_append(out, tmp, (size_t)n) < 0) {
+			kill(pid, SIGKILL);
+			rc = cairn_err_set(err, CAIRN_EAUTH, "%s: %s wrote more "
+			    "than %u bytes", x->where, x->command,
+			    KCFG_EXEC_OUT_MAX);
+			break;
+		}
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	*status = st;
+out:
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	if (devnull >= 0)
+		close(devnull);
+	strv_free(env);
+	free(path);
+	return rc;
+}
+
+/*
+ * Run the plugin and take its ExecCredential into x. cfg->lock held.
+ */
+static int
+exec_run(struct kexec *x, struct cairn_err *err)
+{
+	struct buf out;
+	cJSON *cred = NULL;
+	const char *av, *tok, *cert, *key, *exp;
+	int status = 0, rc;
+
+	buf_init(&out, KCFG_EXEC_OUT_MAX);
+	rc = exec_spawn(x, &out, &status, err);
+	if (rc < 0)
+		goto done;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		rc = cairn_err_set(err, CAIRN_EAUTH, "%s: %s %s %d%s%s",
+		    x->where, x->command, WIFEXITED(status) ?
+		    "exited with status" : "killed by signal", WIFEXITED(status) ?
+		    WEXITSTATUS(status) : WTERMSIG(status),
+		    WIFEXITED(status) && WEXITSTATUS(status) == 127 &&
+		    x->install_hint ? ": " : "", WIFEXITED(status) &&
+		    WEXITSTATUS(status) == 127 && x->install_hint ?
+		    x->install_hint : "");
+		goto done;
+	}
+	cred = json_parse(out.data != NULL ? out.data : "", out.len, NULL);
+	if (!cJSON_IsObject(cred) || strcmp(json_str_or(cred, "kind", ""),
+	    "ExecCredential") != 0) {
+		rc = cairn_err_set(err, CAIRN_EAUTH, "%s: %s did not print an "
+		    "ExecCredential", x->where, x->command);
+		goto done;
+	}
+	av = json_str_or(cred, "apiVersion", "");
+	if (strcmp(av, x->api_version) != 0) {
+		rc = cairn_err_set(err, CAIRN_EAUTH, "%s: the plugin is "
+		    "configured for %s but printed %s", x->where,
+		    x->api_version, av);
+		goto done;
+	}
+	tok = json_str(cred, "status.token");
+	cert = json_str(cred, "status.clientCertificateData");
+	key = json_str(cred, "status.clientKeyData");
+	exp = json_str(cred, "status.expirationTimestamp");
+	if ((cert != NULL && *cert) != (key != NULL && *key)) {
+		rc = cairn_err_set(err, CAIRN_EAUTH, "%s: the ExecCredential "
+		    "has only one of clientCertificateData and clientKeyData",
+		    x->where);
+		goto done;
+	}
+	if ((tok == NULL || *tok == '\0') && (cert == NULL || *cert == '\0')) {
+		rc = cairn_err_set(err, CAIRN_EAUTH, "%s: the ExecCredential "
+		    "has neither status.token nor a client certificate",
+		    x->where);
+		goto done;
+	}
+	kexec_forget(x);
+	if (exp != NULL && *exp != '\0' && time_parse(exp,
+	    &x->expires_us) < 0) {
+		rc = cairn_err_set(err, CAIRN_EAUTH, "%s: expirationTimestamp "
+		    "\"%s\" is not RFC 3339", x->where, exp);
+		goto done;
+	}
+	x->token = tok != NULL && *tok ? xstrdup(tok) : NULL;
+	if (cert != NULL && *cert) {
+		x->cert.len = strlen(cert);
+		x->cert.data = (unsigned char *)xstrdup(cert);
+		x->key.len = strlen(key);
+		x->key.data = (unsigned char *)xstrdup(key);
+	}
+	x->have = 1;
+	log_debug("%s: new credential from %s%s%s", x->where, x->command,
+	    exp ? ", expires " : "", exp ? exp : "");
+done:
+	if (out.data != NULL)
+		explicit_bzero(out.data, out.len);
+	buf_free(&out);
+	if (cred != NULL) {
+		/* the token is in the tree too */
+		cJSON *t = json_get(cred, "status");
+
+		if (t != NULL)
+			json_delete(cred, "status");
+		cJSON_Delete(cred);
+	}
+	return rc;
+}
+
+int
+kcfg_auth(struct kube_config *cfg, int force, struct kcfg_auth *out,
+    struct cairn_err *err)
+{
+	struct kexec *x = cfg->exec;
+	int rc = 0;
+
+	memset(out, 0, sizeof *out);
+	if (x == NULL) {
+		out->token = kcfg_token(cfg, force);
+		return 0;
+	}
+	pthread_mutex_lock(&cfg->lock);
+	if (force || !x->have || (x->expires_us != 0 &&
+	    time_now_us() >= x->expires_us))
+		rc = exec_run(x, err);
+	if (rc == 0) {
+		out->token = xstrdup(x->token);
+		if (x->cert.data != NULL) {
+			out->cert = xmalloc(x->cert.len + 1);
+			memcpy(out->cert, x->cert.data, x->cert.len + 1);
+			out->cert_len = x->cert.len;
+			out->key = xmalloc(x->key.len + 1);
+			memcpy(out->key, x->key.data, x->key.len + 1);
+			out->key_len = x->key.len;
+		}
+	}
+	pthread_mutex_unlock(&cfg->lock);
+	return rc;
+}
+
+void
+kcfg_auth_free(struct kcfg_auth *a)
+{
+	if (a->token != NULL)
+		explicit_bzero(a->token, strlen(a->token));
+	free(a->token);
+	if (a->key != NULL)
+		explicit_bzero(a->key, a->key_len);
+	free(a->key);
+	free(a->cert);
+	memset(a, 0, sizeof *a);
+}
+
 static int
 load_kubeconfig(struct kfiles *kf, const char *context,
     struct kube_config **out, struct cairn_err *err)
@@ -405,12 +899,17 @@ load_kubeconfig(struct kfiles *kf, const char *context,
 		goto fail;
 
 	if (us.node != NULL) {
-		if (cJSON_GetObjectItemCaseSensitive(us.node, "exec") != NULL ||
-		    cJSON_GetObjectItemCaseSensitive(us.node,
+		if (cJSON_GetObjectItemCaseSensitive(us.node,
 		    "auth-provider") != NULL)
-			log_warn("kubeconfig %s: user \"%s\": exec and "
-			    "auth-provider credentials are not supported; "
-			    "ignored", us.file, us.name);
+			log_warn("kubeconfig %s: user \"%s\": auth-provider "
+			    "credentials are not supported (client-go removed "
+			    "them; use an exec plugin); ignored", us.file,
+			    us.name);
+		if (cJSON_GetObjectItemCaseSensitive(us.node, "exec") != NULL) {
+			rc = parse_exec(&us, &cl, cfg, err);
+			if (rc < 0)
+				goto fail;
+		}
 		rc = pem_field(&us, "user", "client-certificate",
 		    "client-certificate-data", &cfg->cert_file,
 		    &cfg->cert_data, err);

@@ -62,16 +62,6 @@ strv_new(void)
 	return xcalloc(1, sizeof(char *));
 }
 
-static char **
-strv_push(char **v, const char *s)
-{
-	size_t n = strv_len(v);
-
-	v = xreallocarray(v, n + 2, sizeof *v);
-	v[n] = xstrdup(s);
-	v[n + 1] = NULL;
-	return v;
-}
 
 void
 kube_resource_free(struct kube_resource *r)

@@ -691,16 +691,18 @@ kube_exec(struct kube *k, const char *ns, const char *name,
 	x.res = res;
 	buf_init(&x.status, XS_STATUS_CAP);
 	for (attempt = 0; attempt < 2; attempt++) {
-		kube_auth_get(k, attempt > 0, &a);
+		rc = kube_auth_get(k, attempt > 0, &a, err);
+		if (rc < 0)
+			break;
 		tls = a.tls;
 		verify_name = tls.tls_server_name != NULL ?
 		    tls.tls_server_name : t.host;
 		x.user_agent = a.user_agent;
 		x.auth = a.token != NULL ? xasprintf("Bearer %s", a.token) : NULL;
-		kube_auth_clear(&a);
 		x.http = 0;
 		x.conn_err[0] = x.tls_err[0] = '\0';
 		rc = xs_run(k, &x, &t, &a, verify_name, err);
+		kube_auth_clear(&a);	/* after: a.tls may hold the plugin's */
 		if (x.auth != NULL)
 			explicit_bzero(x.auth, strlen(x.auth));
 		FREE_NULL(x.auth);

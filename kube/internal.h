@@ -22,6 +22,25 @@
  */
 char *kcfg_token(struct kube_config *cfg, int force);
 
+/*
+ * The user's credentials now, as owned copies: a bearer token (static,
+ * from a token file, or from the exec plugin) and the exec plugin's
+ * client certificate and key (PEM). force: re-read the token file, run
+ * the plugin again (after a 401). The plugin runs when there is no
+ * credential yet or it expired; its failure is CAIRN_EAUTH with the
+ * plugin named. Certificates from the kubeconfig are in kcfg_tls().
+ */
+struct kcfg_auth {
+	char *token;			/* NULL: none */
+	unsigned char *cert;		/* NULL: none (NUL-terminated) */
+	size_t cert_len;
+	unsigned char *key;
+	size_t key_len;
+};
+int kcfg_auth(struct kube_config *cfg, int force, struct kcfg_auth *out,
+	struct cairn_err *err);
+void kcfg_auth_free(struct kcfg_auth *a);
+
 /* What the transport needs from the config (borrowed). */
 struct kcfg_tls {
 	const char *ca_file;
@@ -36,21 +55,29 @@ struct kcfg_tls {
 void kcfg_tls(const struct kube_config *cfg, struct kcfg_tls *out);
 
 /*
- * What a connection made outside libcurl (kube/exec.c: WebSocket) needs to
- * authenticate exactly as the transport does: the bearer token the next
- * request would carry (never over plain http; force: re-read the token
- * source now, as after a 401), the TLS material, the user agent and the
- * request timeout. The server URL is kube_server(). Release with
- * kube_auth_clear() (wipes the token).
+ * How the client authenticates, for the transport's next request and for
+ * a connection made outside libcurl (kube/exec.c: WebSocket), so both do
+ * exactly the same: the bearer token (never over plain http; from the
+ * kubeconfig, a token file, or the exec plugin, run when its credential
+ * expired), the TLS material (the exec plugin's client certificate
+ * instead of the kubeconfig's when it gave one), the user agent and the
+ * request timeout. force_token: re-read the token file, run the plugin
+ * again (after a 401). CAIRN_EAUTH when the plugin fails (err says why).
+ * The server URL is kube_server(). Release with kube_auth_clear() (wipes
+ * the token and the plugin's key; tls is valid until then).
  */
 struct kube_auth {
 	char *token;			/* owned; NULL: none */
-	struct kcfg_tls tls;		/* borrowed from the client's config */
+	struct kcfg_tls tls;		/* the client's config, or exec_* */
 	int https;
 	const char *user_agent;		/* borrowed */
 	int64_t timeout_us;		/* the client's request timeout */
+	unsigned char *exec_cert;	/* owned: the plugin's certificate */
+	unsigned char *exec_key;	/* owned: its key */
+	size_t exec_key_len;
 };
-void kube_auth_get(struct kube *k, int force_token, struct kube_auth *out);
+int kube_auth_get(struct kube *k, int force_token, struct kube_auth *out,
+	struct cairn_err *err);
 void kube_auth_clear(struct kube_auth *a);
 
 /* ---- kube.c: the transport ---- */

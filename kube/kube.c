@@ -568,11 +568,13 @@ progress_cb(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
 
 static void
 setup_handle(struct kube *k, CURL *h, struct kube_call *c, struct xfer *x,
-    struct curl_slist *hdrs, const char *url)
+    struct curl_slist *hdrs, const char *url, const struct kube_auth *auth)
 {
-	struct kcfg_tls tls;
+	const struct kcfg_tls tls = auth->tls;
+	/* the exec plugin's may change: libcurl keeps a copy */
+	unsigned int blob = auth->exec_cert != NULL ? CURL_BLOB_COPY :
+	    CURL_BLOB_NOCOPY;
 
-	kcfg_tls(k->cfg, &tls);
 	curl_easy_setopt(h, CURLOPT_SHARE, k->share);
 	/*
 	 * The shared cache keeps at most this many idle connections; libcurl's
@@ -616,7 +618,7 @@ setup_handle(struct kube *k, CURL *h, struct kube_call *c, struct xfer *x,
 	}
 	if (tls.cert_data != NULL) {
 		struct curl_blob b = { (void *)tls.cert_data, tls.cert_len,
-		    CURL_BLOB_NOCOPY };
+		    blob };
 
 		curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &b);
 		curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
@@ -625,7 +627,7 @@ setup_handle(struct kube *k, CURL *h, struct kube_call *c, struct xfer *x,
 	}
 	if (tls.key_data != NULL) {
 		struct curl_blob b = { (void *)tls.key_data, tls.key_len,
-		    CURL_BLOB_NOCOPY };
+		    blob };
 
 		curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &b);
 		curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
@@ -646,33 +648,45 @@ setup_handle(struct kube *k, CURL *h, struct kube_call *c, struct xfer *x,
 	}
 }
 
-/* The bearer token to send (owned), NULL: none, or never over plain http. */
-static char *
-bearer_token(struct kube *k, int force_token)
+int
+kube_auth_get(struct kube *k, int force_token, struct kube_auth *out,
+    struct cairn_err *err)
 {
-	char *tok = kcfg_token(k->cfg, force_token);
+	struct kcfg_auth a;
+	int rc;
 
-	if (tok != NULL && !k->https) {
+	memset(out, 0, sizeof *out);
+	rc = kcfg_auth(k->cfg, force_token, &a, err);
+	if (rc < 0)
+		return rc;
+	kcfg_tls(k->cfg, &out->tls);
+	if (a.cert != NULL) {
+		/* the exec plugin's client certificate, instead of any other */
+		out->exec_cert = a.cert;
+		out->exec_key = a.key;
+		out->tls.cert_file = out->tls.key_file = NULL;
+		out->tls.cert_data = a.cert;
+		out->tls.cert_len = a.cert_len;
+		out->tls.key_data = a.key;
+		out->tls.key_len = a.key_len;
+		out->exec_key_len = a.key_len;
+		a.cert = a.key = NULL;
+	}
+	if (a.token != NULL && !k->https) {
 		if (!k->warned_http_token) {
 			k->warned_http_token = 1;
 			log_warn("not sending the bearer token over plain "
 			    "http to %s", k->base_url);
 		}
-		explicit_bzero(tok, strlen(tok));
-		FREE_NULL(tok);
+	} else {
+		out->token = a.token;
+		a.token = NULL;
 	}
-	return tok;
-}
-
-void
-kube_auth_get(struct kube *k, int force_token, struct kube_auth *out)
-{
-	memset(out, 0, sizeof *out);
-	out->token = bearer_token(k, force_token);
-	kcfg_tls(k->cfg, &out->tls);
+	kcfg_auth_free(&a);
 	out->https = k->https;
 	out->user_agent = k->user_agent;
 	out->timeout_us = k->o.timeout_us;
+	return 0;
 }
 
 void
@@ -681,13 +695,17 @@ kube_auth_clear(struct kube_auth *a)
 	if (a->token != NULL)
 		explicit_bzero(a->token, strlen(a->token));
 	FREE_NULL(a->token);
+	if (a->exec_key != NULL)
+		explicit_bzero(a->exec_key, a->exec_key_len);
+	FREE_NULL(a->exec_key);
+	FREE_NULL(a->exec_cert);
 }
 
 static struct curl_slist *
-make_headers(struct kube *k, struct kube_call *c, int force_token)
+make_headers(struct kube_call *c, const char *tok)
 {
 	struct curl_slist *h = NULL;
-	char *tok, *line;
+	char *line;
 
 	h = curl_slist_append(h, "Accept: application/json");
 	h = curl_slist_append(h, "Expect:");
@@ -697,14 +715,11 @@ make_headers(struct kube *k, struct kube_call *c, int force_token)
 		h = curl_slist_append(h, line);
 		free(line);
 	}
-	tok = bearer_token(k, force_token);
 	if (tok != NULL) {
 		line = xasprintf("Authorization: Bearer %s", tok);
 		h = curl_slist_append(h, line);
 		explicit_bzero(line, strlen(line));
 		free(line);
-		explicit_bzero(tok, strlen(tok));
-		free(tok);
 	}
 	return h;
 }
@@ -831,6 +846,7 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 	char reason[KUBE_REASON_MAX], msg[KUBE_MESSAGE_MAX];
 	char cerr[CURL_ERROR_SIZE];
 	struct curl_slist *hdrs = NULL;
+	struct kube_auth auth;
 	int attempt = 0, rc = 0, token_retry = 0, force_token = 0;
 	int64_t t0, delay, refused_since = 0;
 	long nconn;
@@ -859,12 +875,19 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 			x.idle_us = k->o.timeout_us;
 			x.last_us = time_mono_us();
 		}
+		/* the token now: a rotated file re-read, a plugin run */
+		rc = kube_auth_get(k, force_token, &auth, err);
+		if (rc < 0) {
+			kube_status_set(0, rc, "", err != NULL ? err->msg :
+			    "credentials", -1);
+			break;
+		}
 		h = pool_get(k);
 		x.h = h;
-		hdrs = make_headers(k, c, force_token);
+		hdrs = make_headers(c, auth.token);
 		force_token = 0;
 		cerr[0] = '\0';
-		setup_handle(k, h, c, &x, hdrs, url);
+		setup_handle(k, h, c, &x, hdrs, url, &auth);
 		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
 		t0 = time_mono_us();
 		cc = curl_easy_perform(h);
@@ -877,6 +900,7 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 		pool_put(k, h);
 		free_headers(hdrs);
 		hdrs = NULL;
+		kube_auth_clear(&auth);
 		pthread_mutex_lock(&k->stats_lock);
 		k->stats.requests++;
 		if (attempt > 0)

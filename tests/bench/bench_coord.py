@@ -64,7 +64,8 @@ def takeover(t):
                                            "metadata": {"name": "bulk"}})
     sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"payload": os.urandom(60).hex()}},
              2500, name="cm-{i:06d}", namespace="bulk")
-    sim.faults({"method": "GET", "path": "^/api/v1/configmaps$", "delay": 0.25, "count": 10000000})
+    sim.faults({"method": "GET", "path": "^/api/v1/(namespaces/[^/]+/)?configmaps$", "delay": 0.25,
+                "count": 10000000})
     claims, resumes = [], []
     for i in range(TRIALS):
         a = server(t, sim, "a%d" % i)

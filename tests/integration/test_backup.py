@@ -45,7 +45,9 @@ def setup(t, fs_root=None, bsl=None, s3=None):
     return sim
 
 
-CM_LIST = "^/api/v1/configmaps$"
+# ConfigMap lists across namespaces or of one (a backup with
+# includedNamespaces lists namespace by namespace)
+CM_LIST = "^/api/v1/(namespaces/[^/]+/)?configmaps$"
 
 
 def slow_bulk(t, n, delay, payload, path=CM_LIST):
@@ -320,7 +322,6 @@ def backup_validation_and_failures(t):
 
 
 LIST_PAGE = 500   # the backup's list page size (engine/backup.c lo.limit)
-CM_LIST = ("/api/v1/configmaps", "/api/v1/namespaces/bulk/configmaps")
 
 
 def sim_token_start(token):
@@ -343,7 +344,7 @@ def listed_ranges(sim, since, keys):
     from urllib.parse import parse_qs
     out = []
     for r in sim.requests():
-        if r["method"] != "GET" or r["path"] not in CM_LIST or r.get("watch") or r["time"] < since:
+        if r["method"] != "GET" or not re.match(CM_LIST, r["path"]) or r.get("watch") or r["time"] < since:
             continue
         q = {k: v[0] for k, v in parse_qs(r["query"]).items()}
         first = bisect.bisect_right(keys, sim_token_start(q["continue"])) if q.get("continue") else 0
@@ -358,7 +359,7 @@ def kill9_resume(t, compact):
     # time, over the 8 KiB part size), so 6000 items give ~12 parts and a
     # kill after 2-6 of them lands mid-backup.
     n = 6000
-    root, sim = slow_bulk(t, n, 0.3, "x", path="^/api/v1/(namespaces/[^/]+/)?configmaps$")
+    root, sim = slow_bulk(t, n, 0.3, "x")
     journal = t.path("journal.db")
     srv = server(t, sim, part_size=8192, journal=journal)
     create_backup(sim, "big", {"includedNamespaces": ["bulk"], "includedResources": ["configmaps"]})

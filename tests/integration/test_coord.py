@@ -199,7 +199,9 @@ def big_backup_setup(t, servers, n=2500, delay=0.4):
     sim, root = setup(t, servers)
     seed_bulk(sim, "bulk", n, payload=120)
     # slow list pages so kills and partitions land mid-backup
-    slow = {"method": "GET", "path": "^/api/v1/configmaps$", "delay": delay, "count": 100000}
+    # ConfigMap lists of bulk (backups list namespace by namespace)
+    slow = {"method": "GET", "path": "^/api/v1/(namespaces/bulk/)?configmaps$", "delay": delay,
+            "count": 100000}
     sim.faults(slow)
     return sim, root, slow
 
@@ -285,7 +287,7 @@ def coord_kill9_takeover(t):
     tok = before["checkpoint"].get("listContinue")
     t.check(tok, "status.checkpoint.listContinue at the kill: %s" % before["checkpoint"])
     lists = [q for q in sim.requests() if q["method"] == "GET" and
-             q["path"] == "/api/v1/configmaps" and q["time"] >= w_kill and
+             q["path"] == "/api/v1/namespaces/bulk/configmaps" and q["time"] >= w_kill and
              urllib.parse.parse_qs(q["query"]).get("limit") != ["1"]]
     t.check(lists and urllib.parse.parse_qs(lists[0]["query"]).get("continue") == [tok],
             "b's first list after the takeover: %s" % (lists[:1],))
