@@ -40,6 +40,10 @@ tests_unit_test_kube_watch_SOURCES = tests/unit/test_kube_watch.c tests/unit/uni
 	tests/unit/unit_kube.h tests/unit/unit_http.h
 tests_unit_test_kube_watch_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
+check_PROGRAMS += tests/unit/test_kube_exec_cred
+tests_unit_test_kube_exec_cred_SOURCES = tests/unit/test_kube_exec_cred.c tests/unit/unit.h
+tests_unit_test_kube_exec_cred_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
 check_PROGRAMS += tests/helpers/kube_tool
 tests_helpers_kube_tool_SOURCES = tests/helpers/kube_tool.c
 tests_helpers_kube_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
