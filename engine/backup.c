@@ -24,9 +24,20 @@
  * part); of the items stored before, at most one list page is listed
  * again. Without a token (a first page, a checkpoint from status, a
  * journal from before schema version 3, a resource whose earlier items
- * feed the related cluster-scoped set) or when it expired (410), the
- * resource is listed from the start and skipped by key, as a fresh list
- * (docs/protocol.md, "What a resumed backup contains").
+ * feed the related cluster-scoped set) the resource is listed from the
+ * start and skipped by key, as a fresh list; when it expired (410) the
+ * list goes on from the API server's inconsistent token or a new list
+ * (KUBE_GONE_RESUME), skipped by key (docs/protocol.md, "What a resumed
+ * backup contains"). Keys compare in etcd's order (kube_key_cmp).
+ *
+ * Plan: the resources discovery chose (ServerPreferredResources) that
+ * have list, create, get and delete, one of each pair of cohabiting
+ * resources, what the filters take; failed group-versions and names
+ * that match nothing are warnings (a failed group also an error). With
+ * includedNamespaces each namespaced resource is listed namespace by
+ * namespace (in key order), and Namespaces, related PVs and CRDs are
+ * read by name, so a small backup of a big cluster asks only about its
+ * part of it.
  *
  * Memory: one item at a time from the list stream, one tar entry at a
  * time through libarchive, the tarparts batches (4 x 512 KiB), their
