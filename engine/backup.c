@@ -7,11 +7,13 @@
  * item is written twice (legacy and -preferredversion paths), as the
  * compact text the API server sent (kube_list_text), into a tarparts
  * writer; between items the writer may cut a part once its
- * compressed size passed --part-size. A cut part is spooled to an
- * unlinked temp file (so RSS stays flat and the upload can be retried),
- * uploaded as part N of a multipart upload (S3: UploadPart; fs: a part
- * file under .cairn-uploads), recorded in the journal (journal first),
- * then mirrored into status.checkpoint with a conditional status write.
+ * compressed size passed --part-size. A cut part goes through the part
+ * pipeline shared with the hostpath mover (engine/partsink.h): spooled to
+ * an unlinked temp file (so RSS stays flat and the upload can be
+ * retried), uploaded as part N of a multipart upload (S3: UploadPart; fs:
+ * a part file under .cairn-uploads), then bk_part_stored() records it in
+ * the journal (journal first) and mirrors it into status.checkpoint with
+ * a conditional status write.
  *
  * Resume. The checkpoint is the list of stored parts with the last item
  * key in each, and (journal only) the continue token of the list page
@@ -52,9 +54,9 @@
  * whoever wrote the parts.
  *
  * Threads: a run is one worker thread, plus the tarparts compression
- * threads, which call only sink_write() (the spool file and its length,
- * one thread at a time);
- * sink_begin() and sink_end() run on the worker with the queue drained.
+ * threads, which only append to the part spool (one thread at a time);
+ * the upload and bk_part_stored() run on the worker with the queue
+ * drained.
  * struct kube, journal and store are shared thread-safe handles.
  */
 #include "config.h"
@@ -82,6 +84,7 @@
 #include "engine/hooks_backup.h"
 #include "engine/volumes.h"
 #include "engine/bsl.h"
+#include "engine/partsink.h"
 #include "engine/tarparts.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
@@ -89,7 +92,6 @@
 
 #define BK_MAX_RESULTS 1000		/* error/warning lines kept for results */
 #define BK_PROGRESS_US TIME_US_PER_SEC	/* status.progress at most this often */
-#define BK_SPOOL_BUF (64u << 10)	/* stdio buffer of the part spool */
 
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
 
@@ -148,8 +150,7 @@ struct bk {
 	size_t nns;
 	int64_t res_items;		/* items the current resource wrote */
 	struct tarparts *tp;
-	FILE *spool;			/* current part's bytes */
-	uint64_t spool_len;
+	struct partsink *ps;		/* spool and upload of the parts */
 	char *last_key;			/* last item written (owned) */
 	uint64_t part_items;
 	int64_t items_done;		/* in stored parts + current */
@@ -335,40 +336,6 @@ hk_record(void *arg, int is_error, const char *msg)
 
 static int bk_completed_meanwhile(struct bk *b);
 
-static int
-sink_begin(void *arg, int part, struct cairn_err *err)
-{
-	struct bk *b = arg;
-
-	(void)part;
-	if (b->spool == NULL) {
-		b->spool = tmpfile();
-		if (b->spool == NULL)
-			return cairn_err_errno(err, CAIRN_EIO, errno,
-			    "part spool file");
-		/* deflate hands over 64 KiB chunks: no extra copy, fewer writes */
-		setvbuf(b->spool, NULL, _IOFBF, BK_SPOOL_BUF);
-	}
-	rewind(b->spool);
-	if (ftruncate(fileno(b->spool), 0) < 0)
-		return cairn_err_errno(err, CAIRN_EIO, errno, "part spool");
-	b->spool_len = 0;
-	b->part_items = 0;
-	return 0;
-}
-
-static int
-sink_write(void *arg, const void *p, size_t n, struct cairn_err *err)
-{
-	struct bk *b = arg;
-
-	if (fwrite(p, 1, n, b->spool) != n)
-		return cairn_err_errno(err, CAIRN_EIO, errno,
-		    "writing part spool");
-	b->spool_len += n;
-	return 0;
-}
-
 static void
 bk_add_part(struct bk *b, const struct journal_part *p)
 {
@@ -379,39 +346,45 @@ bk_add_part(struct bk *b, const struct journal_part *p)
 	b->parts[b->nparts++] = *p;
 }
 
+/* partsink: before a part is uploaded, ownership is checked. */
 static int
-sink_end(void *arg, int part, uint64_t bytes, uint64_t entries,
+bk_part_fence(void *arg, int part, struct cairn_err *err)
+{
+	struct bk *b = arg;
+
+	(void)part;
+	if (b->f.fenced)
+		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
+	return engine_fence_check(&b->f, err);
+}
+
+/* partsink: the upload is gone because an earlier attempt completed it. */
+static int
+bk_part_failed(void *arg, int part, int rc, struct cairn_err *err)
+{
+	struct bk *b = arg;
+
+	(void)part;
+	if (rc == CAIRN_ENOTFOUND && bk_completed_meanwhile(b))
+		return cairn_err_set(err, CAIRN_EEXIST, "tarball complete");
+	return rc;
+}
+
+/* partsink: part p is stored: journal first, then status.checkpoint. */
+static int
+bk_part_stored(void *arg, const struct store_part *p, uint64_t entries,
 	struct cairn_err *err)
 {
 	struct bk *b = arg;
 	struct journal_part jp;
-	struct store_src src;
-	char etag[STORE_ETAG_MAX];
-	int rc;
+	int rc, part = p->number;
+	uint64_t bytes = p->size;
 
 	(void)entries;
-	if (b->f.fenced)
-		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
-	if (fflush(b->spool) != 0)
-		return cairn_err_errno(err, CAIRN_EIO, errno, "part spool");
-	rc = engine_fence_check(&b->f, err);
-	if (rc < 0)
-		return rc;
-	rc = store_src_fd(&src, fileno(b->spool), 0, (int64_t)b->spool_len,
-	    err);
-	if (rc < 0)
-		return rc;
-	rc = store_mpu_put_part(b->store, b->tar_key, b->upload_id, part, &src,
-	    etag, NULL, err);
-	if (rc == CAIRN_ENOTFOUND && bk_completed_meanwhile(b))
-		return cairn_err_set(err, CAIRN_EEXIST, "tarball complete");
-	if (rc < 0)
-		return cairn_err_prefix(err, "uploading part %d of %s", part,
-		    b->tar_key);
 	memset(&jp, 0, sizeof jp);
 	jp.part_number = part;
 	snprintf(jp.upload_id, sizeof jp.upload_id, "%s", b->upload_id);
-	snprintf(jp.etag, sizeof jp.etag, "%s", etag);
+	snprintf(jp.etag, sizeof jp.etag, "%s", p->etag);
 	snprintf(jp.last_key, sizeof jp.last_key, "%s",
 	    b->last_key ? b->last_key : "");
 	/* A token that does not fit is left out: resume lists from the start. */
@@ -2196,8 +2169,7 @@ bk_free(struct bk *b)
 {
 	tarparts_free(b->tp);
 	hooks_backup_free(b->hooks);
-	if (b->spool != NULL)
-		fclose(b->spool);
+	partsink_free(b->ps);
 	rlgz_free(b->rl);
 	free(b->cur_gvk);
 	for (size_t i = 0; i < b->nres; i++)
@@ -2267,6 +2239,8 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	const char *worker, struct cairn_err *err)
 {
 	struct bk b;
+	struct partsink_hooks hooks = { bk_part_fence, bk_part_failed,
+	    bk_part_stored, &b };
 	struct tarparts_sink sink;
 	cJSON *verrs = NULL;
 	char ts[TIME_STR_MAX];
@@ -2402,10 +2376,11 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		goto complete;
 	}
 
-	sink.begin = sink_begin;
-	sink.write = sink_write;
-	sink.end = sink_end;
-	sink.arg = &b;
+	rc = partsink_open(b.store, b.tar_key, b.upload_id, NULL, &hooks,
+	    &b.ps, err);
+	if (rc < 0)
+		goto storage_fail;
+	partsink_sink(b.ps, &sink);
 	first_part = b.nparts > 0 ? bk_next_part(&b) : 1;
 	b.resumed = b.nparts > 0;
 	if (!b.resumed)	/* else (or NULL): read the tarball back at the end */

@@ -1,15 +1,17 @@
 /*
  * hostpath.c: the built-in hostpath mover. Contract in hostpath.h.
  *
- * Backup data path:
+ * Backup data path: this file is a directory walker feeding the part
+ * pipeline backups use too (engine/tarparts.h, engine/partsink.h):
  *   sorted depth-first walk (openat/fstatat, never following a symlink)
  *     -> archive_read_disk_entry_from_file() for metadata (modes, owners,
  *        times, xattrs, ACLs, the sparse map taken from the open fd)
- *     -> libarchive pax writer, bytes_per_block 0 (nothing held back)
- *     -> archive_cb(): zlib deflate, gzip-wrapped, into a spool file
- *     -> at a file boundary once the part reached part_size: Z_FINISH
- *        (a complete gzip member), store_mpu_put_part() of the spool,
- *        then the caller's checkpoint(), deflateReset(), spool truncated.
+ *     -> tarparts_add_header/_data/_end_entry(): a pax writer whose
+ *        bytes tarparts deflates (gzip level 6) into the open part
+ *     -> tarparts_boundary() after each file: once the part reached
+ *        part_size it is a complete gzip member, and the partsink spools
+ *        it, asks the fence, stores it with store_mpu_put_part() and
+ *        calls hp_stored(): the caller's checkpoint().
  *   Holes of sparse files are found with SEEK_DATA/SEEK_HOLE and fed to
  *   libarchive as zeros it drops (the pax writer skips hole ranges), so a
  *   1 TiB sparse file with 1 MiB of data costs 1 MiB of reading.
@@ -57,14 +59,15 @@
 #include "base/mem.h"
 #include "base/util.h"
 #include "engine/archive_read.h"
+#include "engine/partsink.h"
+#include "engine/tarparts.h"
 #include "storage/layout.h"
 
-#define HP_ZOUT		(256u << 10)	/* deflate output chunk */
 #define HP_IOBUF	(1u << 20)	/* file read chunk */
 #define HP_DIR_MAX	1000000		/* entries in one directory */
 #define HP_DEPTH_MAX	256		/* directory nesting */
 
-static const char hp_zeros[64 << 10];
+static const char hp_zeros_buf[64 << 10];
 
 char *
 hostpath_key(const char *prefix, const char *backup, const char *volume)
@@ -278,30 +281,31 @@ count_fn(void *arg, int dirfd, const char *name, const char *rel,
 
 /* ---- Backup ------------------------------------------------------------ */
 
+/*
+ * The walker's state. The bytes go through the part pipeline shared with
+ * backups: tarparts (pax entries, gzip members cut at file boundaries)
+ * into a partsink (spool, upload part, then hp_stored: the checkpoint).
+ */
 struct hp_writer {
 	struct store *s;
 	const char *key;
 	const struct hostpath_opts *o;
-	size_t part_size;
 	char upload_id[STORE_UPLOAD_ID_MAX];
-	struct archive *a;
-	struct archive *disk;
+	struct tarparts *tp;
+	struct partsink *ps;
+	struct archive *disk;		/* metadata of files from disk */
 	struct archive_entry *e;
-	z_stream z;
-	int zinit;
-	unsigned char *zout;
 	unsigned char *io;
-	int spool;		/* staged part, -1 none */
-	uint64_t part_bytes;	/* compressed bytes in the spool */
-	struct store_part *parts;
+	struct store_part *parts;	/* stored, ascending */
 	size_t nparts, aparts;
-	int next;		/* number of the next part */
-	int gap_from, gap_to;	/* numbers left out (takeover), 0 0: none */
+	int next;			/* number of the first part to write */
+	int gap_from, gap_to;		/* numbers left out (takeover), 0 0: none */
 	uint64_t bytes_done, bytes_total, files_done, files_total;
 	uint64_t compressed;
 	char last_file[HOSTPATH_PATH_MAX];
-	const char *skip_until;	/* resume: skip entries <= this */
-	int closing;
+	const char *skip_until;		/* resume: skip entries <= this */
+	int closing;			/* the last part: no checkpoint */
+	int writing;			/* the upload is set up: abort it on failure */
 	int rc;
 	struct cairn_err err;
 };
@@ -332,144 +336,88 @@ hp_fence(struct hp_writer *w)
 	return rc < 0 ? rc : 0;
 }
 
-static int
-spool_write(struct hp_writer *w, const void *p, size_t n)
+static void
+hp_add_part(struct hp_writer *w, const struct store_part *p)
 {
-	const char *c = p;
-	ssize_t k;
-
-	while (n > 0) {
-		k = write(w->spool, c, n);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			if (w->rc == 0)
-				w->rc = cairn_err_errno(&w->err, CAIRN_EIO, errno,
-				    "writing the part spool file");
-			return -1;
-		}
-		c += k;
-		n -= (size_t)k;
-		w->part_bytes += (uint64_t)k;
-	}
-	return 0;
-}
-
-static int
-hp_deflate(struct hp_writer *w, int flush)
-{
-	int zrc;
-	size_t have;
-
-	do {
-		w->z.next_out = w->zout;
-		w->z.avail_out = HP_ZOUT;
-		zrc = deflate(&w->z, flush);
-		if (zrc == Z_STREAM_ERROR) {
-			if (w->rc == 0)
-				w->rc = cairn_err_set(&w->err, CAIRN_EFAIL,
-				    "zlib deflate failed");
-			return -1;
-		}
-		have = HP_ZOUT - w->z.avail_out;
-		if (have > 0 && spool_write(w, w->zout, have) < 0)
-			return -1;
-	} while (w->z.avail_out == 0 ||
-	    (flush == Z_FINISH && zrc != Z_STREAM_END));
-	return 0;
-}
-
-static la_ssize_t
-hp_archive_cb(struct archive *a, void *arg, const void *buf, size_t len)
-{
-	struct hp_writer *w = arg;
-
-	(void)a;
-	if (w->rc < 0)
-		return -1;
-	w->z.next_in = (Bytef *)(uintptr_t)buf;
-	w->z.avail_in = (uInt)len;
-	if (hp_deflate(w, Z_NO_FLUSH) < 0)
-		return -1;
-	return (la_ssize_t)len;
-}
-
-/* Finish the gzip member in the spool and store it as the next part. */
-static int
-hp_cut(struct hp_writer *w, int last)
-{
-	struct store_src src;
-	struct store_part *p;
-	struct hostpath_ckpt ck;
-	char etag[STORE_ETAG_MAX];
-	int rc, number = w->next;
-
-	if (hp_deflate(w, Z_FINISH) < 0)
-		return w->rc;
-	if (number > STORE_PART_MAX_NUMBER)
-		return cairn_err_set(&w->err, CAIRN_ETOOBIG, "more than %d "
-		    "parts: raise the part size", STORE_PART_MAX_NUMBER);
-	rc = hp_fence(w);
-	if (rc < 0)
-		return rc;
-	rc = store_src_fd(&src, w->spool, 0, (int64_t)w->part_bytes, &w->err);
-	if (rc == 0)
-		rc = store_mpu_put_part(w->s, w->key, w->upload_id, number,
-		    &src, etag, NULL, &w->err);
-	if (rc < 0)
-		return rc;
 	if (w->nparts == w->aparts) {
 		w->aparts = w->aparts ? w->aparts * 2 : 16;
 		w->parts = xreallocarray(w->parts, w->aparts, sizeof *w->parts);
 	}
-	p = &w->parts[w->nparts++];
-	w->next = number + 1;
-	memset(p, 0, sizeof *p);
-	p->number = number;
-	snprintf(p->etag, sizeof p->etag, "%s", etag);
-	p->size = w->part_bytes;
-	w->compressed += w->part_bytes;
-	log_debug("part %d of %s stored (%llu bytes, last file %s)",
-	    number, w->key, (unsigned long long)w->part_bytes,
-	    w->last_file);
-	if (ftruncate(w->spool, 0) < 0 || lseek(w->spool, 0, SEEK_SET) < 0)
-		return cairn_err_errno(&w->err, CAIRN_EIO, errno,
-		    "truncating the part spool file");
-	w->part_bytes = 0;
-	deflateReset(&w->z);
-	if (!last && w->o->checkpoint != NULL) {
-		memset(&ck, 0, sizeof ck);
-		snprintf(ck.upload_id, sizeof ck.upload_id, "%s", w->upload_id);
-		ck.parts = number;
-		ck.gap_from = w->gap_from;
-		ck.gap_to = w->gap_to;
-		snprintf(ck.last_file, sizeof ck.last_file, "%s", w->last_file);
-		ck.bytes_done = w->bytes_done;
-		ck.files_done = w->files_done;
-		rc = w->o->checkpoint(w->o->arg, &ck, &w->err);
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	w->parts[w->nparts++] = *p;
 }
 
+/* partsink: before a part is uploaded. */
 static int
-la_fail(struct hp_writer *w, struct archive *a, const char *what,
-    const char *rel)
+hp_part_fence(void *arg, int part, struct cairn_err *err)
+{
+	struct hp_writer *w = arg;
+	int rc;
+
+	(void)part;
+	rc = hp_fence(w);
+	return rc < 0 ? cairn_err_copy(err, &w->err) : 0;
+}
+
+/* partsink: a part is stored; the caller's checkpoint, but for the last. */
+static int
+hp_stored(void *arg, const struct store_part *p, uint64_t entries,
+	struct cairn_err *err)
+{
+	struct hp_writer *w = arg;
+	struct hostpath_ckpt ck;
+
+	(void)entries;
+	hp_add_part(w, p);
+	w->compressed += p->size;
+	if (w->closing || w->o->checkpoint == NULL)
+		return 0;
+	memset(&ck, 0, sizeof ck);
+	snprintf(ck.upload_id, sizeof ck.upload_id, "%s", w->upload_id);
+	ck.parts = p->number;
+	ck.gap_from = w->gap_from;
+	ck.gap_to = w->gap_to;
+	snprintf(ck.last_file, sizeof ck.last_file, "%s", w->last_file);
+	ck.bytes_done = w->bytes_done;
+	ck.files_done = w->files_done;
+	return w->o->checkpoint(w->o->arg, &ck, err);
+}
+
+/* The pipeline's error: its message in w->err, the code returned. */
+static int
+hp_fail(struct hp_writer *w, int rc, const struct cairn_err *e)
 {
 	if (w->rc < 0)
-		return w->rc;	/* our own callback failed: its message */
-	return cairn_err_set(&w->err, CAIRN_EIO, "%s \"%s\": %s", what, rel,
-	    archive_error_string(a) ? archive_error_string(a) : "failed");
+		return w->rc;	/* our own callback failed first: its message */
+	w->rc = rc;
+	cairn_err_copy(&w->err, e);
+	return rc;
+}
+
+/* n bytes of zeros (a hole, or a file that shrank) into the entry. */
+static int
+hp_zeros(struct hp_writer *w, uint64_t n, struct cairn_err *e)
+{
+	size_t chunk;
+	int rc;
+
+	while (n > 0) {
+		chunk = n < sizeof hp_zeros_buf ? (size_t)n : sizeof hp_zeros_buf;
+		rc = tarparts_add_data(w->tp, hp_zeros_buf, chunk, e);
+		if (rc < 0)
+			return rc;
+		n -= chunk;
+		w->bytes_done += chunk;
+	}
+	return 0;
 }
 
 /* Feed the file's bytes, holes as zeros found with SEEK_DATA/SEEK_HOLE. */
 static int
 hp_file_data(struct hp_writer *w, int fd, const char *rel, off_t size)
 {
+	struct cairn_err e = CAIRN_ERR_INIT;
 	off_t pos = 0, data, hole, want;
 	ssize_t n;
-	size_t chunk;
 	uint64_t since = 0;
 
 	while (pos < size) {
@@ -481,15 +429,10 @@ hp_file_data(struct hp_writer *w, int fd, const char *rel, off_t size)
 			data = errno == ENXIO ? size : pos;
 		if (data > size)
 			data = size;
-		while (pos < data) {
-			chunk = (size_t)(data - pos) < sizeof hp_zeros ?
-			    (size_t)(data - pos) : sizeof hp_zeros;
-			if (archive_write_data(w->a, hp_zeros, chunk) < 0)
-				return la_fail(w, w->a, "writing", rel);
-			pos += (off_t)chunk;
-			w->bytes_done += chunk;
-			since += chunk;
-		}
+		if (data > pos && hp_zeros(w, (uint64_t)(data - pos), &e) < 0)
+			return hp_fail(w, e.code, &e);
+		since += (uint64_t)(data - pos);
+		pos = data;
 		if (pos >= size)
 			break;
 		hole = lseek(fd, pos, SEEK_HOLE);
@@ -505,23 +448,12 @@ hp_file_data(struct hp_writer *w, int fd, const char *rel, off_t size)
 				    "reading \"%s\"", rel);
 			if (n == 0) {
 				/* Shrank while we read: pad to the header size. */
-				hole = size;
-				data = size;
-				while (pos < size) {
-					chunk = (size_t)(size - pos) <
-					    sizeof hp_zeros ? (size_t)(size -
-					    pos) : sizeof hp_zeros;
-					if (archive_write_data(w->a, hp_zeros,
-					    chunk) < 0)
-						return la_fail(w, w->a,
-						    "writing", rel);
-					pos += (off_t)chunk;
-					w->bytes_done += chunk;
-				}
-				break;
+				if (hp_zeros(w, (uint64_t)(size - pos), &e) < 0)
+					return hp_fail(w, e.code, &e);
+				return 0;
 			}
-			if (archive_write_data(w->a, w->io, (size_t)n) < 0)
-				return la_fail(w, w->a, "writing", rel);
+			if (tarparts_add_data(w->tp, w->io, (size_t)n, &e) < 0)
+				return hp_fail(w, e.code, &e);
 			pos += n;
 			w->bytes_done += (uint64_t)n;
 			since += (uint64_t)n;
@@ -536,15 +468,62 @@ hp_file_data(struct hp_writer *w, int fd, const char *rel, off_t size)
 	return 0;
 }
 
+/* The entry's metadata into w->e; 1: nothing to archive (socket, gone). */
+static int
+hp_describe(struct hp_writer *w, int dirfd, const char *name, const char *rel,
+    const struct stat *st, int *fd)
+{
+	char target[PATH_MAX + 1];
+	ssize_t tl;
+	int e;
+
+	if (S_ISSOCK(st->st_mode))
+		return 1;	/* tar cannot hold a socket; nothing to keep */
+	archive_entry_clear(w->e);
+	archive_entry_copy_pathname(w->e, rel);
+	if (S_ISLNK(st->st_mode)) {
+		tl = readlinkat(dirfd, name, target, sizeof target - 1);
+		if (tl < 0)
+			return cairn_err_errno(&w->err, CAIRN_EIO, errno,
+			    "reading symlink \"%s\"", rel);
+		target[tl] = '\0';
+		archive_entry_copy_stat(w->e, st);
+		archive_entry_copy_symlink(w->e, target);
+		archive_entry_copy_uname(w->e, archive_read_disk_uname(w->disk,
+		    (la_int64_t)st->st_uid));
+		archive_entry_copy_gname(w->e, archive_read_disk_gname(w->disk,
+		    (la_int64_t)st->st_gid));
+		return 0;
+	}
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)) {
+		archive_entry_copy_stat(w->e, st);	/* fifo, device */
+		return 0;
+	}
+	*fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
+	    O_NOCTTY | O_NONBLOCK);
+	if (*fd < 0) {
+		e = errno;
+		if (e == ENOENT)
+			return 1;	/* vanished since the stat */
+		return cairn_err_errno(&w->err, CAIRN_EIO, e, "opening \"%s\"",
+		    rel);
+	}
+	if (archive_read_disk_entry_from_file(w->disk, w->e, *fd, st) <
+	    ARCHIVE_WARN)
+		return cairn_err_set(&w->err, CAIRN_EIO, "metadata of \"%s\": "
+		    "%s", rel, archive_error_string(w->disk));
+	archive_entry_copy_pathname(w->e, rel);
+	return 0;
+}
+
 /* One entry of the walk (also the root, with name "." and rel "."). */
 static int
 hp_entry(void *arg, int dirfd, const char *name, const char *rel,
     const struct stat *st, struct cairn_err *err)
 {
 	struct hp_writer *w = arg;
-	char target[PATH_MAX + 1];
-	ssize_t tl;
-	int fd = -1, rc = 0, e;
+	struct cairn_err e = CAIRN_ERR_INIT;
+	int fd = -1, rc;
 
 	(void)err;
 	if (w->o->stop != NULL && *w->o->stop)
@@ -554,46 +533,11 @@ hp_entry(void *arg, int dirfd, const char *name, const char *rel,
 		return 0;
 	if (hp_fence(w) < 0)
 		return w->rc;
-	if (S_ISSOCK(st->st_mode))
-		return 0;	/* tar cannot hold a socket; nothing to keep */
-	archive_entry_clear(w->e);
-	archive_entry_copy_pathname(w->e, rel);
-	if (S_ISLNK(st->st_mode)) {
-		tl = readlinkat(dirfd, name, target, sizeof target - 1);
-		if (tl < 0) {
-			e = errno;
-			return cairn_err_errno(&w->err, CAIRN_EIO, e,
-			    "reading symlink \"%s\"", rel);
-		}
-		target[tl] = '\0';
-		archive_entry_copy_stat(w->e, st);
-		archive_entry_copy_symlink(w->e, target);
-		archive_entry_copy_uname(w->e, archive_read_disk_uname(w->disk,
-		    (la_int64_t)st->st_uid));
-		archive_entry_copy_gname(w->e, archive_read_disk_gname(w->disk,
-		    (la_int64_t)st->st_gid));
-	} else if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode)) {
-		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC |
-		    O_NOCTTY | O_NONBLOCK);
-		if (fd < 0) {
-			e = errno;
-			if (e == ENOENT)
-				return 0;	/* vanished since the stat */
-			return cairn_err_errno(&w->err, CAIRN_EIO, e,
-			    "opening \"%s\"", rel);
-		}
-		if (archive_read_disk_entry_from_file(w->disk, w->e, fd, st) <
-		    ARCHIVE_WARN) {
-			rc = cairn_err_set(&w->err, CAIRN_EIO, "metadata of "
-			    "\"%s\": %s", rel, archive_error_string(w->disk));
-			goto out;
-		}
-		archive_entry_copy_pathname(w->e, rel);
-	} else {
-		archive_entry_copy_stat(w->e, st);	/* fifo, device */
-	}
-	if (archive_write_header(w->a, w->e) < ARCHIVE_WARN) {
-		rc = la_fail(w, w->a, "archiving", rel);
+	rc = hp_describe(w, dirfd, name, rel, st, &fd);
+	if (rc != 0)
+		goto out;
+	if (tarparts_add_header(w->tp, w->e, &e) < 0) {
+		rc = hp_fail(w, e.code, &e);
 		goto out;
 	}
 	if (S_ISREG(st->st_mode) && st->st_size > 0) {
@@ -601,42 +545,20 @@ hp_entry(void *arg, int dirfd, const char *name, const char *rel,
 		if (rc < 0)
 			goto out;
 	}
-	if (archive_write_finish_entry(w->a) < ARCHIVE_WARN) {
-		rc = la_fail(w, w->a, "archiving", rel);
+	if (tarparts_end_entry(w->tp, &e) < 0) {
+		rc = hp_fail(w, e.code, &e);
 		goto out;
 	}
 	w->files_done++;
 	snprintf(w->last_file, sizeof w->last_file, "%s", rel);
 	hp_progress(w);
-	if (w->part_bytes >= w->part_size && strcmp(rel, ".") != 0)
-		rc = hp_cut(w, 0);
+	/* A part ends after a whole file once it reached the part size. */
+	if (strcmp(rel, ".") != 0 && tarparts_boundary(w->tp, NULL, &e) < 0)
+		rc = hp_fail(w, e.code, &e);
 out:
 	if (fd >= 0)
 		close(fd);
-	return rc;
-}
-
-static int
-hp_spool_open(struct hp_writer *w)
-{
-	const char *d = w->o->spool_dir;
-	char *tmpl;
-
-	if (d == NULL || d[0] == '\0')
-		d = getenv("TMPDIR");
-	if (d == NULL || d[0] == '\0')
-		d = "/tmp";
-	tmpl = xasprintf("%s/cairn-volume-part.XXXXXX", d);
-	w->spool = mkostemp(tmpl, O_CLOEXEC);
-	if (w->spool < 0) {
-		cairn_err_errno(&w->err, CAIRN_EIO, errno, "creating a spool "
-		    "file in %s", d);
-		free(tmpl);
-		return CAIRN_EIO;
-	}
-	unlink(tmpl);
-	free(tmpl);
-	return 0;
+	return rc < 0 ? rc : 0;
 }
 
 static int
@@ -658,18 +580,146 @@ static int
 part_cb(void *arg, const struct store_part *p)
 {
 	struct part_list *pl = arg;
-	struct hp_writer *w = pl->w;
 
 	if (p->number > pl->highest)
 		pl->highest = p->number;
 	if (p->number > pl->want || (p->number >= pl->gap_from &&
 	    p->number <= pl->gap_to))
 		return 0;
-	if (w->nparts == w->aparts) {
-		w->aparts = w->aparts ? w->aparts * 2 : 16;
-		w->parts = xreallocarray(w->parts, w->aparts, sizeof *w->parts);
+	hp_add_part(pl->w, p);
+	return 0;
+}
+
+/*
+ * Resume the checkpoint's upload: its parts 1..k kept, the copy goes on
+ * after its last file (and, for another owner's checkpoint, after every
+ * part number the upload holds, plus one). CAIRN_ENOTFOUND when it cannot.
+ */
+static int
+hp_resume(struct hp_writer *w, const struct hostpath_ckpt *ck, int foreign)
+{
+	struct part_list pl;
+	int rc, want;
+
+	snprintf(w->upload_id, sizeof w->upload_id, "%s", ck->upload_id);
+	if (foreign && ck->gap_from > 0)
+		return cairn_err_set(&w->err, CAIRN_ENOTFOUND, "a published "
+		    "checkpoint of %s with a gap cannot be resumed", w->key);
+	memset(&pl, 0, sizeof pl);
+	pl.w = w;
+	pl.want = ck->parts;
+	pl.gap_from = ck->gap_from > 0 ? ck->gap_from : INT_MAX;
+	pl.gap_to = ck->gap_to;
+	rc = store_mpu_list_parts(w->s, w->key, w->upload_id, part_cb, &pl,
+	    &w->err);
+	if (rc < 0)
+		return rc;
+	want = ck->parts - (ck->gap_from > 0 ? ck->gap_to - ck->gap_from + 1 :
+	    0);
+	if ((int)w->nparts != want)
+		return cairn_err_set(&w->err, CAIRN_ENOTFOUND, "upload of %s has "
+		    "%zu of the %d checkpointed parts", w->key, w->nparts, want);
+	qsort(w->parts, w->nparts, sizeof *w->parts, part_number_cmp);
+	w->gap_from = ck->gap_from;
+	w->gap_to = ck->gap_to;
+	w->next = ck->parts + 1;
+	if (foreign) {
+		/*
+		 * The old owner may have stored parts after the checkpoint it
+		 * published and have one more in flight: leave all those
+		 * numbers unused.
+		 */
+		w->gap_from = ck->parts + 1;
+		w->gap_to = (pl.highest > ck->parts ? pl.highest : ck->parts) +
+		    1;
+		w->next = w->gap_to + 1;
 	}
-	w->parts[w->nparts++] = *p;
+	for (size_t i = 0; i < w->nparts; i++)
+		w->compressed += w->parts[i].size;
+	w->skip_until = ck->last_file;
+	w->bytes_done = ck->bytes_done;
+	w->files_done = ck->files_done;
+	snprintf(w->last_file, sizeof w->last_file, "%s", ck->last_file);
+	log_info("resuming %s after part %d (last file %s)", w->key, ck->parts,
+	    ck->last_file);
+	if (foreign)
+		log_info("%s: another owner's upload: parts %d..%d left out, "
+		    "continuing at part %d", w->key, w->gap_from, w->gap_to,
+		    w->next);
+	return 0;
+}
+
+/* A new upload. */
+static int
+hp_create(struct hp_writer *w)
+{
+	char *id = NULL;
+	int rc;
+
+	w->next = 1;
+	rc = hp_fence(w);
+	if (rc < 0)
+		return rc;
+	rc = store_mpu_create(w->s, w->key, &id, &w->err);
+	if (rc == 0 && strlen(id) >= sizeof w->upload_id)
+		rc = cairn_err_set(&w->err, CAIRN_ETOOBIG, "upload id too long");
+	if (rc == 0)
+		snprintf(w->upload_id, sizeof w->upload_id, "%s", id);
+	free(id);
+	return rc;
+}
+
+/* The pipeline: a partsink on the upload, tarparts feeding it. */
+static int
+hp_pipeline(struct hp_writer *w)
+{
+	struct partsink_hooks h = { hp_part_fence, NULL, hp_stored, w };
+	struct tarparts_sink sink;
+	int rc;
+
+	rc = partsink_open(w->s, w->key, w->upload_id, w->o->spool_dir, &h,
+	    &w->ps, &w->err);
+	if (rc < 0)
+		return rc;
+	partsink_sink(w->ps, &sink);
+	rc = tarparts_open(&sink, w->next, w->o->part_size ? w->o->part_size :
+	    HOSTPATH_PART_SIZE, 0, &w->tp, &w->err);
+	if (rc == 0)
+		rc = tarparts_set_level(w->tp, Z_DEFAULT_COMPRESSION, &w->err);
+	if (rc < 0)
+		return rc;
+	w->e = archive_entry_new();
+	w->disk = archive_read_disk_new();
+	archive_read_disk_set_standard_lookup(w->disk);
+	archive_read_disk_set_symlink_physical(w->disk);
+	w->io = xmalloc(HP_IOBUF);
+	return 0;
+}
+
+/* Walk dir into the pipeline, end the archive and complete the upload. */
+static int
+hp_copy(struct hp_writer *w, int root, const struct stat *rst,
+    struct hostpath_stats *st)
+{
+	struct cairn_err e = CAIRN_ERR_INIT;
+	int rc;
+
+	rc = hp_entry(w, root, ".", ".", rst, &w->err);
+	if (rc == 0)
+		rc = walk(root, "", 0, hp_entry, w, &w->err);
+	if (rc < 0)
+		return rc;
+	w->closing = 1;
+	if (tarparts_finish(w->tp, &e) < 0)
+		return hp_fail(w, e.code, &e);
+	rc = hp_fence(w);
+	if (rc < 0)
+		return rc;
+	rc = store_mpu_complete(w->s, w->key, w->upload_id, w->parts,
+	    w->nparts, st != NULL ? st->etag : NULL, &w->err);
+	if (rc < 0)
+		return rc;
+	hp_progress(w);
 	return 0;
 }
 
@@ -680,11 +730,9 @@ hostpath_backup(struct store *s, const char *key, const char *dir,
 {
 	struct hostpath_opts defaults;
 	struct hp_writer w;
-	struct totals t = { 0, 0 };
+	struct totals t = { 1, 0 };
 	struct stat rst;
-	struct part_list pl;
-	char *id = NULL;
-	int root = -1, rc;
+	int root, rc;
 
 	if (o == NULL) {
 		memset(&defaults, 0, sizeof defaults);
@@ -694,8 +742,6 @@ hostpath_backup(struct store *s, const char *key, const char *dir,
 	w.s = s;
 	w.key = key;
 	w.o = o;
-	w.spool = -1;
-	w.part_size = o->part_size ? o->part_size : HOSTPATH_PART_SIZE;
 	root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0) {
 		rc = cairn_err_errno(&w.err, errno == ENOENT ? CAIRN_ENOTFOUND :
@@ -708,138 +754,30 @@ hostpath_backup(struct store *s, const char *key, const char *dir,
 	}
 	/* First walk: what there is to move. */
 	t.files = 1;
+	t.bytes = 0;
 	rc = walk(root, "", 0, count_fn, &t, &w.err);
 	if (rc < 0)
 		goto out;
 	w.bytes_total = t.bytes;
 	w.files_total = t.files;
-
 	/* The upload: a new one, or the checkpoint's with its parts. */
-	if (o->resume != NULL) {
-		snprintf(w.upload_id, sizeof w.upload_id, "%s",
-		    o->resume->upload_id);
-		int want;
-
-		if (o->resume_foreign && o->resume->gap_from > 0) {
-			rc = cairn_err_set(&w.err, CAIRN_ENOTFOUND, "a published "
-			    "checkpoint of %s with a gap cannot be resumed", key);
-			goto out;
-		}
-		memset(&pl, 0, sizeof pl);
-		pl.w = &w;
-		pl.want = o->resume->parts;
-		pl.gap_from = o->resume->gap_from > 0 ? o->resume->gap_from :
-		    INT_MAX;
-		pl.gap_to = o->resume->gap_to;
-		rc = store_mpu_list_parts(s, key, w.upload_id, part_cb, &pl,
-		    &w.err);
-		if (rc < 0)
-			goto out;
-		want = o->resume->parts - (o->resume->gap_from > 0 ?
-		    o->resume->gap_to - o->resume->gap_from + 1 : 0);
-		if ((int)w.nparts != want) {
-			rc = cairn_err_set(&w.err, CAIRN_ENOTFOUND, "upload of "
-			    "%s has %zu of the %d checkpointed parts", key,
-			    w.nparts, want);
-			goto out;
-		}
-		qsort(w.parts, w.nparts, sizeof *w.parts, part_number_cmp);
-		w.gap_from = o->resume->gap_from;
-		w.gap_to = o->resume->gap_to;
-		w.next = o->resume->parts + 1;
-		if (o->resume_foreign) {
-			/*
-			 * The old owner may have stored parts after the
-			 * checkpoint it published and have one more in
-			 * flight: leave all those numbers unused.
-			 */
-			w.gap_from = o->resume->parts + 1;
-			w.gap_to = (pl.highest > o->resume->parts ?
-			    pl.highest : o->resume->parts) + 1;
-			w.next = w.gap_to + 1;
-		}
-		for (size_t i = 0; i < w.nparts; i++)
-			w.compressed += w.parts[i].size;
-		w.skip_until = o->resume->last_file;
-		w.bytes_done = o->resume->bytes_done;
-		w.files_done = o->resume->files_done;
-		snprintf(w.last_file, sizeof w.last_file, "%s",
-		    o->resume->last_file);
-		log_info("resuming %s after part %d (last file %s)",
-		    key, o->resume->parts, o->resume->last_file);
-		if (o->resume_foreign)
-			log_info("%s: another owner's upload: parts %d..%d "
-			    "left out, continuing at part %d", key, w.gap_from,
-			    w.gap_to, w.next);
-	} else {
-		w.next = 1;
-		rc = hp_fence(&w);
-		if (rc < 0)
-			goto out;
-		rc = store_mpu_create(s, key, &id, &w.err);
-		if (rc < 0)
-			goto out;
-		if (strlen(id) >= sizeof w.upload_id) {
-			rc = cairn_err_set(&w.err, CAIRN_ETOOBIG, "upload id "
-			    "too long");
-			goto out;
-		}
-		snprintf(w.upload_id, sizeof w.upload_id, "%s", id);
-	}
-	hp_progress(&w);
-
-	rc = hp_spool_open(&w);
+	rc = o->resume != NULL ? hp_resume(&w, o->resume, o->resume_foreign) :
+	    hp_create(&w);
 	if (rc < 0)
 		goto out;
-	w.zout = xmalloc(HP_ZOUT);
-	w.io = xmalloc(HP_IOBUF);
-	if (deflateInit2(&w.z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-	    Z_DEFAULT_STRATEGY) != Z_OK) {
-		rc = cairn_err_set(&w.err, CAIRN_EFAIL, "zlib init failed");
-		goto out;
-	}
-	w.zinit = 1;
-	w.e = archive_entry_new();
-	w.disk = archive_read_disk_new();
-	archive_read_disk_set_standard_lookup(w.disk);
-	archive_read_disk_set_symlink_physical(w.disk);
-	w.a = archive_write_new();
-	if (archive_write_set_format_pax(w.a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(w.a, 0) != ARCHIVE_OK ||
-	    archive_write_open2(w.a, &w, NULL, hp_archive_cb, NULL, NULL) !=
-	    ARCHIVE_OK) {
-		rc = cairn_err_set(&w.err, CAIRN_EFAIL, "libarchive: %s",
-		    archive_error_string(w.a));
-		goto out;
-	}
-	rc = hp_entry(&w, root, ".", ".", &rst, &w.err);
+	w.writing = 1;
+	hp_progress(&w);
+	rc = hp_pipeline(&w);
 	if (rc == 0)
-		rc = walk(root, "", 0, hp_entry, &w, &w.err);
-	if (rc < 0)
-		goto out;
-	w.closing = 1;
-	if (archive_write_close(w.a) != ARCHIVE_OK) {
-		rc = la_fail(&w, w.a, "closing", key);
-		goto out;
-	}
-	rc = hp_cut(&w, 1);
-	if (rc < 0)
-		goto out;
-	rc = hp_fence(&w);
-	if (rc < 0)
-		goto out;
-	rc = store_mpu_complete(s, key, w.upload_id, w.parts, w.nparts,
-	    st != NULL ? st->etag : NULL, &w.err);
-	if (rc < 0)
-		goto out;
-	hp_progress(&w);
+		rc = hp_copy(&w, root, &rst, st);
 out:
 	/*
-	 * Failed for good (not stopped, not fenced): drop the upload, its
-	 * parts are of no use to anyone (the caller marks the volume Failed).
+	 * Failed for good (not stopped, not fenced, not a refused resume):
+	 * drop the upload, its parts are of no use to anyone (the caller
+	 * marks the volume Failed).
 	 */
 	if (rc < 0 && rc != CAIRN_ECANCELED && rc != CAIRN_EFENCED &&
-	    w.upload_id[0] != '\0' && hp_fence(&w) == 0)
+	    w.writing && hp_fence(&w) == 0)
 		(void)store_mpu_abort(s, key, w.upload_id, NULL);
 	if (st != NULL) {
 		st->bytes_total = w.bytes_total;
@@ -848,22 +786,16 @@ out:
 		st->compressed = w.compressed;
 		st->parts = (int)w.nparts;
 	}
-	if (w.a != NULL)
-		archive_write_free(w.a);	/* after close: nothing more */
+	tarparts_free(w.tp);	/* unfinished: nothing more reaches the sink */
+	partsink_free(w.ps);
 	if (w.disk != NULL)
 		archive_read_free(w.disk);
 	if (w.e != NULL)
 		archive_entry_free(w.e);
-	if (w.zinit)
-		deflateEnd(&w.z);
-	if (w.spool >= 0)
-		close(w.spool);
 	if (root >= 0)
 		close(root);
-	free(w.zout);
 	free(w.io);
 	free(w.parts);
-	free(id);
 	if (rc < 0)
 		cairn_err_copy(err, &w.err);
 	return rc;
@@ -918,199 +850,242 @@ is_root_name(const char *rel)
 	return strcmp(rel, ".") == 0 || strcmp(rel, "./") == 0;
 }
 
-int
-hostpath_restore(struct store *s, const char *key, const char *dir,
-    const struct hostpath_opts *o, struct hostpath_stats *st,
-    struct cairn_err *err)
-{
-	struct hostpath_opts defaults;
+/*
+ * One restore: the archive read from storage, the disk writer, where
+ * bytes stand, and the archive's root entry (applied to dir at the end).
+ */
+struct hp_restore {
 	struct hp_reader r;
-	struct archive *a = NULL, *out = NULL;
-	struct archive_entry *e;
+	const struct hostpath_opts *o;
+	const char *key;
+	char *abs;			/* realpath of the target, owned */
+	struct archive *a, *out;
+	uint64_t done, total, files, since;
+	int have_root;
+	mode_t root_mode;
+	uid_t root_uid;
+	gid_t root_gid;
 	struct timespec ts[2];
-	char *abs = NULL, *full = NULL, *relc = NULL;
-	const char *rel, *hl;
-	const void *blk;
-	size_t blen;
-	la_int64_t off;
-	uint64_t done = 0, total, files = 0, entry_base, since = 0;
-	int flags, rc = 0, have_root = 0, lr;
-	mode_t root_mode = 0;
-	uid_t root_uid = 0;
-	gid_t root_gid = 0;
+};
 
-	if (o == NULL) {
-		memset(&defaults, 0, sizeof defaults);
-		o = &defaults;
-	}
-	memset(&r, 0, sizeof r);
-	total = o->expect_total;
+/* Open the stored archive and the confined disk writer. */
+static int
+hr_open(struct hp_restore *h, struct store *s, const char *dir)
+{
+	int flags, rc;
+
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return cairn_err_errno(err, CAIRN_EIO, errno, "creating %s",
+		return cairn_err_errno(&h->r.err, CAIRN_EIO, errno, "creating %s",
 		    dir);
-	abs = realpath(dir, NULL);
-	if (abs == NULL)
-		return cairn_err_errno(err, CAIRN_EIO, errno, "resolving %s",
-		    dir);
-	rc = tarread_src_store(&r.src, s, key, 0, &r.err);
-	if (rc < 0) {
-		cairn_err_copy(err, &r.err);
-		free(abs);
+	h->abs = realpath(dir, NULL);
+	if (h->abs == NULL)
+		return cairn_err_errno(&h->r.err, CAIRN_EIO, errno,
+		    "resolving %s", dir);
+	rc = tarread_src_store(&h->r.src, s, h->key, 0, &h->r.err);
+	if (rc < 0)
 		return rc;
-	}
-	a = archive_read_new();
-	archive_read_support_filter_gzip(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open(a, &r, NULL, hp_read_cb, NULL) != ARCHIVE_OK) {
-		rc = cairn_err_set(&r.err, r.rc ? r.rc : CAIRN_EPROTO,
-		    "reading %s: %s", key, archive_error_string(a));
-		goto out;
-	}
+	h->a = archive_read_new();
+	archive_read_support_filter_gzip(h->a);
+	archive_read_support_format_tar(h->a);
+	if (archive_read_open(h->a, &h->r, NULL, hp_read_cb, NULL) != ARCHIVE_OK)
+		return cairn_err_set(&h->r.err, h->r.rc ? h->r.rc : CAIRN_EPROTO,
+		    "reading %s: %s", h->key, archive_error_string(h->a));
 	flags = ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
 	    ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_XATTR |
 	    ARCHIVE_EXTRACT_SPARSE | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
 	    ARCHIVE_EXTRACT_SECURE_SYMLINKS;
 	if (geteuid() == 0)
 		flags |= ARCHIVE_EXTRACT_OWNER;
-	out = archive_write_disk_new();
-	archive_write_disk_set_options(out, flags);
-	archive_write_disk_set_standard_lookup(out);
+	h->out = archive_write_disk_new();
+	archive_write_disk_set_options(h->out, flags);
+	archive_write_disk_set_standard_lookup(h->out);
+	return 0;
+}
+
+static void
+hr_progress(struct hp_restore *h)
+{
+	if (h->done > h->total)
+		h->total = h->done;
+	if (h->o->progress != NULL)
+		h->o->progress(h->o->arg, h->done, h->total, h->files, 0);
+}
+
+/* The entry's data blocks to disk. */
+static int
+hr_data(struct hp_restore *h, struct archive_entry *e, const char *rel)
+{
+	uint64_t base = h->done;
+	const void *blk;
+	size_t blen;
+	la_int64_t off;
+	int lr, rc;
+
 	for (;;) {
-		if (o->stop != NULL && *o->stop) {
-			rc = cairn_err_set(&r.err, CAIRN_ECANCELED, "stopped");
-			goto out;
-		}
-		if (o->fence != NULL && (rc = o->fence(o->arg, &r.err)) < 0)
-			goto out;
-		lr = archive_read_next_header(a, &e);
+		lr = archive_read_data_block(h->a, &blk, &blen, &off);
 		if (lr == ARCHIVE_EOF)
 			break;
-		if (lr < ARCHIVE_WARN) {
-			rc = cairn_err_set(&r.err, r.rc ? r.rc : CAIRN_EPROTO,
-			    "reading %s: %s", key, archive_error_string(a));
-			goto out;
+		if (lr < ARCHIVE_WARN)
+			return cairn_err_set(&h->r.err, h->r.rc ? h->r.rc :
+			    CAIRN_EPROTO, "%s: reading data: %s", h->key,
+			    archive_error_string(h->a));
+		if (archive_write_data_block(h->out, blk, blen, off) <
+		    ARCHIVE_WARN)
+			return cairn_err_set(&h->r.err, CAIRN_EIO, "%s: writing "
+			    "\"%.200s\": %s", h->key, rel,
+			    archive_error_string(h->out));
+		h->done = base + (uint64_t)off + blen;
+		hr_progress(h);
+		h->since += blen;
+		if (h->since >= (4u << 20) && h->o->fence != NULL) {
+			h->since = 0;
+			rc = h->o->fence(h->o->arg, &h->r.err);
+			if (rc < 0)
+				return rc;
 		}
-		free(relc);
-		relc = xstrdup(archive_entry_pathname(e));
-		rel = relc;	/* the entry's own copy changes below */
-		if (rel == NULL || name_safe(rel) < 0) {
-			rc = cairn_err_set(&r.err, CAIRN_EPROTO, "%s: unsafe "
-			    "entry name \"%.200s\" refused", key,
-			    rel ? rel : "(none)");
-			goto out;
-		}
-		if (is_root_name(rel)) {
-			have_root = 1;
-			root_mode = archive_entry_perm(e);
-			root_uid = (uid_t)archive_entry_uid(e);
-			root_gid = (gid_t)archive_entry_gid(e);
-			ts[0].tv_sec = archive_entry_atime(e);
-			ts[0].tv_nsec = archive_entry_atime_nsec(e);
-			ts[1].tv_sec = archive_entry_mtime(e);
-			ts[1].tv_nsec = archive_entry_mtime_nsec(e);
-			continue;
-		}
-		full = xasprintf("%s/%s", abs, rel);
-		archive_entry_copy_pathname(e, full);
-		FREE_NULL(full);
-		hl = archive_entry_hardlink(e);
-		if (hl != NULL) {
-			if (name_safe(hl) < 0) {
-				rc = cairn_err_set(&r.err, CAIRN_EPROTO, "%s: "
-				    "unsafe link target \"%.200s\" refused",
-				    key, hl);
-				goto out;
-			}
-			full = xasprintf("%s/%s", abs, hl);
-			archive_entry_copy_hardlink(e, full);
-			FREE_NULL(full);
-		}
-		if (archive_write_header(out, e) < ARCHIVE_WARN) {
-			rc = cairn_err_set(&r.err, CAIRN_EIO, "%s: extracting "
-			    "\"%.200s\": %s", key, rel,
-			    archive_error_string(out));
-			goto out;
-		}
-		entry_base = done;
-		if (archive_entry_size(e) > 0) {
-			for (;;) {
-				lr = archive_read_data_block(a, &blk, &blen,
-				    &off);
-				if (lr == ARCHIVE_EOF)
-					break;
-				if (lr < ARCHIVE_WARN) {
-					rc = cairn_err_set(&r.err, r.rc ? r.rc :
-					    CAIRN_EPROTO, "%s: reading data: %s",
-					    key, archive_error_string(a));
-					goto out;
-				}
-				if (archive_write_data_block(out, blk, blen,
-				    off) < ARCHIVE_WARN) {
-					rc = cairn_err_set(&r.err, CAIRN_EIO,
-					    "%s: writing \"%.200s\": %s", key,
-					    rel, archive_error_string(out));
-					goto out;
-				}
-				done = entry_base + (uint64_t)off + blen;
-				if (done > total)
-					total = done;
-				if (o->progress != NULL)
-					o->progress(o->arg, done, total, files,
-					    0);
-				since += blen;
-				if (since >= (4u << 20) && o->fence != NULL) {
-					since = 0;
-					rc = o->fence(o->arg, &r.err);
-					if (rc < 0)
-						goto out;
-				}
-			}
-			done = entry_base + (uint64_t)archive_entry_size(e);
-		}
-		if (archive_write_finish_entry(out) < ARCHIVE_WARN) {
-			rc = cairn_err_set(&r.err, CAIRN_EIO, "%s: finishing "
-			    "\"%.200s\": %s", key, rel,
-			    archive_error_string(out));
-			goto out;
-		}
-		files++;
-		if (done > total)
-			total = done;
-		if (o->progress != NULL)
-			o->progress(o->arg, done, total, files, 0);
 	}
-	if (archive_write_close(out) != ARCHIVE_OK) {
-		rc = cairn_err_set(&r.err, CAIRN_EIO, "%s: %s", key,
-		    archive_error_string(out));
+	h->done = base + (uint64_t)archive_entry_size(e);
+	return 0;
+}
+
+/* Remember the archive's root entry: applied to the target at the end. */
+static void
+hr_root(struct hp_restore *h, struct archive_entry *e)
+{
+	h->have_root = 1;
+	h->root_mode = archive_entry_perm(e);
+	h->root_uid = (uid_t)archive_entry_uid(e);
+	h->root_gid = (gid_t)archive_entry_gid(e);
+	h->ts[0].tv_sec = archive_entry_atime(e);
+	h->ts[0].tv_nsec = archive_entry_atime_nsec(e);
+	h->ts[1].tv_sec = archive_entry_mtime(e);
+	h->ts[1].tv_nsec = archive_entry_mtime_nsec(e);
+}
+
+/* One entry: checked, put under the target, extracted. */
+static int
+hr_entry(struct hp_restore *h, struct archive_entry *e)
+{
+	char *rel = xstrdup(archive_entry_pathname(e)), *full;
+	const char *hl;
+	int rc = 0;
+
+	/* rel is a copy: the entry's own name changes below. */
+	if (rel == NULL || name_safe(rel) < 0) {
+		rc = cairn_err_set(&h->r.err, CAIRN_EPROTO, "%s: unsafe entry "
+		    "name \"%.200s\" refused", h->key, rel ? rel : "(none)");
 		goto out;
 	}
-	if (have_root) {
-		if (geteuid() == 0 && chown(abs, root_uid, root_gid) < 0)
-			log_warn("chown %s: %s", abs,
-			    strerror(errno));
-		if (chmod(abs, root_mode) < 0 ||
-		    utimensat(AT_FDCWD, abs, ts, 0) < 0) {
-			rc = cairn_err_errno(&r.err, CAIRN_EIO, errno,
-			    "setting mode and times of %s", abs);
+	if (is_root_name(rel)) {
+		hr_root(h, e);
+		goto out;
+	}
+	full = xasprintf("%s/%s", h->abs, rel);
+	archive_entry_copy_pathname(e, full);
+	free(full);
+	hl = archive_entry_hardlink(e);
+	if (hl != NULL) {
+		if (name_safe(hl) < 0) {
+			rc = cairn_err_set(&h->r.err, CAIRN_EPROTO, "%s: unsafe "
+			    "link target \"%.200s\" refused", h->key, hl);
 			goto out;
 		}
+		full = xasprintf("%s/%s", h->abs, hl);
+		archive_entry_copy_hardlink(e, full);
+		free(full);
 	}
+	if (archive_write_header(h->out, e) < ARCHIVE_WARN) {
+		rc = cairn_err_set(&h->r.err, CAIRN_EIO, "%s: extracting "
+		    "\"%.200s\": %s", h->key, rel, archive_error_string(h->out));
+		goto out;
+	}
+	if (archive_entry_size(e) > 0 && (rc = hr_data(h, e, rel)) < 0)
+		goto out;
+	if (archive_write_finish_entry(h->out) < ARCHIVE_WARN) {
+		rc = cairn_err_set(&h->r.err, CAIRN_EIO, "%s: finishing "
+		    "\"%.200s\": %s", h->key, rel, archive_error_string(h->out));
+		goto out;
+	}
+	h->files++;
+	hr_progress(h);
 out:
+	free(rel);
+	return rc;
+}
+
+/* Every entry, then the archive's root entry applied to the target. */
+static int
+hr_extract(struct hp_restore *h)
+{
+	struct archive_entry *e;
+	int lr, rc;
+
+	for (;;) {
+		if (h->o->stop != NULL && *h->o->stop)
+			return cairn_err_set(&h->r.err, CAIRN_ECANCELED,
+			    "stopped");
+		if (h->o->fence != NULL &&
+		    (rc = h->o->fence(h->o->arg, &h->r.err)) < 0)
+			return rc;
+		lr = archive_read_next_header(h->a, &e);
+		if (lr == ARCHIVE_EOF)
+			break;
+		if (lr < ARCHIVE_WARN)
+			return cairn_err_set(&h->r.err, h->r.rc ? h->r.rc :
+			    CAIRN_EPROTO, "reading %s: %s", h->key,
+			    archive_error_string(h->a));
+		rc = hr_entry(h, e);
+		if (rc < 0)
+			return rc;
+	}
+	if (archive_write_close(h->out) != ARCHIVE_OK)
+		return cairn_err_set(&h->r.err, CAIRN_EIO, "%s: %s", h->key,
+		    archive_error_string(h->out));
+	if (!h->have_root)
+		return 0;
+	if (geteuid() == 0 && chown(h->abs, h->root_uid, h->root_gid) < 0)
+		log_warn("chown %s: %s", h->abs, strerror(errno));
+	if (chmod(h->abs, h->root_mode) < 0 ||
+	    utimensat(AT_FDCWD, h->abs, h->ts, 0) < 0)
+		return cairn_err_errno(&h->r.err, CAIRN_EIO, errno, "setting "
+		    "mode and times of %s", h->abs);
+	return 0;
+}
+
+int
+hostpath_restore(struct store *s, const char *key, const char *dir,
+    const struct hostpath_opts *o, struct hostpath_stats *st,
+    struct cairn_err *err)
+{
+	struct hostpath_opts defaults;
+	struct hp_restore h;
+	int rc;
+
+	if (o == NULL) {
+		memset(&defaults, 0, sizeof defaults);
+		o = &defaults;
+	}
+	memset(&h, 0, sizeof h);
+	h.o = o;
+	h.key = key;
+	h.total = o->expect_total;
+	rc = hr_open(&h, s, dir);
+	if (rc == 0)
+		rc = hr_extract(&h);
 	if (st != NULL) {
 		memset(st, 0, sizeof *st);
-		st->bytes_total = total;
-		st->bytes_done = done;
-		st->files_total = files;
+		st->bytes_total = h.total;
+		st->bytes_done = h.done;
+		st->files_total = h.files;
 	}
-	if (out != NULL)
-		archive_write_free(out);
-	if (a != NULL)
-		archive_read_free(a);	/* closes nothing of ours */
-	if (r.src.close != NULL)
-		r.src.close(r.src.arg);
-	free(abs);
-	free(relc);
+	if (h.out != NULL)
+		archive_write_free(h.out);
+	if (h.a != NULL)
+		archive_read_free(h.a);	/* closes nothing of ours */
+	if (h.r.src.close != NULL)
+		h.r.src.close(h.r.src.arg);
+	free(h.abs);
 	if (rc < 0)
-		cairn_err_copy(err, &r.err);
+		cairn_err_copy(err, &h.r.err);
 	return rc;
 }

@@ -5,6 +5,7 @@ CAIRN_MODULE_LIBS += engine/libengine.a
 engine_libengine_a_SOURCES = \
 	engine/lease.c engine/lease.h \
 	engine/tarparts.c engine/tarparts.h \
+	engine/partsink.c engine/partsink.h \
 	engine/bspec.c engine/bspec.h \
 	engine/bsl.c engine/bsl.h \
 	engine/backup.c engine/backup.h \

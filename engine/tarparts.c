@@ -77,6 +77,9 @@ struct tarparts {
 	struct tarparts_sink sink;
 	struct archive *ustar;		/* tar writer, ustar-safe paths */
 	struct archive *pax;		/* tar writer, the rest (lazily) */
+	struct archive *files;		/* full pax writer, entries given as
+					   archive_entry (lazily) */
+	int level;			/* zlib level */
 	struct archive_entry *entry;	/* reused for every entry */
 	z_stream z;
 	int zinit;			/* deflateInit2 done */
@@ -309,7 +312,7 @@ tp_thread(void *arg)
 	int idx, skip, zok, rc = 0;
 
 	memset(&z, 0, sizeof z);
-	zok = deflateInit2(&z, TP_LEVEL, Z_DEFLATED, 15 + 16, 8,
+	zok = deflateInit2(&z, tp->level, Z_DEFLATED, 15 + 16, 8,
 	    Z_DEFAULT_STRATEGY) == Z_OK;
 	pthread_mutex_lock(&tp->mu);
 	for (;;) {
@@ -457,7 +460,11 @@ tp_cut(struct tarparts *tp)
 	return 0;
 }
 
-/* A tar writer into archive_cb: ustar, or pax with binary names. */
+/*
+ * A tar writer into archive_cb: ustar (pax 0), restricted pax with binary
+ * names (1), or full pax (2: sparse files, xattrs, ACLs, long links, the
+ * names converted as libarchive does for files from disk).
+ */
 static struct archive *
 tp_writer(struct tarparts *tp, int pax, struct cairn_err *err)
 {
@@ -468,7 +475,9 @@ tp_writer(struct tarparts *tp, int pax, struct cairn_err *err)
 		cairn_err_set(err, CAIRN_EFAIL, "libarchive: out of memory");
 		return NULL;
 	}
-	if (pax)
+	if (pax == 2)
+		r = archive_write_set_format_pax(a) != ARCHIVE_OK;
+	else if (pax)
 		/*
 		 * Names are UTF-8 already (Kubernetes names are ASCII):
 		 * hdrcharset BINARY skips libarchive's locale conversion.
@@ -524,6 +533,7 @@ tarparts_open(const struct tarparts_sink *sink, int first_part,
 	tp->part_size = part_size;
 	tp->mtime = mtime;
 	tp->next_part = first_part;
+	tp->level = TP_LEVEL;
 	tp->out = xmalloc(TP_OUTBUF);
 	tp->batch_size = TP_BATCH;
 	tp->fill = xmalloc(tp->batch_size);
@@ -691,6 +701,84 @@ tarparts_add(struct tarparts *tp, const char *path, const void *data,
 }
 
 int
+tarparts_set_level(struct tarparts *tp, int level, struct cairn_err *err)
+{
+	if (tp->threaded || tp->part != 0 || tp->last_closed != 0 ||
+	    tp->fill_len != 0 || tp->finished || tp->rc < 0)
+		return cairn_err_set(err, CAIRN_EINVAL, "tarparts: the level "
+		    "is set before the first entry and the threads");
+	if (level < Z_DEFAULT_COMPRESSION || level > Z_BEST_COMPRESSION ||
+	    deflateParams(&tp->z, level, Z_DEFAULT_STRATEGY) != Z_OK)
+		return cairn_err_set(err, CAIRN_EINVAL, "tarparts: zlib level "
+		    "%d", level);
+	tp->level = level;
+	return 0;
+}
+
+/* libarchive's answer on the files writer: < ARCHIVE_WARN is a failure. */
+static int
+tp_files_fail(struct tarparts *tp, const char *what, const char *path,
+	struct cairn_err *err)
+{
+	if (tp->rc == 0) {
+		tp->rc = CAIRN_EIO;
+		cairn_err_set(&tp->err, CAIRN_EIO, "%s \"%s\": %s", what, path,
+		    archive_error_string(tp->files) ?
+		    archive_error_string(tp->files) : "failed");
+	}
+	return tp_fail(tp, err);
+}
+
+int
+tarparts_add_header(struct tarparts *tp, struct archive_entry *e,
+	struct cairn_err *err)
+{
+	if (tp->rc < 0)
+		return tp_fail(tp, err);
+	if (tp->finished)
+		return cairn_err_set(err, CAIRN_EINVAL, "tarparts: finished");
+	if (tp->files == NULL) {
+		tp->files = tp_writer(tp, 2, &tp->err);
+		if (tp->files == NULL) {
+			tp->rc = tp->err.code ? tp->err.code : CAIRN_EFAIL;
+			return tp_fail(tp, err);
+		}
+	}
+	if (archive_write_header(tp->files, e) < ARCHIVE_WARN)
+		return tp_files_fail(tp, "archiving",
+		    archive_entry_pathname(e), err);
+	return tp->rc < 0 ? tp_fail(tp, err) : 0;
+}
+
+int
+tarparts_add_data(struct tarparts *tp, const void *data, size_t len,
+	struct cairn_err *err)
+{
+	if (tp->rc < 0)
+		return tp_fail(tp, err);
+	if (tp->files == NULL)
+		return cairn_err_set(err, CAIRN_EINVAL, "tarparts: no entry");
+	if (archive_write_data(tp->files, data, len) < 0)
+		return tp_files_fail(tp, "writing", "entry data", err);
+	return tp->rc < 0 ? tp_fail(tp, err) : 0;
+}
+
+int
+tarparts_end_entry(struct tarparts *tp, struct cairn_err *err)
+{
+	if (tp->rc < 0)
+		return tp_fail(tp, err);
+	if (tp->files == NULL)
+		return cairn_err_set(err, CAIRN_EINVAL, "tarparts: no entry");
+	if (archive_write_finish_entry(tp->files) < ARCHIVE_WARN)
+		return tp_files_fail(tp, "archiving", "entry", err);
+	if (tp->rc < 0)
+		return tp_fail(tp, err);
+	tp->part_entries++;
+	return 0;
+}
+
+int
 tarparts_boundary(struct tarparts *tp, int *cut, struct cairn_err *err)
 {
 	if (cut != NULL)
@@ -719,11 +807,14 @@ tarparts_finish(struct tarparts *tp, struct cairn_err *err)
 		return tp_fail(tp, err);
 	if (tp->finished)
 		return 0;
-	/* The pax writer's end blocks are dropped (mute): ustar's end it. */
-	if (tp->pax != NULL) {
+	/* The pax writers' end blocks are dropped (mute): ustar's end it. */
+	if (tp->pax != NULL || tp->files != NULL) {
 		tp->mute = 1;
-		archive_write_free(tp->pax);
-		tp->pax = NULL;
+		if (tp->pax != NULL)
+			archive_write_free(tp->pax);
+		if (tp->files != NULL)
+			archive_write_free(tp->files);
+		tp->pax = tp->files = NULL;
 		tp->mute = 0;
 	}
 	/* The end-of-archive blocks go through archive_cb into a part. */
@@ -750,6 +841,8 @@ tarparts_free(struct tarparts *tp)
 	tp_stop_thread(tp, 1);
 	if (tp->pax != NULL)
 		archive_write_free(tp->pax);
+	if (tp->files != NULL)
+		archive_write_free(tp->files);
 	if (tp->ustar != NULL)
 		archive_write_free(tp->ustar);
 	if (tp->entry != NULL)

@@ -14,8 +14,11 @@
  * The caller decides where a part may end (between items, never between
  * the two entries of one item) by calling tarparts_boundary(); a part is
  * cut there once its compressed size reached part_size. Compressed bytes
- * go to a sink (begin/write/end per part): the backup engine streams them
- * to storage, never to a whole local tarball.
+ * go to a sink (begin/write/end per part): the backup engine and the
+ * hostpath mover both give it engine/partsink.h's, which streams them to
+ * storage, never to a whole local tarball. Entries are either items
+ * (tarparts_add: a path and bytes in memory) or files described by
+ * libarchive (tarparts_add_header/_data/_end_entry: the mover's).
  *
  * Resume: a new writer opened with first_part = k + 1 continues a tarball
  * whose parts 1..k are stored; tar entries carry no state between them,
@@ -41,6 +44,7 @@
 #include "base/err.h"
 
 struct tarparts;
+struct archive_entry;
 
 struct tarparts_sink {
 	/* A new part starts (1-based number). */
@@ -80,6 +84,28 @@ int tarparts_open(const struct tarparts_sink *sink, int first_part,
  */
 int tarparts_add(struct tarparts *tp, const char *path, const void *data,
 	size_t len, struct cairn_err *err);
+
+/*
+ * The zlib level of the gzip members (default 1, Z_BEST_SPEED: most of a
+ * backup's CPU; the hostpath mover keeps 6, gzip's). Before the first
+ * entry and tarparts_start_thread(); CAIRN_EINVAL otherwise.
+ */
+int tarparts_set_level(struct tarparts *tp, int level, struct cairn_err *err);
+
+/*
+ * An entry as libarchive describes a file from disk (the hostpath mover:
+ * directories, symlinks, devices, sparse files, xattrs, ACLs), written
+ * with a full pax writer: the header now, then its data in any number of
+ * tarparts_add_data() calls (size as the header says; holes of a sparse
+ * entry are given as zeros, which the writer drops), then
+ * tarparts_end_entry() (the padding). Entries of both kinds may follow
+ * each other. Errors are sticky as tarparts_add()'s.
+ */
+int tarparts_add_header(struct tarparts *tp, struct archive_entry *e,
+	struct cairn_err *err);
+int tarparts_add_data(struct tarparts *tp, const void *data, size_t len,
+	struct cairn_err *err);
+int tarparts_end_entry(struct tarparts *tp, struct cairn_err *err);
 
 /*
  * A point where a part may end. If the current part's compressed size

@@ -5,8 +5,15 @@ A directory of CAIRN_BENCH_VOLUME_MB (default 200) MB: half incompressible
 blobs, half text-like files, plus a 64 MiB sparse file (logical size) and a
 few thousand small files. Prints for each: seconds, MB/s of file data,
 stored size; and the mover's restore against `tar xzf`. Figures only.
+
+To compare two builds in the same run, set $CAIRN_BENCH_BASE_BIN to the
+other build's cairn binary: its tests/helpers/volume_mover (next to it, as
+`make check` builds it) then runs too, interleaved with this build's, each
+backup and restore $CAIRN_BENCH_REPS times (default 3); medians and the
+ratio this/base are printed (the machine may be shared: same-run ratios).
 """
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -16,6 +23,8 @@ BUILD = os.environ["CAIRN_BUILDDIR"]
 TMP = os.environ.get("CAIRN_TMP", "/tmp")
 MB = float(os.environ.get("CAIRN_BENCH_VOLUME_MB", "200"))
 MOVER = os.path.join(BUILD, "tests", "helpers", "volume_mover")
+BASE_BIN = os.environ.get("CAIRN_BENCH_BASE_BIN")
+REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "3")))
 
 
 def make_tree(root):
@@ -99,6 +108,37 @@ def main():
     print("hostpath mover restore: %6.2f s %7.1f MB/s" % (dt_r, mb / dt_r))
     print("tar xzf               : %6.2f s %7.1f MB/s" % (dt_x, mb / dt_x))
     print("ratio mover/tar (restore throughput): %.2f" % (dt_x / dt_r))
+    if BASE_BIN:
+        compare(src, mb)
+
+
+def compare(src, mb):
+    """This build's mover against the base build's, interleaved, medians."""
+    base = os.path.join(os.path.dirname(os.path.abspath(BASE_BIN)), "tests", "helpers",
+                        "volume_mover")
+    if not os.path.exists(base):
+        print("base volume_mover not built: %s" % base)
+        return
+    times = {"this": {"backup": [], "restore": [], "stored": 0},
+             "base": {"backup": [], "restore": [], "stored": 0}}
+    for rep in range(REPS):
+        for tag, mover in (("base", base), ("this", MOVER)) if rep % 2 == 0 else \
+                (("this", MOVER), ("base", base)):
+            store = os.path.join(TMP, "cmp-%s-%d" % (tag, rep))
+            dst = os.path.join(TMP, "cmp-dst-%s-%d" % (tag, rep))
+            dt, _ = timed([mover, "backup", store, "v/vol.tar.gz", src])
+            times[tag]["backup"].append(dt)
+            times[tag]["stored"] = os.path.getsize(os.path.join(store, "v", "vol.tar.gz"))
+            dt, _ = timed([mover, "restore", store, "v/vol.tar.gz", dst])
+            times[tag]["restore"].append(dt)
+            subprocess.run(["rm", "-rf", store, dst])
+    for op in ("backup", "restore"):
+        b = statistics.median(times["base"][op])
+        t = statistics.median(times["this"][op])
+        print("%-7s median of %d: base %6.2f s (%6.1f MB/s)  this %6.2f s (%6.1f MB/s)  "
+              "ratio this/base (time) %.2f" % (op, REPS, b, mb / b, t, mb / t, t / b))
+    print("stored: base %.1f MB, this %.1f MB" % (times["base"]["stored"] / 1e6,
+                                                  times["this"]["stored"] / 1e6))
 
 
 main()

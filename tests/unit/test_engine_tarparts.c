@@ -620,6 +620,82 @@ test_thread_free_unfinished(void)
 	CHECK_INT(s.nparts, 1);
 }
 
+/*
+ * Entries described by an archive_entry (the hostpath mover's): a
+ * directory, a file given in several data calls and a symlink, between
+ * ordinary item entries, at gzip level 6, cut into parts at boundaries;
+ * GNU tar reads types, modes and content back.
+ */
+static void
+test_file_entries(void)
+{
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct archive_entry *e = archive_entry_new();
+	char all[700], data[4096];
+	uint64_t x = 88172645463325252ull;
+	int cut, cuts = 0;
+
+	sink_init(&s, &ts, "files");
+	REQUIRE(tarparts_open(&ts, 1, 4 << 10, 1764676800, &tp, &err) == 0);
+	CHECK_INT(tarparts_set_level(tp, 10, &err), CAIRN_EINVAL);
+	REQUIRE(tarparts_set_level(tp, Z_DEFAULT_COMPRESSION, &err) == 0);
+	if (threaded)
+		REQUIRE(tarparts_start_thread(tp, 16 << 10, 3, 2, &err) == 0);
+	REQUIRE(tarparts_add(tp, "metadata/version", "1.1.0\n", 6, &err) == 0);
+	archive_entry_set_pathname(e, "vol");
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, 0750);
+	REQUIRE(tarparts_add_header(tp, e, &err) == 0);
+	REQUIRE(tarparts_end_entry(tp, &err) == 0);
+	for (int f = 0; f < 20; f++) {
+		char name[64];
+
+		snprintf(name, sizeof name, "vol/file-%02d", f);
+		archive_entry_clear(e);
+		archive_entry_set_pathname(e, name);
+		archive_entry_set_filetype(e, AE_IFREG);
+		archive_entry_set_perm(e, 0640);
+		archive_entry_set_size(e, 3 * (la_int64_t)sizeof data);
+		REQUIRE(tarparts_add_header(tp, e, &err) == 0);
+		for (int k = 0; k < 3; k++) {
+			/* xorshift: incompressible, so parts fill up */
+			for (size_t j = 0; j < sizeof data; j++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				data[j] = (char)x;
+			}
+			REQUIRE(tarparts_add_data(tp, data, sizeof data, &err) == 0);
+		}
+		REQUIRE(tarparts_end_entry(tp, &err) == 0);
+		REQUIRE(tarparts_boundary(tp, &cut, &err) == 0);
+		cuts += cut;
+	}
+	archive_entry_clear(e);
+	archive_entry_set_pathname(e, "vol/link");
+	archive_entry_set_filetype(e, AE_IFLNK);
+	archive_entry_set_perm(e, 0777);
+	archive_entry_set_symlink(e, "file-00");
+	REQUIRE(tarparts_add_header(tp, e, &err) == 0);
+	REQUIRE(tarparts_end_entry(tp, &err) == 0);
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	archive_entry_free(e);
+	CHECK(cuts >= 3);
+	CHECK_INT(s.nparts, cuts + 1);
+	REQUIRE(concat(s.dir, s.nparts, all, sizeof all) == 0);
+	CHECK(run_cmd("tar tzf ", all, " | wc -l", "23") == 0);
+	CHECK(run_cmd("tar tvzf ", all, " | grep ' vol/link -> file-00' | cut -c1",
+	    "l") == 0);
+	CHECK(run_cmd("tar tvzf ", all, " | grep ' vol/file-07$' | cut -c1-10",
+	    "-rw-r-----") == 0);
+	CHECK(run_cmd("tar xzOf ", all, " vol/file-19 | wc -c", "12288") == 0);
+	CHECK(run_cmd("gzip -t ", all, " && echo ok", "ok") == 0);
+}
+
 /* The tests above that hold in both modes, with a compression thread. */
 #define THREADED(fn)							\
 static void								\
@@ -639,6 +715,7 @@ THREADED(test_short_paths_are_plain_ustar)
 THREADED(test_thread_callbacks)
 THREADED(test_thread_write_error)
 THREADED(test_thread_free_unfinished)
+THREADED(test_file_entries)
 
 int
 main(void)
@@ -650,6 +727,7 @@ main(void)
 	RUN(test_sink_error_is_sticky);
 	RUN(test_long_path_uses_pax);
 	RUN(test_short_paths_are_plain_ustar);
+	RUN(test_file_entries);
 	RUN(test_many_parts_read_back_threaded);
 	RUN(test_each_part_is_whole_member_threaded);
 	RUN(test_resume_after_part_k_threaded);
@@ -658,6 +736,7 @@ main(void)
 	RUN(test_long_path_uses_pax_threaded);
 	RUN(test_short_paths_are_plain_ustar_threaded);
 	RUN(test_thread_callbacks_threaded);
+	RUN(test_file_entries_threaded);
 	RUN(test_thread_write_error_threaded);
 	RUN(test_thread_free_unfinished_threaded);
 	return unit_done();
