@@ -116,6 +116,12 @@ restore_tier_key(const char *resgroup, char *out)
 
 /* ---- paths ---------------------------------------------------------- */
 
+static int
+dot_name(const char *s)
+{
+	return strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+}
+
 int
 restore_path_parse(const char *path, struct restore_path *out)
 {
@@ -183,6 +189,12 @@ restore_path_parse(const char *path, struct restore_path *out)
 		out->group = "";
 	}
 	if (out->resource[0] == '\0')
+		return CAIRN_EINVAL;
+	/*
+	 * Kubernetes names are never "." or ".." (path segment names): such
+	 * an entry is not an item, and its name would walk the API's URL.
+	 */
+	if (dot_name(out->name) || dot_name(out->ns) || dot_name(out->resgroup))
 		return CAIRN_EINVAL;
 	return 0;
 }
