@@ -11,7 +11,7 @@
 #   XPASS: name: reason   such a case passed: a failure (take the marker off)
 # A program that exits non-zero without a FAIL or XPASS line counts as one
 # failure; one that exits 0 without any line counts as one pass. Any
-# sanitizer report (ASan/UBSan write them to $CAIRN_TMP/sanitizer.*) fails
+# sanitizer report (ASan/UBSan/TSan write them to $CAIRN_TMP/sanitizer.*) fails
 # the test.
 # The last line starts "N passed, N failed" (then ", N skipped" and
 # ", N expected failures" when there are any) and the exit code is 1 on any
@@ -71,6 +71,7 @@ run_one() {
 		CAIRN_TMP="$tmp" \
 		ASAN_OPTIONS="log_path=$tmp/sanitizer.asan:detect_leaks=1:abort_on_error=0:strict_string_checks=1" \
 		UBSAN_OPTIONS="log_path=$tmp/sanitizer.ubsan:print_stacktrace=1:halt_on_error=1" \
+		TSAN_OPTIONS="log_path=$tmp/sanitizer.tsan:second_deadlock_stack=1:suppressions=$CAIRN_SRCDIR/tests/tsan.supp" \
 		exec setsid timeout -k 10 "$timeout_s" "$@"
 	) >"$tmp/output.log" 2>&1 </dev/null &
 	pid=$!
