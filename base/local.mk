@@ -14,6 +14,7 @@ base_libbase_a_SOURCES = \
 	base/util.c base/util.h \
 	base/metrics.c base/metrics.h base/metrics.def \
 	base/fault.c base/fault.h \
+	base/signals.c base/signals.h \
 	base/codec.c base/codec.h
 
 check_PROGRAMS += tests/unit/test_metrics

@@ -5,14 +5,15 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
-static volatile int log_level = LOG_INFO;
-static volatile int log_json;
+static atomic_int log_level = LOG_INFO;
+static atomic_int log_json;
 static const char *log_component;
 
 static const char *const level_names[] = {

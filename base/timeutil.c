@@ -3,6 +3,7 @@
 #include "base/timeutil.h"
 #include "base/err.h"
 
+#include <stdatomic.h>
 #include <ctype.h>
 #include <limits.h>
 #include <stdio.h>
@@ -270,7 +271,7 @@ time_deadline(struct timespec *ts, int64_t us)
 }
 
 void
-time_sleep_us(int64_t us, const volatile int *stop)
+time_sleep_us(int64_t us, const atomic_int *stop)
 {
 	int64_t end = time_mono_us() + us;
 

@@ -10,6 +10,7 @@
 #ifndef CAIRN_TIMEUTIL_H
 #define CAIRN_TIMEUTIL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -46,6 +47,6 @@ void duration_format(int64_t us, char *out);
 void time_deadline(struct timespec *ts, int64_t us);
 
 /* Sleep, returning early if *stop becomes non-zero (checked every 50 ms). */
-void time_sleep_us(int64_t us, const volatile int *stop);
+void time_sleep_us(int64_t us, const atomic_int *stop);
 
 #endif

@@ -44,6 +44,7 @@
 #include "storage/location.h"
 #include "storage/store.h"
 
+#include <stdatomic.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -66,7 +67,7 @@ static const struct kube_gvr gvr_backups = { "cairn.io", "v1", "backups" };
 static const struct kube_gvr gvr_bsl = { "cairn.io", "v1",
 	"backupstoragelocations" };
 
-static volatile int bk_interrupted;
+static atomic_int bk_interrupted;
 
 static void
 bk_on_signal(int sig)

@@ -27,6 +27,7 @@
 #include "config.h"
 #include "cmd/cli.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,18 +39,12 @@
 #include "base/timeutil.h"
 #include "engine/lease.h"
 #include "engine/volumes.h"
+#include "base/signals.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
 #include "web/web.h"
 
-static volatile int agent_stop;
-
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	agent_stop = 1;
-}
+static atomic_int agent_stop;
 
 static int
 agent_may_write(void *arg)
@@ -79,7 +74,6 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 	struct lease *lease = NULL;
 	struct lease_opts lo;
 	struct web *web = NULL;
-	struct sigaction sa;
 	const char *node, *id;
 	char *idbuf = NULL;
 	int64_t period;
@@ -100,12 +94,12 @@ cmd_node_agent(const struct cli_command *cmd, struct flagset *fs)
 		id = idbuf;
 	}
 	log_set_component(id);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	/* SIGTERM/SIGINT on a thread of their own: workers only read the flag */
+	if (signals_stop_flag(&agent_stop, &err) < 0) {
+		cli_fail("%s", err.msg);
+		free(idbuf);
+		return CLI_EXIT_FAIL;
+	}
 
 	memset(&vc, 0, sizeof vc);
 	vc.plugin_dir = flag_str(fs, F_PLUGIN_DIR);

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "cmd/cli.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@
 static const struct kube_gvr gvr_restores = { "cairn.io", "v1", "restores" };
 static const struct kube_gvr gvr_backups = { "cairn.io", "v1", "backups" };
 
-static volatile int rs_interrupted;
+static atomic_int rs_interrupted;
 
 static void
 rs_on_signal(int sig)

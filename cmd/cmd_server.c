@@ -12,6 +12,7 @@
 #include "config.h"
 #include "cmd/cli.h"
 
+#include <stdatomic.h>
 #include <cjson/cJSON.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,11 +27,12 @@
 #include "engine/server.h"
 #include "engine/status.h"
 #include "engine/volumes.h"
+#include "base/signals.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
 #include "web/web.h"
 
-static volatile int server_stop;
+static atomic_int server_stop;
 
 /* The web endpoint's source: the engine's status (engine/status.h). */
 static cJSON *
@@ -51,13 +53,6 @@ web_ready(void *arg, struct buf *why)
 	return status_ready(arg, why);
 }
 
-static void
-on_signal(int sig)
-{
-	(void)sig;
-	server_stop = 1;
-}
-
 int
 cmd_server(const struct cli_command *cmd, struct flagset *fs)
 {
@@ -69,7 +64,6 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	struct status *st = NULL;
 	struct volumes *vol = NULL;
 	struct web *web = NULL;
-	struct sigaction sa;
 	char host[256];
 	const char *id, *sel;
 	int64_t part, period;
@@ -108,12 +102,12 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	}
 	log_set_component(id);
 
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	/* SIGTERM/SIGINT on a thread of their own: workers only read the flag */
+	if (signals_stop_flag(&server_stop, &err) < 0) {
+		cli_fail("%s", err.msg);
+		kube_selector_free(shard);
+		return CLI_EXIT_FAIL;
+	}
 
 	if (kube_open_flags(fs, &k, &err) < 0) {
 		cli_fail("%s", err.msg);

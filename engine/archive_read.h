@@ -30,6 +30,7 @@
 #ifndef CAIRN_ARCHIVE_READ_H
 #define CAIRN_ARCHIVE_READ_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -66,7 +67,7 @@ struct tarread_opts {
 	uint64_t total_cap;	/* 0: CAIRN_CAP_TAR_TOTAL */
 	unsigned ratio_cap;	/* 0: CAIRN_CAP_TAR_RATIO */
 	uint64_t ratio_min;	/* 0: CAIRN_CAP_TAR_RATIO_MIN */
-	const volatile int *stop; /* non-zero: fail with CAIRN_ECANCELED */
+	const atomic_int *stop; /* non-zero: fail with CAIRN_ECANCELED */
 };
 
 enum tarread_verdict {

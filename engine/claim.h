@@ -18,6 +18,7 @@
 #ifndef CAIRN_CLAIM_H
 #define CAIRN_CLAIM_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -36,12 +37,12 @@ struct engine_env {
 	const char *server_id;		/* claim.holder */
 	const char *namespace;		/* where Backups and BSLs live */
 	size_t part_size;		/* --part-size */
-	const volatile int *stop;	/* non-zero: stop at the next item */
+	const atomic_int *stop;	/* non-zero: stop at the next item */
 	/*
 	 * Non-zero: stop after the next checkpoint (a clean shutdown's
 	 * grace); NULL: never. The run returns CAIRN_ECANCELED then.
 	 */
-	const volatile int *drain;
+	const atomic_int *drain;
 	/*
 	 * Self-fencing hook (the server's Lease, lease_write_epoch()):
 	 * called before each part upload and status write; 0 means "do
@@ -97,7 +98,7 @@ struct engine_fence {
 	/* The Lease hook, as engine_env.may_write; NULL: always allowed. */
 	int (*may_write)(void *arg);
 	void *may_write_arg;
-	const volatile int *stop;
+	const atomic_int *stop;
 	/*
 	 * may_write() value of the last check; 0: re-read the object at
 	 * the next check; ENGINE_FENCE_TRUST: the next value is ours.

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "engine/hooks.h"
 
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -685,7 +686,7 @@ escaped_cut(struct buf *b, const char *text, size_t len)
 int
 hook_exec_run(struct kube *k, const cJSON *pod, const char *ns,
 	const char *name, const struct hook_exec *h, enum hook_phase p,
-	const volatile int *stop, struct hook_outcome *out,
+	const atomic_int *stop, struct hook_outcome *out,
 	void (*logf)(void *arg, const char *line), void *arg)
 {
 	struct kube_exec_opts o;

@@ -30,6 +30,7 @@
 #ifndef CAIRN_HOOKS_H
 #define CAIRN_HOOKS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -143,7 +144,7 @@ struct hook_outcome {
  */
 int hook_exec_run(struct kube *k, const cJSON *pod, const char *ns,
 	const char *name, const struct hook_exec *h, enum hook_phase p,
-	const volatile int *stop, struct hook_outcome *out,
+	const atomic_int *stop, struct hook_outcome *out,
 	void (*logf)(void *arg, const char *line), void *arg);
 
 #endif

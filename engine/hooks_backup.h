@@ -41,6 +41,7 @@
 #ifndef CAIRN_HOOKS_BACKUP_H
 #define CAIRN_HOOKS_BACKUP_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -60,7 +61,7 @@ struct hooks_backup_env {
 	struct journal *journal;
 	int64_t jid;			/* the backup's journal row */
 	int64_t attempt;		/* status.claim.attempt */
-	const volatile int *stop;	/* cancels pre hooks (post hooks always run) */
+	const atomic_int *stop;	/* cancels pre hooks (post hooks always run) */
 	void *arg;
 	/*
 	 * Write the state out: status.checkpoint.hooks (hooks_backup_

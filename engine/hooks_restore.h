@@ -29,6 +29,7 @@
 #ifndef CAIRN_HOOKS_RESTORE_H
 #define CAIRN_HOOKS_RESTORE_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
@@ -49,7 +50,7 @@ struct hooks_restore_env {
 	struct journal *journal;
 	int64_t jid;
 	int64_t attempt;
-	const volatile int *stop;
+	const atomic_int *stop;
 	void *arg;
 	/* status.checkpoint.hooks out (hooks_restore_checkpoint()), fenced */
 	int (*persist)(void *arg, struct cairn_err *err);

@@ -43,6 +43,7 @@
 #ifndef CAIRN_HOSTPATH_H
 #define CAIRN_HOSTPATH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -110,7 +111,7 @@ struct hostpath_opts {
 	 * have no gap.
 	 */
 	int resume_foreign;
-	const volatile int *stop;	/* non-zero: CAIRN_ECANCELED at the next file */
+	const atomic_int *stop;	/* non-zero: CAIRN_ECANCELED at the next file */
 	uint64_t expect_total;		/* restore: file bytes the backup had (progress total) */
 };
 

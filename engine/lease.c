@@ -13,6 +13,7 @@
 #include "base/util.h"
 #include "base/metrics.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ struct lease {
 
 	pthread_t thread;
 	int running;
-	volatile int stop;
+	atomic_int stop;
 	pthread_mutex_t wake_mu;
 	pthread_cond_t wake;
 };

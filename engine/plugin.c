@@ -32,6 +32,7 @@
 #include "config.h"
 #include "engine/plugin.h"
 
+#include <stdatomic.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -571,7 +572,7 @@ timeout_err(struct prun *r, struct cairn_err *err, const char *which,
 
 /* The poll loop. 0 when an answer is in (result or hello-only done). */
 static int
-converse(struct prun *r, const volatile int *stop, struct cairn_err *err)
+converse(struct prun *r, const atomic_int *stop, struct cairn_err *err)
 {
 	struct pollfd pfd[3];
 	char chunk[16384];
@@ -693,7 +694,7 @@ converse(struct prun *r, const volatile int *stop, struct cairn_err *err)
 int
 plugin_run(const char *path, const cJSON *request,
     const struct plugin_limits *lim, const struct plugin_cbs *cbs,
-    char *const *env_extra, const volatile int *stop,
+    char *const *env_extra, const atomic_int *stop,
     struct plugin_hello *hello, cJSON **result, struct cairn_err *err)
 {
 	struct plugin_limits l;

@@ -26,6 +26,7 @@
 #ifndef CAIRN_PLUGIN_H
 #define CAIRN_PLUGIN_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -92,7 +93,7 @@ struct plugin_cbs {
  */
 int plugin_run(const char *path, const cJSON *request,
 	const struct plugin_limits *lim, const struct plugin_cbs *cbs,
-	char *const *env_extra, const volatile int *stop,
+	char *const *env_extra, const atomic_int *stop,
 	struct plugin_hello *hello, cJSON **result, struct cairn_err *err);
 
 /* ---- The plugin directory --------------------------------------------- */

@@ -95,8 +95,8 @@ struct server {
 	struct lease *lease;
 	struct lease_watch *watch;
 	struct kube *lease_kube;	/* owned when not o->kube */
-	volatile int drain;		/* SIGTERM: stop at the next checkpoint */
-	volatile int hard;		/* grace over: stop now */
+	atomic_int drain;		/* SIGTERM: stop at the next checkpoint */
+	atomic_int hard;		/* grace over: stop now */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	struct qitem *q;		/* queued, oldest first */
@@ -117,7 +117,7 @@ struct server {
 	 */
 	pthread_t item_watch[SK__COUNT];
 	int item_watching[SK__COUNT];
-	volatile int item_watch_stop;
+	atomic_int item_watch_stop;
 	pthread_mutex_t nudge_mu;
 	pthread_cond_t nudge_cv;
 	int nudged;			/* under nudge_mu */

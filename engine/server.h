@@ -8,6 +8,7 @@
 #ifndef CAIRN_SERVER_H
 #define CAIRN_SERVER_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "base/err.h"
@@ -28,7 +29,7 @@ struct server_opts {
 	int64_t scan_period_us;		/* how often items are listed */
 	int64_t gc_period_us;		/* upkeep: expiry of Backups; 0: 1 h */
 	const struct kube_selector *shard;	/* NULL: every item */
-	const volatile int *stop;	/* set by the signal handler */
+	const atomic_int *stop;	/* set by the signal handler */
 	/* Leases (0: the defaults 15 s, 10 s, 2 s) and shutdown. */
 	int64_t lease_duration_us;
 	int64_t renew_deadline_us;

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "engine/status.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ struct status {
 
 	pthread_t thread;
 	int running;
-	volatile int stop;
+	atomic_int stop;
 
 	pthread_mutex_t mu;		/* guards the snapshot below */
 	int ready;

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "engine/upkeep.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@
 struct upkeep {
 	struct upkeep_opts o;
 	char *ns;
-	volatile int stop;
+	atomic_int stop;
 	pthread_t th;
 };
 

@@ -39,6 +39,7 @@
 #ifndef CAIRN_VOLUMES_H
 #define CAIRN_VOLUMES_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -90,7 +91,7 @@ struct volumes_ctx {
 	const char *namespace;		/* where cairn's objects live */
 	const char *server_id;		/* claim holder */
 	int64_t jid;			/* journal item of the Backup/Restore; 0: make one */
-	const volatile int *stop;
+	const atomic_int *stop;
 	/*
 	 * Self-fencing hook, as engine_env.may_write (the Lease's
 	 * lease_write_epoch()): 0 pauses writes; a new value makes the work

@@ -38,6 +38,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 
+#include <stdatomic.h>
 #include <curl/curl.h>
 #include <libwebsockets.h>
 #include <openssl/err.h>
@@ -62,7 +63,7 @@ struct xs {
 	struct lws_context *ctx;
 	lws_sorted_usec_list_t sul;	/* the tick timer */
 	int64_t deadline_us;		/* monotonic */
-	const volatile int *stop;
+	const atomic_int *stop;
 	char *auth;			/* "Bearer <token>", owned, wiped */
 	const char *user_agent;
 	size_t cap;

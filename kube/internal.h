@@ -5,6 +5,7 @@
 #ifndef CAIRN_KUBE_INTERNAL_H
 #define CAIRN_KUBE_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -106,7 +107,7 @@ struct kube_call {
 					   the client's); 0: the client's */
 	int64_t max_delay_us;		/* > 0: no retry that would wait longer
 					   (a Retry-After of minutes) */
-	const volatile int *stop;
+	const atomic_int *stop;
 
 	int (*sink)(void *arg, const char *p, size_t n);
 	/* Before re-sending a streamed request: 0 go on, < 0 give up with it. */

@@ -45,6 +45,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 
+#include <stdatomic.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -443,7 +444,7 @@ pool_put(struct kube *k, CURL *h)
 
 /* Wait for a token of the bucket; CAIRN_ECANCELED if stopped meanwhile. */
 static int
-rate_wait(struct kube *k, const volatile int *stop)
+rate_wait(struct kube *k, const atomic_int *stop)
 {
 	int64_t now, wait_us = 0;
 

@@ -29,6 +29,7 @@
 #ifndef CAIRN_KUBE_H
 #define CAIRN_KUBE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
@@ -390,7 +391,7 @@ struct kube_list_opts {
 	 */
 	int restart_on_gone;
 	int (*on_restart)(void *arg);
-	const volatile int *stop;	/* non-zero: stop with CAIRN_ECANCELED */
+	const atomic_int *stop;	/* non-zero: stop with CAIRN_ECANCELED */
 	/*
 	 * Start at this continue token (from an earlier list of the same
 	 * collection and selectors) instead of the first page: the list goes
@@ -526,7 +527,7 @@ struct kube_watch_opts {
 	 *    jittered) after a drop or an ERROR event such as a 500 or 429.
 	 */
 	int reconnect;
-	const volatile int *stop;	/* non-zero: return CAIRN_ECANCELED within ~1 s */
+	const atomic_int *stop;	/* non-zero: return CAIRN_ECANCELED within ~1 s */
 };
 
 /*
@@ -606,7 +607,7 @@ struct kube_exec_opts {
 					   each; 0: KUBE_EXEC_OUTPUT_CAP */
 	int64_t timeout_us;		/* the whole exec, connect included;
 					   0: KUBE_EXEC_TIMEOUT_US */
-	const volatile int *stop;	/* non-zero: CAIRN_ECANCELED within ~0.1 s */
+	const atomic_int *stop;	/* non-zero: CAIRN_ECANCELED within ~0.1 s */
 };
 
 struct kube_exec_result {

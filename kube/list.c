@@ -58,6 +58,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,7 +368,7 @@ struct pf {
 	int rc;			/* PF_END: 0 (no more pages) or the error */
 	char *gone_cont;	/* PF_END with 410: the Status's continue token */
 	struct cairn_err err;
-	volatile int quit;	/* consumer: stop now */
+	atomic_int quit;	/* consumer: stop now */
 	/* The fetcher's own. */
 	char *cont;		/* next page to fetch; NULL: first */
 	struct buf fb;
@@ -528,7 +529,7 @@ pf_stop(struct pf *f)
  * *tok gets its token (owned). Polls stop every 100 ms.
  */
 static enum pf_state
-pf_take(struct pf *f, struct buf *page, char **tok, const volatile int *stop)
+pf_take(struct pf *f, struct buf *page, char **tok, const atomic_int *stop)
 {
 	enum pf_state st;
 

@@ -25,6 +25,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,8 +435,8 @@ struct kube_informer {
 	pthread_mutex_t lock;	/* guards cache (writes by the run thread) */
 	struct cache cache;
 	struct cache fresh;	/* being filled by a relist (run thread only) */
-	volatile int stop;
-	volatile int synced;
+	atomic_int stop;
+	atomic_int synced;
 	pthread_t thread;
 	int started;
 	int run_rc;

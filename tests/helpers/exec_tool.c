@@ -17,12 +17,13 @@
 #include "kube/kube.h"
 #include "base/log.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static volatile int stop_flag;
+static atomic_int stop_flag;
 
 static void
 on_signal(int sig)

@@ -45,6 +45,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@
 #include <string.h>
 #include <time.h>
 
-static volatile int stop_flag;
+static atomic_int stop_flag;
 static long max_events = -1;
 static long n_events;
 static int print_names;

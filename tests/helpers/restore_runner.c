@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@
 #include "journal/journal.h"
 #include "kube/kube.h"
 
-static volatile int stop_flag;
+static atomic_int stop_flag;
 
 static void
 on_signal(int sig)

@@ -28,6 +28,7 @@
  */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -84,8 +85,8 @@ static struct {
 static long work_mb;
 static const char *work_report;
 
-static volatile sig_atomic_t stop_flag;
-static volatile sig_atomic_t usr1_count;
+static atomic_int stop_flag;
+static atomic_int usr1_count;
 
 static void
 on_signal(int sig)
@@ -511,7 +512,7 @@ main(int argc, char **argv)
 		return 1;
 	}
 	while (!stop_flag) {
-		time_sleep_us((int64_t)tick_ms * 1000, (volatile int *)&stop_flag);
+		time_sleep_us((int64_t)tick_ms * 1000, (atomic_int *)&stop_flag);
 		while (seen_usr1 != usr1_count) {
 			seen_usr1++;
 			record_outcomes();

@@ -13,6 +13,7 @@
 #include "base/timeutil.h"
 #include "tests/unit/unit.h"
 
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -548,7 +549,7 @@ struct thr {
 	int64_t		 id;
 	int		 base;
 	int		 fails;
-	volatile int	*go;
+	atomic_int	*go;
 };
 
 static void *
@@ -610,7 +611,7 @@ test_threads(void)
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct thr w[4], r;
 	pthread_t tw[4], tr;
-	volatile int stop = 0;
+	atomic_int stop = 0;
 	int64_t id = 0, counts[JOURNAL_R_COUNT];
 	size_t n = 0;
 	int i;
@@ -649,7 +650,7 @@ test_threads(void)
 struct iso {
 	struct journal	*j;
 	int64_t		 id;
-	volatile int	 started, done;
+	atomic_int	 started, done;
 	int		 rc;
 };
 

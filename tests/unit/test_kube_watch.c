@@ -11,6 +11,7 @@
  */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,7 +58,7 @@ handler(void *arg, const struct uh_req *rq, struct uh_resp *rs)
 }
 
 static struct kube *kube_;
-static volatile int stop_;
+static atomic_int stop_;
 static int errors_seen;
 
 static int

@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <stdatomic.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -340,7 +341,7 @@ test_hangs(void)
 	free(p);
 
 	/* Stopping the caller stops the plugin. */
-	volatile int stop = 1;
+	atomic_int stop = 1;
 	p = script("stopme", HELLO "read x\nsleep 1000\n");
 	CHECK_INT(plugin_run(p, req, NULL, NULL, NULL, &stop, NULL, NULL,
 	    &err), CAIRN_ECANCELED);

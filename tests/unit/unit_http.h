@@ -18,6 +18,7 @@
 #ifndef CAIRN_UNIT_HTTP_H
 #define CAIRN_UNIT_HTTP_H
 
+#include <stdatomic.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -51,7 +52,7 @@ typedef void (*uh_handler)(void *arg, const struct uh_req *rq,
 static struct {
 	int fd;
 	pthread_t th;
-	volatile int stop;
+	atomic_int stop;
 	uh_handler h;
 	void *arg;
 	pthread_mutex_t mu;
