@@ -97,7 +97,7 @@ run_one() {
 	san=$(find "$tmp" -name 'sanitizer.*' -size +0 2>/dev/null | head -5)
 	if [ -n "$san" ]; then
 		echo "FAIL: $name: sanitizer report"
-		for x in $san; do sed -n '1,60p' "$x"; done
+		for sf in $san; do sed -n '1,60p' "$sf"; done
 		[ "$f" -eq 0 ] && f=1
 	fi
 	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s)); xfailed=$((xfailed + x))
