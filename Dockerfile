@@ -1,8 +1,12 @@
 # Dockerfile: the image `cairn install` runs (default name cairn:<version>).
 #
 #   make image                       # buildah or docker, whichever is here (scripts/image.sh)
-#   docker build -t cairn:0.1.0 .
+#   docker build -t cairn:0.1.0 .    # BuildKit: Docker 23+, or DOCKER_BUILDKIT=1 before
 #   docker buildx build --platform linux/amd64,linux/arm64 -t REGISTRY/cairn:0.1.0 --push .
+#
+# It needs a builder that sets the platform arguments (BuildKit, buildah,
+# podman): Docker's legacy builder (DOCKER_BUILDKIT=0) leaves BUILDPLATFORM
+# empty and stops at the first FROM.
 #
 # Two stages on Debian 12 (bookworm), the distribution cairn is developed
 # on: the first builds with the same autotools build as everywhere else

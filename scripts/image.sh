@@ -207,7 +207,7 @@ img_build() {
 	if [ "$IMG_TOOL" = docker ]; then
 		flags=(--platform "linux/$IMG_ARCH" -t "$IMG_NAME" -f "$IMG_SRC/Dockerfile")
 		[ "${CAIRN_IMAGE_NOCACHE:-0}" != 1 ] || flags+=(--no-cache)
-		docker build "${flags[@]}" "$IMG_SRC" >"$log" 2>&1 ||
+		DOCKER_BUILDKIT=1 docker build "${flags[@]}" "$IMG_SRC" >"$log" 2>&1 ||
 			{ tail -n 40 "$log" >&2; img_die "docker build failed (log: $log)"; }
 	else
 		img_isolation
