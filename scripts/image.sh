@@ -212,7 +212,12 @@ img_build() {
 	else
 		img_isolation
 		read -r -a flags <<<"$IMG_ISO"
-		flags+=(--pull=never --layers --platform "linux/$IMG_ARCH"
+		# No --platform: buildah 1.28 then looks every stage's base up for
+		# the target (the native build stage's too). The build stage runs
+		# natively and cross-compiles for TARGETARCH; the runtime stage's
+		# base is the target's, so it runs (under qemu-user) and the image
+		# is of that architecture.
+		flags+=(--pull=never --layers --build-arg "TARGETARCH=$IMG_ARCH"
 			--build-arg "BUILD_IMAGE=$IMG_BASE" --build-arg "RUNTIME_IMAGE=$IMG_RUNTIME_BASE"
 			-f "$IMG_SRC/Dockerfile" -t "$IMG_NAME")
 		[ "${CAIRN_IMAGE_NOCACHE:-0}" != 1 ] || flags+=(--no-cache)
@@ -224,12 +229,16 @@ img_build() {
 	img_say "built $IMG_NAME (linux/$IMG_ARCH) in ${IMG_BUILD_S}s"
 }
 
+# IMG_NAME exists, built for IMG_ARCH (one name holds one architecture:
+# the last build's).
 img_exists() {
+	local a
 	if [ "$IMG_TOOL" = docker ]; then
-		docker image inspect "$IMG_NAME" >/dev/null 2>&1
+		a=$(docker image inspect -f '{{.Architecture}}' "$IMG_NAME" 2>/dev/null) || return 1
 	else
-		buildah inspect --type image "$IMG_NAME" >/dev/null 2>&1
+		a=$(buildah inspect --type image --format '{{.OCIv1.Architecture}}' "$IMG_NAME" 2>/dev/null) || return 1
 	fi
+	[ "$a" = "$IMG_ARCH" ]
 }
 
 # Write IMG_NAME as OUT: an OCI archive that also has docker load's manifest.json.
