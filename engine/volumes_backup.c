@@ -319,6 +319,7 @@ vol_vpb_run(const struct volumes_ctx *c, const cJSON *obj,
 	struct vop v;
 	cJSON *backup = NULL;
 	const char *provider = json_str_or(obj, "spec.provider", "");
+	char done[JOURNAL_PHASE_MAX];
 	int rc, pi;
 
 	rc = vop_claim(&v, c, &vol_vpb_gvr, "VolumePluginBackup", obj, err);
@@ -337,6 +338,11 @@ vol_vpb_run(const struct volumes_ctx *c, const cJSON *obj,
 	v.jid = vop_item_jid(c, JOURNAL_KIND_BACKUP, backup);
 	if (v.claimed)
 		vop_journal(&v, "InProgress", NULL);	/* forget older attempts */
+	else if (vop_finished_before(&v, done, sizeof done)) {
+		/* Ended before; only its status did not go through. */
+		rc = vop_write_final(&v, done, err);
+		goto out;
+	}
 	v.done = (uint64_t)json_int(v.obj, "status.progress.bytesDone", 0);
 	v.total = (uint64_t)json_int(v.obj, "status.progress.totalBytes", 0);
 	pi = vol_plugin_index(c->vol, provider);

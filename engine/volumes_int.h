@@ -148,6 +148,19 @@ void vop_progress(struct vop *v, uint64_t done, uint64_t total,
 /* The final phase (journal, status, metrics, log). */
 int vop_finish(struct vop *v, const char *phase, const char *message,
 	struct cairn_err *err);
+/*
+ * Write the final status v->status (phase already set); a status the API
+ * server refuses for good is written again smaller (properties dropped),
+ * then as a bare Failed: finished work is never run again for its report.
+ */
+int vop_write_final(struct vop *v, const char *phase, struct cairn_err *err);
+/*
+ * A resume of our own claim whose journal row already holds a final phase
+ * (the work ended, its status write did not go through): 1, the phase,
+ * and v->status set to it; the caller writes it (vop_write_final())
+ * instead of running the work again.
+ */
+int vop_finished_before(struct vop *v, char *phase, size_t n);
 /* The journal row of the Backup/Restore item this operation belongs to. */
 int64_t vop_item_jid(const struct volumes_ctx *c, const char *kind,
 	const cJSON *item);

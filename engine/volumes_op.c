@@ -49,6 +49,7 @@
 #include "base/mem.h"
 #include "base/metrics.h"
 #include "base/timeutil.h"
+#include "base/util.h"
 #include "engine/bsl.h"
 #include "engine/lease.h"
 #include "kube/kube.h"
@@ -540,7 +541,117 @@ vop_finish(struct vop *v, const char *phase, const char *message,
 	log_info("%s %s: %s%s%s (%llu of %llu bytes)", v->what, v->name,
 	    phase, message ? ": " : "", message ? message : "",
 	    (unsigned long long)v->done, (unsigned long long)v->total);
-	return vop_write(v, err);
+	return vop_write_final(v, phase, err);
+}
+
+/*
+ * A status write the API server refuses for good (400/422 invalid, 413
+ * too large, 403): asking again with the same body changes nothing.
+ */
+static int
+refused_for_good(int rc)
+{
+	return rc == CAIRN_EINVAL || rc == CAIRN_EFAIL || rc == CAIRN_EAUTH ||
+	    rc == CAIRN_ETOOBIG || rc == CAIRN_EUNSUPPORTED;
+}
+
+/*
+ * Write the final status; when the API server refuses it for good, write
+ * less (the plugin's properties and extra fields dropped, then only the
+ * phase Failed and why): the work is done and must never run again
+ * because its report did not fit (issue 19: a refused status made the
+ * node-agent run a plugin 435 times). The journal row already holds the
+ * final phase, so a restart does not run it again either
+ * (vop_finished_before()).
+ */
+int
+vop_write_final(struct vop *v, const char *phase, struct cairn_err *err)
+{
+	struct cairn_err e = CAIRN_ERR_INIT;
+	char msg[CAIRN_ERR_MSG_MAX + 128];
+	static const char *const keep[] = { "phase", "claim", "startTimestamp",
+	    "completionTimestamp", "progress", "snapshotID", NULL };
+	cJSON *slim;
+	int rc;
+
+	rc = vop_write(v, &e);
+	if (rc == 0 || !refused_for_good(rc)) {
+		if (rc < 0)
+			cairn_err_copy(err, &e);
+		return rc;
+	}
+	log_warn("%s %s: the API server refused the final status (%s): "
+	    "writing it without the plugin's properties", v->what, v->name,
+	    e.msg);
+	str_format(msg, sizeof msg, "%s; its full status was refused by the "
+	    "API server (%s), so the plugin's properties are left out",
+	    strcmp(phase, "Completed") == 0 ? "completed" : "ended", e.msg);
+	slim = cJSON_CreateObject();
+	for (int i = 0; keep[i] != NULL; i++) {
+		const cJSON *it = cJSON_GetObjectItemCaseSensitive(v->status,
+		    keep[i]);
+		const char *sv = cJSON_IsString(it) ? it->valuestring : NULL;
+
+		/* an oversized snapshotID is what may have been refused */
+		if (it != NULL && (sv == NULL || strlen(sv) <= 1024))
+			cJSON_AddItemToObject(slim, keep[i],
+			    cJSON_Duplicate(it, 1));
+	}
+	cJSON_AddStringToObject(slim, "message", msg);
+	cJSON_Delete(v->status);
+	v->status = slim;
+	cairn_err_clear(&e);
+	rc = vop_write(v, &e);
+	if (rc == 0 || !refused_for_good(rc)) {
+		if (rc < 0)
+			cairn_err_copy(err, &e);
+		return rc;
+	}
+	/* Still refused: the bare minimum, Failed. */
+	json_delete(v->status, "snapshotID");
+	json_set_str(v->status, "phase", "Failed");
+	str_format(msg, sizeof msg, "the API server refuses this operation's "
+	    "status: %s", e.msg);
+	json_set_str(v->status, "message", msg);
+	cairn_err_clear(&e);
+	rc = vop_write(v, &e);
+	if (rc < 0) {
+		log_error("%s %s: the API server refuses even a minimal status "
+		    "(%s); the work is not run again (the journal says %s)",
+		    v->what, v->name, e.msg, phase);
+		cairn_err_copy(err, &e);
+	}
+	return rc;
+}
+
+int
+vop_finished_before(struct vop *v, char *phase, size_t n)
+{
+	struct journal_volume *vols = NULL;
+	size_t nv = 0;
+	int found = 0;
+
+	if (v->claimed || v->jid <= 0 || v->c->journal == NULL ||
+	    journal_volumes(v->c->journal, v->jid, &vols, &nv, NULL) < 0)
+		return 0;
+	for (size_t i = 0; i < nv; i++)
+		if (strcmp(vols[i].volume, v->volume) == 0 &&
+		    vol_is_final(vols[i].phase)) {
+			snprintf(phase, n, "%s", vols[i].phase);
+			found = 1;
+		}
+	free(vols);
+	if (found) {
+		char ts[TIME_STR_MAX];
+
+		json_set_str(v->status, "phase", phase);
+		time_format_rfc3339(time_now_us(), ts);
+		json_set_str(v->status, "completionTimestamp", ts);
+		log_warn("%s %s: ended %s before this restart, its status was not "
+		    "written: writing it, not running it again", v->what,
+		    v->name, phase);
+	}
+	return found;
 }
 
 /* The journal row of the item (Backup/Restore) this operation belongs to. */

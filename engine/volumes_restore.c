@@ -112,6 +112,7 @@ vol_vpr_run(const struct volumes_ctx *c, const cJSON *obj,
 	const char *provider = json_str_or(obj, "spec.provider", "");
 	const char *target = json_str(obj, "spec.targetPath");
 	char *dir = NULL;
+	char done[JOURNAL_PHASE_MAX];
 	int rc, pi;
 
 	rc = vop_claim(&v, c, &vol_vpr_gvr, "VolumePluginRestore", obj, err);
@@ -124,6 +125,11 @@ vol_vpr_run(const struct volumes_ctx *c, const cJSON *obj,
 	if (kube_get(c->kube, &vol_restores_gvr, c->namespace,
 	    json_str_or(obj, "spec.restoreName", ""), &restore, NULL) == 0)
 		v.jid = vop_item_jid(c, JOURNAL_KIND_RESTORE, restore);
+	if (vop_finished_before(&v, done, sizeof done)) {
+		/* Ended before; only its status did not go through. */
+		rc = vop_write_final(&v, done, err);
+		goto out;
+	}
 	v.total = (uint64_t)json_int(obj, "spec.expectBytes", 0);
 	rc = kube_get(c->kube, &vol_backups_gvr, c->namespace,
 	    json_str_or(obj, "spec.backupName", ""), &backup, &e);
