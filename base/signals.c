@@ -2,7 +2,6 @@
 #include "config.h"
 #include "base/signals.h"
 
-#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
