@@ -400,7 +400,11 @@ def run_disk_full(w, rng, trial):
     w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
                           "metadata": {"name": name, "namespace": NS},
                           "spec": {"includedNamespaces": ["bulk"]}})
-    time.sleep(rng.uniform(0.0, 2.0))
+    # the disk fills while the backup runs (a server that finds its
+    # journal's disk full at start exits, which is another test)
+    wait_for(lambda: w.get("%s/%s" % (BK, name)).get("status", {}).get("phase")
+             not in (None, "", "New"), 30, "the backup to be claimed", interval=0.05)
+    time.sleep(rng.uniform(0.0, 1.5))
     fill(os.path.join(mine, "filler"))
     full_for = rng.uniform(1.0, 4.0)
     time.sleep(full_for)
