@@ -408,3 +408,16 @@ fmt_bytes(uint64_t n, char out[32])
 	else
 		snprintf(out, 32, "%.1f %s", v, units[u]);
 }
+
+void
+str_hex(const unsigned char *p, size_t n, char *out)
+{
+	static const char hx[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hx[p[i] >> 4];
+		out[2 * i + 1] = hx[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}

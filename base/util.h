@@ -66,4 +66,7 @@ uint64_t rand_below(uint64_t n);
 /* Human sizes: "1.5 MiB". out has 32 bytes. */
 void fmt_bytes(uint64_t n, char out[32]);
 
+/* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
+void str_hex(const unsigned char *p, size_t n, char *out);
+
 #endif

@@ -86,8 +86,19 @@ struct cli_collect {
 int cli_collect_item(void *arg, struct cJSON *item);
 void cli_collect_free(struct cli_collect *c);
 
+/*
+ * The keys of --key-file ([ID=]FILE, repeated): 1 and *out (owned; the
+ * first key with an id is current), 0 when none was given, < 0 with err
+ * on an unreadable or malformed key file.
+ */
+struct crypt_keyring;
+int cli_keyring(const struct flagset *fs, struct crypt_keyring **out,
+	struct cairn_err *err);
+
 /* Commands. */
 int cmd_version(const struct cli_command *cmd, struct flagset *fs);
+int cmd_decrypt(const struct cli_command *cmd, struct flagset *fs);
+int cmd_backup_verify(const struct cli_command *cmd, struct flagset *fs);
 int cmd_location_create(const struct cli_command *cmd, struct flagset *fs);
 int cmd_location_get(const struct cli_command *cmd, struct flagset *fs);
 int cmd_backup_create(const struct cli_command *cmd, struct flagset *fs);

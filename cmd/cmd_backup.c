@@ -747,6 +747,25 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 	    tristate(b, "spec.snapshotVolumes", "auto"));
 	fprintf(f, "TTL:               %s\n",
 	    esc(json_str_or(b, "spec.ttl", "720h")));
+	if (json_get(b, "status.encryption.keyID") != NULL)
+		fprintf(f, "Encryption:        %s, key %s\n",
+		    esc(json_str_or(b, "status.encryption.algorithm", "?")),
+		    esc(json_str(b, "status.encryption.keyID")));
+	else
+		fprintf(f, "Encryption:        <none> (the location does not "
+		    "encrypt)\n");
+	if (json_get(b, "status.verification.lastVerified") != NULL) {
+		fprintf(f, "Verified:          %s by %s\n",
+		    esc(json_str_or(b, "status.verification.result", "?")),
+		    esc(json_str_or(b, "status.verification.verifiedBy", "?")));
+		print_time(f, "  At:", b, "status.verification.lastVerified",
+		    now);
+		fprintf(f, "  %s\n", esc(json_str_or(b,
+		    "status.verification.message", "")));
+	} else {
+		fprintf(f, "Verified:          never (cairn backup verify %s, or "
+		    "cairn server --verify-period)\n", esc(name));
+	}
 
 	fmt_items(b, items);
 	fmt_bytes((uint64_t)json_int(b, "status.progress.bytesDone", 0), sz);

@@ -193,6 +193,7 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	o.part_size = (size_t)part;
 	o.scan_period_us = period;
 	o.gc_period_us = flag_duration_us(fs, F_GC_PERIOD);
+	o.verify_period_us = flag_duration_us(fs, F_VERIFY_PERIOD);
 	o.shard = shard;
 	o.stop = &server_stop;
 	o.restore_workers = (int)flag_int(fs, F_RESTORE_WORKERS);

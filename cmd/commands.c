@@ -22,7 +22,8 @@ static const enum flag_id server_flags[] = { F_KUBECONFIG, F_CONTEXT,
 	F_WORKERS, F_LISTEN, F_WEB_TOKEN_FILE, F_LEASE_DURATION,
 	F_RENEW_DEADLINE, F_RETRY_PERIOD, F_SHUTDOWN_GRACE, F_SHARD_SELECTOR,
 	F_PLUGIN_DIR, F_PLUGIN_TIMEOUT, F_VOLUME_ROOT, F_VOLUME_CLAIM_TIMEOUT,
-	F_PART_SIZE, F_GC_PERIOD, F_RESTORE_WORKERS, F_DEFAULT_LOCATION, F__END };
+	F_PART_SIZE, F_GC_PERIOD, F_RESTORE_WORKERS, F_DEFAULT_LOCATION,
+	F_VERIFY_PERIOD, F__END };
 
 static const enum flag_id node_agent_flags[] = { F_KUBECONFIG, F_CONTEXT,
 	F_NAMESPACE, F_QPS, F_BURST, F_REQUEST_TIMEOUT, F_SERVER_ID, F_JOURNAL,
@@ -72,6 +73,9 @@ static const enum flag_id location_create_flags[] = { CLUSTER_FLAGS,
 	F__END };
 static const enum flag_id location_get_flags[] = { CLUSTER_FLAGS, F_OUTPUT,
 	F__END };
+static const enum flag_id decrypt_flags[] = { F_KEY_FILE, F__END };
+static const enum flag_id backup_verify_flags[] = { CLUSTER_FLAGS,
+	F_LOCATION_FROM_FILE, F_CREDENTIAL_FILE, F_KEY_FILE, F__END };
 
 const struct cli_command cli_commands[] = {
 	{ "version", "Print cairn's version and the versions of its libraries",
@@ -130,6 +134,16 @@ const struct cli_command cli_commands[] = {
 	  "and Schedules and the servers' journal volumes (a reinstall picks\n"
 	  "them up) unless --purge, and the node-agent journals on the nodes.",
 	  uninstall_flags, cmd_uninstall },
+	{ "decrypt", "Decrypt an object stored by an encrypting location, offline",
+	  "--key-file [ID=]FILE IN OUT",
+	  "Reads IN (an object as stored: a tarball, a metadata file, a volume\n"
+	  "archive; \"-\" for stdin) and writes its plaintext to OUT (\"-\" for\n"
+	  "stdout). Every chunk is authenticated before it is written: a\n"
+	  "changed, missing or extra byte fails with the part and byte range,\n"
+	  "and OUT is only created when all of IN decrypted. Give each key\n"
+	  "the backup may use (--key-file once per key; ID= names its key\n"
+	  "id). No cluster is needed; docs/backup-format.md has the format.",
+	  decrypt_flags, cmd_decrypt },
 	{ "schedule create", "Create a schedule of backups",
 	  "NAME --schedule CRON [backup filter flags] [--ttl D] [--paused]",
 	  "CRON is 5 fields (minute hour day month weekday) or @every 6h,\n"
@@ -165,6 +179,20 @@ const struct cli_command cli_commands[] = {
 	  "STATUS is the phase, or Waiting for a New backup no server has\n"
 	  "claimed yet. ITEMS is items backed up / items expected.",
 	  backup_get_flags, cmd_backup_get },
+	{ "backup verify", "Read a backup back from storage and check that it is whole",
+	  "NAME [--location-from-file BSL --credential-file F --key-file [ID=]K]",
+	  "Reads every stored object of the backup and checks: the metadata\n"
+	  "files read whole; the tarball's parts have the SHA-256 the backup\n"
+	  "recorded and together the recorded size; the archive reads to its\n"
+	  "end; its items are the ones the resource list names; each volume\n"
+	  "archive reads whole with its recorded size. In an encrypting\n"
+	  "location every byte is authenticated on the way. The first problem\n"
+	  "names the part (and byte range) or the file. Exit 0 when every\n"
+	  "check passed, 1 otherwise.\n"
+	  "Without a cluster: --location-from-file names the location as JSON\n"
+	  "or YAML, with its credentials (--credential-file) and keys\n"
+	  "(--key-file); the Backup is then the stored velero-backup.json.",
+	  backup_verify_flags, cmd_backup_verify },
 	{ "backup describe", "Show a backup in detail",
 	  "NAME",
 	  "Spec (filters), phase, progress, claim (holder, worker, attempt),\n"

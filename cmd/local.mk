@@ -15,6 +15,8 @@ CMD_SOURCES = \
 
 # backup-location create|get (issue 5, storage)
 CMD_SOURCES += cmd/cmd_location.c
+# decrypt and backup verify (issue 22, storage)
+CMD_SOURCES += cmd/cmd_decrypt.c cmd/cmd_verify.c
 
 check_PROGRAMS += tests/unit/test_cmd_output
 tests_unit_test_cmd_output_SOURCES = tests/unit/test_cmd_output.c \

@@ -88,6 +88,7 @@
 #include "engine/tarparts.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
+#include "storage/crypt.h"
 #include "storage/store.h"
 
 #define BK_MAX_RESULTS 1000		/* error/warning lines kept for results */
@@ -297,6 +298,8 @@ bk_set_checkpoint(struct bk *b)
 		cJSON_AddStringToObject(p, "lastItem", b->parts[i].last_key);
 		cJSON_AddNumberToObject(p, "items", (double)b->parts[i].items);
 		cJSON_AddNumberToObject(p, "bytes", (double)b->parts[i].bytes);
+		if (b->parts[i].sha256[0] != '\0')
+			cJSON_AddStringToObject(p, "sha256", b->parts[i].sha256);
 		cJSON_AddItemToArray(parts, p);
 	}
 	cJSON_AddNumberToObject(c, "itemsDone", (double)b->items_stored);
@@ -392,6 +395,7 @@ bk_part_stored(void *arg, const struct store_part *p, uint64_t entries,
 		strcpy(jp.list_continue, b->item_cont);
 	jp.items = (int64_t)b->part_items;
 	jp.bytes = (int64_t)bytes;
+	snprintf(jp.sha256, sizeof jp.sha256, "%s", partsink_sha256(b->ps));
 	/* Journal first ... */
 	rc = journal_part_add(b->env->journal, b->jid, &jp, err);
 	if (rc < 0)
@@ -1545,6 +1549,8 @@ bk_load_checkpoint(struct bk *b)
 		    json_str_or(p, "lastItem", ""));
 		x.items = json_int(p, "items", 0);
 		x.bytes = json_int(p, "bytes", 0);
+		snprintf(x.sha256, sizeof x.sha256, "%s",
+		    json_str_or(p, "sha256", ""));
 		if (x.part_number < 1 || x.etag[0] == '\0')
 			break;
 		if (idx++ == last && strlen(json_str_or(cp, "listContinue", "")) <
@@ -2333,6 +2339,10 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		rc = hooks_backup_recover(b.hooks, err);
 		if (rc < 0)
 			goto out;
+	}
+	if (bsl_key_id(b.loc) != NULL) {
+		json_set_str(b.status, "encryption.keyID", bsl_key_id(b.loc));
+		json_set_str(b.status, "encryption.algorithm", CRYPT_ALGORITHM);
 	}
 
 	/* Storage reachable? */

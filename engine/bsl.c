@@ -33,11 +33,44 @@ struct bsl {
 	int read_only;		/* spec.accessMode ReadOnly */
 };
 
+/*
+ * The keys of a location with spec.encryption, from its Secret: *out NULL
+ * when it does not encrypt. A missing Secret or key is CAIRN_EINVAL (a
+ * Backup's validation error), an API failure its own code.
+ */
+static int
+bsl_keys(struct kube *k, const char *ns, const cJSON *obj, const char *name,
+	struct crypt_keyring **out, struct cairn_err *err)
+{
+	const char *sname, *key_id;
+	cJSON *sec = NULL;
+	char *what;
+	int rc;
+
+	*out = NULL;
+	rc = location_encryption_ref(obj, &sname, &key_id, err);
+	if (rc <= 0)
+		return rc;
+	rc = kube_get(k, &KUBE_GVR("", "v1", "secrets"), ns, sname, &sec, err);
+	if (rc < 0) {
+		cairn_err_prefix(err, "storage location \"%s\": encryption "
+		    "key Secret", name);
+		return rc == CAIRN_ENOTFOUND ? CAIRN_EINVAL : rc;
+	}
+	what = xasprintf("storage location \"%s\": Secret %s/%s", name, ns,
+	    sname);
+	rc = location_keyring(json_get(sec, "data"), key_id, what, out, err);
+	free(what);
+	cJSON_Delete(sec);
+	return rc;
+}
+
 int
 bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
 	struct bsl **out, struct cairn_err *err)
 {
 	const char *sname = NULL, *skey = NULL;
+	struct crypt_keyring *keys = NULL;
 	char *creds = NULL;
 	struct bsl *l;
 	int rc;
@@ -73,7 +106,10 @@ bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
 			goto fail;
 		}
 	}
-	rc = location_open(obj, creds, &l->store, &l->prefix, err);
+	rc = bsl_keys(k, ns, obj, l->name, &keys, err);
+	if (rc == 0)
+		rc = location_open_keys(obj, creds, keys, &l->store, &l->prefix,
+		    err);
 	free(creds);
 	if (rc < 0)
 		goto fail;
@@ -156,6 +192,12 @@ int
 bsl_read_only(const struct bsl *l)
 {
 	return l->read_only;
+}
+
+const char *
+bsl_key_id(const struct bsl *l)
+{
+	return store_encryption_key_id(l->store);
 }
 
 const char *

@@ -31,6 +31,12 @@ int bsl_open_object(struct kube *k, const char *ns, const cJSON *obj,
 void bsl_free(struct bsl *l);
 struct store *bsl_store(struct bsl *l);	/* borrowed */
 const char *bsl_name(const struct bsl *l);
+/*
+ * The key id the location encrypts new objects with (spec.encryption:
+ * its keys come from the Secret it names, read at open), or NULL when it
+ * does not encrypt. Borrowed for l's lifetime.
+ */
+const char *bsl_key_id(const struct bsl *l);
 /* spec.accessMode is ReadOnly: nothing may write to it (Velero's rule). */
 int bsl_read_only(const struct bsl *l);
 /*

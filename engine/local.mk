@@ -110,3 +110,6 @@ check_PROGRAMS += tests/unit/test_engine_hooks
 tests_unit_test_engine_hooks_SOURCES = tests/unit/test_engine_hooks.c
 tests_unit_test_engine_hooks_LDADD = engine/libengine.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 engine_libengine_a_SOURCES += engine/hooks_restore.c engine/hooks_restore.h
+
+# Backup verification (issue 22): read back and check a backup in storage.
+engine_libengine_a_SOURCES += engine/verify.c engine/verify.h

@@ -12,8 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/util.h"
 #include "engine/tarparts.h"
 
 struct partsink {
@@ -23,6 +26,8 @@ struct partsink {
 	struct partsink_hooks h;
 	FILE *spool;			/* the open part's bytes */
 	uint64_t spool_len;
+	EVP_MD_CTX *sha;		/* SHA-256 of the open part */
+	char sha256[65];		/* ... of the part stored last, hex */
 };
 
 /* An unlinked temporary file in dir (NULL: $TMPDIR, else /tmp). */
@@ -76,6 +81,9 @@ partsink_open(struct store *s, const char *key, const char *upload_id,
 	ps->upload_id = xstrdup(upload_id);
 	ps->h = *hooks;
 	ps->spool = f;
+	ps->sha = EVP_MD_CTX_new();
+	if (ps->sha == NULL)
+		abort();	/* out of memory, as xmalloc */
 	*out = ps;
 	return 0;
 }
@@ -93,6 +101,10 @@ ps_begin(void *arg, int part, struct cairn_err *err)
 	if (ftruncate(fileno(ps->spool), 0) < 0)
 		return cairn_err_errno(err, CAIRN_EIO, errno, "part spool");
 	ps->spool_len = 0;
+	ps->sha256[0] = '\0';
+	if (EVP_DigestInit_ex(ps->sha, EVP_sha256(), NULL) != 1)
+		return cairn_err_set(err, CAIRN_EFAIL, "SHA-256: libcrypto "
+		    "failed");
 	return 0;
 }
 
@@ -104,6 +116,7 @@ ps_write(void *arg, const void *p, size_t n, struct cairn_err *err)
 	if (fwrite(p, 1, n, ps->spool) != n)
 		return cairn_err_errno(err, CAIRN_EIO, errno,
 		    "writing the part spool");
+	EVP_DigestUpdate(ps->sha, p, n);
 	ps->spool_len += n;
 	return 0;
 }
@@ -115,9 +128,15 @@ ps_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 	struct partsink *ps = arg;
 	struct store_src src;
 	struct store_part p;
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
 	int rc;
 
 	(void)bytes;	/* what tarparts counted: the spool's length */
+	if (EVP_DigestFinal_ex(ps->sha, md, &mdlen) != 1)
+		return cairn_err_set(err, CAIRN_EFAIL, "SHA-256: libcrypto "
+		    "failed");
+	str_hex(md, mdlen, ps->sha256);
 	if (fflush(ps->spool) != 0)
 		return cairn_err_errno(err, CAIRN_EIO, errno, "part spool");
 	if (ps->h.fence != NULL) {
@@ -143,6 +162,12 @@ ps_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 	return ps->h.stored(ps->h.arg, &p, entries, err);
 }
 
+const char *
+partsink_sha256(const struct partsink *ps)
+{
+	return ps->sha256;
+}
+
 void
 partsink_sink(struct partsink *ps, struct tarparts_sink *out)
 {
@@ -160,6 +185,7 @@ partsink_free(struct partsink *ps)
 		return;
 	if (ps->spool != NULL)
 		fclose(ps->spool);
+	EVP_MD_CTX_free(ps->sha);
 	free(ps->key);
 	free(ps->upload_id);
 	free(ps);

@@ -6,6 +6,7 @@
  *     -> partsink: the part's bytes spooled to an unlinked temporary file
  *     -> fence(): the owner may still write (Lease, claim)
  *     -> store_mpu_put_part() of the spool as part N of the upload
+ *        (its SHA-256 taken on the way into the spool: partsink_sha256())
  *     -> stored(): the owner's checkpoint (journal first, then status)
  *
  * partsink_sink() gives the struct tarparts_sink that tarparts_open()
@@ -63,6 +64,14 @@ struct partsink_hooks {
 int partsink_open(struct store *s, const char *key, const char *upload_id,
 	const char *spool_dir, const struct partsink_hooks *hooks,
 	struct partsink **out, struct cairn_err *err);
+
+/*
+ * Hex SHA-256 of the bytes of the part stored last (what stored() is
+ * told about: valid from then until the next part begins), "" before the
+ * first. Recorded with the checkpoint so that verify and restores can
+ * check each part (docs/backup-format.md). Borrowed.
+ */
+const char *partsink_sha256(const struct partsink *ps);
 
 /* The tarparts sink of ps (ps must outlive the tarparts writer). */
 void partsink_sink(struct partsink *ps, struct tarparts_sink *out);

@@ -64,6 +64,7 @@
 #include "engine/lease.h"
 #include "engine/restore.h"
 #include "engine/upkeep.h"
+#include "engine/verify.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
 #include "base/metrics.h"
@@ -109,6 +110,7 @@ struct server {
 	int scan_kind;
 	atomic_int journal_down;	/* logged: the journal cannot be written */
 	struct upkeep *upkeep;		/* schedules, sync, GC thread */
+	struct verify_loop *verify;	/* periodic verification thread */
 	int watch_failing;		/* scan thread only */
 	/*
 	 * Watches of Backups and Restores wake the scan loop as soon as
@@ -848,6 +850,14 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 			log_error("%s; schedules, sync and GC will not run",
 			    uerr.msg);
 	}
+	if (started == s.nworkers && o->verify_period_us > 0) {
+		struct verify_loop_opts vo = { o->kube, o->namespace,
+		    o->server_id, o->verify_period_us };
+		struct cairn_err verr = CAIRN_ERR_INIT;
+
+		if (verify_loop_start(&vo, &s.verify, &verr) < 0)
+			log_error("%s; backups will not be verified", verr.msg);
+	}
 	/*
 	 * The Leases are watched four times a scan period (a few small
 	 * objects), so a holder's death is seen soon after its Lease
@@ -916,6 +926,7 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].th, NULL);
 	upkeep_stop(s.upkeep);
+	verify_loop_stop(s.verify);
 	if (started == s.nworkers)
 		rc = 0;
 stopped:

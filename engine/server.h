@@ -28,6 +28,7 @@ struct server_opts {
 	size_t part_size;		/* tarball part size */
 	int64_t scan_period_us;		/* how often items are listed */
 	int64_t gc_period_us;		/* upkeep: expiry of Backups; 0: 1 h */
+	int64_t verify_period_us;	/* engine/verify.h's loop; 0: none */
 	const struct kube_selector *shard;	/* NULL: every item */
 	const atomic_int *stop;	/* set by the signal handler */
 	/* Leases (0: the defaults 15 s, 10 s, 2 s) and shutdown. */

@@ -64,6 +64,7 @@ struct status {
 	cJSON *peers;			/* lease_watch_servers() */
 	cJSON *waiting;			/* [{kind,name,namespace,created}] */
 	cJSON *labels;			/* {"Backup/name": {labels}} */
+	cJSON *security;		/* {"name": {encryption, verification}} */
 
 	/* Probe thread only. */
 	int journal_ok, storage_ok;
@@ -100,6 +101,7 @@ struct scan {
 	const char *kind;	/* "Backup" | "Restore" */
 	cJSON *waiting;
 	cJSON *labels;
+	cJSON *security;		/* Backups: status.encryption, .verification */
 	int64_t count, nwaiting;
 };
 
@@ -117,6 +119,17 @@ scan_item(void *arg, cJSON *o)
 		snprintf(key, sizeof key, "%s/%s", sc->kind, name);
 		cJSON_AddItemToObject(sc->labels, key,
 		    cJSON_Duplicate(labels, 1));
+	}
+	if (strcmp(sc->kind, "Backup") == 0 &&
+	    (json_get(o, "status.encryption") || json_get(o,
+	    "status.verification"))) {
+		cJSON *x = cJSON_CreateObject();
+
+		json_set_item(x, "encryption", cJSON_Duplicate(json_get(o,
+		    "status.encryption"), 1));
+		json_set_item(x, "verification", cJSON_Duplicate(json_get(o,
+		    "status.verification"), 1));
+		cJSON_AddItemToObject(sc->security, name, x);
 	}
 	if (phase[0] == '\0' || strcmp(phase, "New") == 0) {
 		sc->nwaiting++;
@@ -136,7 +149,7 @@ scan_item(void *arg, cJSON *o)
 /* List Backups and Restores: waiting items, labels, totals. */
 static int
 probe_items(struct status *s, cJSON **waiting, cJSON **labels,
-    struct cairn_err *err)
+    cJSON **security, struct cairn_err *err)
 {
 	static const struct {
 		const char *kind, *resource;
@@ -152,6 +165,7 @@ probe_items(struct status *s, cJSON **waiting, cJSON **labels,
 
 	sc.waiting = cJSON_CreateArray();
 	sc.labels = cJSON_CreateObject();
+	sc.security = cJSON_CreateObject();
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
 		struct kube_gvr gvr = KUBE_GVR("cairn.io", "v1",
 		    kinds[i].resource);
@@ -162,6 +176,7 @@ probe_items(struct status *s, cJSON **waiting, cJSON **labels,
 		    err) < 0) {
 			cJSON_Delete(sc.waiting);
 			cJSON_Delete(sc.labels);
+			cJSON_Delete(sc.security);
 			return err ? err->code : CAIRN_EFAIL;
 		}
 		metrics_set(kinds[i].total, (double)sc.count, NULL);
@@ -170,6 +185,7 @@ probe_items(struct status *s, cJSON **waiting, cJSON **labels,
 	}
 	*waiting = sc.waiting;
 	*labels = sc.labels;
+	*security = sc.security;
 	return 0;
 }
 
@@ -299,6 +315,7 @@ probe_loop(void *arg)
 	while (!s->stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;
 		cJSON *waiting = NULL, *labels = NULL, *peers = NULL;
+		cJSON *security = NULL;
 		int api_ok, ready, valid = 0;
 		char why[sizeof s->why];
 
@@ -330,7 +347,8 @@ probe_loop(void *arg)
 					    peers, i), "expired", 1);
 				metrics_set(METRIC_SERVERS_SEEN, valid, NULL);
 			}
-			(void)probe_items(s, &waiting, &labels, NULL);
+			(void)probe_items(s, &waiting, &labels, &security,
+			    NULL);
 		}
 		probe_metrics(s, labels);
 		pthread_mutex_lock(&s->mu);
@@ -349,6 +367,8 @@ probe_loop(void *arg)
 			s->waiting = waiting;
 			cJSON_Delete(s->labels);
 			s->labels = labels;
+			cJSON_Delete(s->security);
+			s->security = security;
 		}
 		pthread_mutex_unlock(&s->mu);
 		time_sleep_us(s->period_us, &s->stop);
@@ -373,6 +393,15 @@ labels_of(const struct status *s, const struct journal_item *it)
 
 	snprintf(key, sizeof key, "%s/%s", it->kind, it->name);
 	return cJSON_GetObjectItemCaseSensitive(s->labels, key);
+}
+
+/* A Backup's {encryption, verification} as last listed, or NULL. */
+static const cJSON *
+security_of(const struct status *s, const struct journal_item *it)
+{
+	if (strcmp(it->kind, JOURNAL_KIND_BACKUP) != 0)
+		return NULL;
+	return cJSON_GetObjectItemCaseSensitive(s->security, it->name);
 }
 
 static void
@@ -455,6 +484,7 @@ status_document(struct status *s)
 		op.progress.bytes_done = it[i].bytes_done;
 		op.progress.total_bytes = STATUS_UNKNOWN;
 		op.progress.since_us = it[i].claimed_at;
+		op.security = security_of(s, &it[i]);
 		status_doc_add_op(doc, strcmp(it[i].kind, JOURNAL_KIND_RESTORE) == 0 ?
 		    STATUS_RESTORE : STATUS_BACKUP, &op, now);
 	}
@@ -479,6 +509,7 @@ status_document(struct status *s)
 		r.bytes_done = it[i].bytes_done;
 		r.labels = labels_of(s, &it[i]);
 		r.messages = it[i].message[0] ? msgs : NULL;
+		r.security = security_of(s, &it[i]);
 		status_doc_add_recent(doc, &r);
 		recent++;
 	}
@@ -559,6 +590,7 @@ status_start(const struct status_opts *o, struct status **out,
 	s->peers = cJSON_CreateArray();
 	s->waiting = cJSON_CreateArray();
 	s->labels = cJSON_CreateObject();
+	s->security = cJSON_CreateObject();
 	pthread_mutex_init(&s->mu, NULL);
 	metrics_set(METRIC_START_TIME_SECONDS,
 	    (double)(s->started_us / TIME_US_PER_SEC), NULL);
@@ -585,6 +617,7 @@ status_stop(struct status *s)
 	cJSON_Delete(s->peers);
 	cJSON_Delete(s->waiting);
 	cJSON_Delete(s->labels);
+	cJSON_Delete(s->security);
 	pthread_mutex_destroy(&s->mu);
 	free(s->seen);
 	free(s->id);

@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "base/jsonutil.h"
 #include "base/timeutil.h"
 
 static const char *const kind_names[] = { "backup", "restore" };
@@ -165,6 +166,36 @@ add_rate(cJSON *o, const char *key, double r)
 		cJSON_AddNumberToObject(o, key, r);
 }
 
+/*
+ * A backup's "encryption" ({keyID, algorithm} or null: not encrypted) and
+ * "verification" ({result, lastVerified, message} or null: never).
+ */
+static void
+add_security(cJSON *o, enum status_kind kind, const cJSON *sec)
+{
+	const cJSON *e = json_get(sec, "encryption");
+	const cJSON *v = json_get(sec, "verification");
+	cJSON *x;
+
+	if (kind == STATUS_RESTORE)
+		return;
+	if (json_str(e, "keyID") != NULL) {
+		x = cJSON_AddObjectToObject(o, "encryption");
+		add_str(x, "keyID", json_str(e, "keyID"));
+		add_str(x, "algorithm", json_str_or(e, "algorithm", ""));
+	} else {
+		cJSON_AddNullToObject(o, "encryption");
+	}
+	if (json_str(v, "lastVerified") != NULL) {
+		x = cJSON_AddObjectToObject(o, "verification");
+		add_str(x, "result", json_str_or(v, "result", "Failed"));
+		add_str(x, "lastVerified", json_str(v, "lastVerified"));
+		add_str(x, "message", json_str_or(v, "message", ""));
+	} else {
+		cJSON_AddNullToObject(o, "verification");
+	}
+}
+
 void
 status_doc_add_op(cJSON *doc, enum status_kind kind, const struct status_op *op,
     int64_t now_us)
@@ -188,6 +219,7 @@ status_doc_add_op(cJSON *doc, enum status_kind kind, const struct status_op *op,
 	cJSON_AddNumberToObject(o, "errors", op->errors > 0 ? op->errors : 0);
 	cJSON_AddNumberToObject(o, "warnings", op->warnings > 0 ? op->warnings : 0);
 	add_str_or_null(o, "lastError", op->last_error);
+	add_security(o, kind, op->security);
 
 	p = cJSON_AddObjectToObject(o, "progress");
 	add_count_or_null(p, "totalItems", pr->total_items);
@@ -286,5 +318,6 @@ status_doc_add_recent(cJSON *doc, const struct status_result *r)
 	m = cJSON_AddArrayToObject(o, "messages");
 	for (size_t i = 0; r->messages != NULL && r->messages[i] != NULL; i++)
 		cJSON_AddItemToArray(m, cJSON_CreateString(r->messages[i]));
+	add_security(o, r->kind, r->security);
 	cJSON_AddItemToArray(list(doc, "recent"), o);
 }

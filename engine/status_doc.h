@@ -76,6 +76,8 @@ struct status_op {
 	int errors, warnings;
 	const char *last_error;		/* may be NULL */
 	struct status_progress progress;
+	const cJSON *security;		/* backup: {encryption, verification}
+					   as in its status, borrowed, or NULL */
 };
 
 struct status_volume_op {
@@ -116,6 +118,7 @@ struct status_result {
 	int errors, warnings;
 	const cJSON *labels;		/* borrowed (copied) or NULL */
 	const char *const *messages;	/* NULL-terminated, or NULL */
+	const cJSON *security;		/* as in struct status_op */
 };
 
 /* A new document with "server" and every list present and empty. Owned. */

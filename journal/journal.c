@@ -121,11 +121,11 @@ static const char *const stmt_sql[ST__COUNT] = {
 	    "(?3 IS NULL OR holder = ?3) AND (?4 = 0 OR finished_at IS NULL) "
 	    "ORDER BY claimed_at, id LIMIT ?5",
 	[ST_PART_ADD] = "INSERT INTO parts (item_id, part_number, upload_id, "
-	    "etag, last_key, items, bytes, created_at, list_continue) "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	    "etag, last_key, items, bytes, created_at, list_continue, sha256) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
 	[ST_PARTS] = "SELECT part_number, upload_id, etag, last_key, items, "
-	    "bytes, created_at, list_continue FROM parts WHERE item_id = ?1 "
-	    "ORDER BY part_number",
+	    "bytes, created_at, list_continue, sha256 FROM parts "
+	    "WHERE item_id = ?1 ORDER BY part_number",
 	[ST_PARTS_CLEAR] = "DELETE FROM parts WHERE item_id = ?1",
 	[ST_RESTORE_MARK] = "INSERT INTO restore_items (item_id, key, state, "
 	    "at) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (item_id, key) DO UPDATE "
@@ -1107,7 +1107,7 @@ static const struct col part_cols[] = {
 	COL_I(PT, part_number),
 	COL_T(PT, upload_id), COL_T(PT, etag), COL_T(PT, last_key),
 	COL_I(PT, items), COL_I(PT, bytes),
-	COL_I(PT, created_at), COL_T(PT, list_continue),
+	COL_I(PT, created_at), COL_T(PT, list_continue), COL_T(PT, sha256),
 };
 static const struct rowshape parts_shape = SHAPE(ST_PARTS, PT, part_cols,
     "listing parts");
@@ -1353,6 +1353,7 @@ journal_part_add(struct journal *j, int64_t id, const struct journal_part *p,
 		sqlite3_bind_int64(st, 7, p->bytes);
 		sqlite3_bind_int64(st, 8, time_now_us());
 		bind_text(st, 9, p->list_continue);
+		bind_text(st, 10, p->sha256);
 		rc = step_done(j, &j->w, st, err, what);
 	}
 	return wdone(j, rc, err);

@@ -83,6 +83,7 @@ struct journal_part {
 	char	list_continue[JOURNAL_TOKEN_MAX];
 	int64_t	items;				/* items in this part */
 	int64_t	bytes;				/* bytes of this part */
+	char	sha256[65];			/* hex SHA-256 of them, or "" */
 	int64_t	created_at;			/* us; output only */
 };
 

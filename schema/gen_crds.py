@@ -219,6 +219,9 @@ CHECKPOINT_BACKUP = obj({
                       "in this part."),
         "items": i("Items in this part."),
         "bytes": i("Compressed bytes of this part."),
+        "sha256": s("SHA-256 (hex) of this part's compressed bytes, before "
+                    "any encryption: `cairn backup verify` and restores check "
+                    "each part against it."),
     }, required=["number"]), "Completed tarball parts, in order."),
     "itemsDone": i("Items in all completed parts."),
     "listContinue": s("Continue token of the list page holding the last item "
@@ -308,6 +311,22 @@ BACKUP_STATUS = obj({
     "claim": CLAIM,
     "checkpoint": CHECKPOINT_BACKUP,
     "conditions": CONDITIONS,
+    "encryption": obj({
+        "keyID": s("Key id of the location's key the backup was written with "
+                   "(every stored object names its own key id too)."),
+        "algorithm": s("AES-256-GCM."),
+    }, "Client-side encryption of the backup's objects; absent when its "
+       "location does not encrypt."),
+    "verification": obj({
+        "lastVerified": t("When the backup was last read back and checked."),
+        "result": s("Passed or Failed.", enum=["Passed", "Failed"]),
+        "message": s("What was checked, or the first problem found (naming "
+                     "the part or file)."),
+        "partsChecked": i("Tarball parts whose checksum was checked."),
+        "itemsChecked": i("Tarball items checked against the resource list."),
+        "verifiedBy": s("Who checked: a server id, or cli."),
+    }, "The last check of the backup in storage (`cairn backup verify`, or "
+       "the server's periodic verification)."),
 })
 
 BACKUP = dict(
@@ -419,7 +438,9 @@ BSL = dict(
     spec=obj({
         "provider": s("fs (a local directory) or s3 (aws is an alias)."),
         "config": smap("Provider settings: path (fs); endpoint, region, "
-                       "s3ForcePathStyle, insecureSkipTLSVerify, caCertFile (s3)."),
+                       "s3ForcePathStyle, insecureSkipTLSVerify, caCertFile, "
+                       "serverSideEncryption (AES256 or aws:kms), kmsKeyId, "
+                       "customerKeyEncryptionFile (SSE-C) (s3)."),
         "credential": obj({
             "name": s("Secret name (in the server's namespace)."),
             "key": s("Key in the Secret holding an AWS-format credentials file."),
@@ -434,6 +455,21 @@ BSL = dict(
         "backupSyncPeriod": s("How often backups in storage are synced into "
                               "the cluster (Go duration)."),
         "validationFrequency": s("How often the location is checked (Go duration)."),
+        "encryption": obj({
+            "keyID": s("Id of the key new objects are encrypted with: a data "
+                       "key of the Secret (1-32 of A-Z a-z 0-9 . _ -).",
+                       pattern="^[A-Za-z0-9._-]{1,32}$"),
+            "secretRef": obj({
+                "name": s("Secret (in the server's namespace) whose data "
+                          "holds the keys, one per key id: 32 random bytes "
+                          "each, raw, hex or base64."),
+            }, "The Secret holding the keys.", required=["name"]),
+            "allowUnencryptedReads": b("Read objects that are not encrypted "
+                                       "(backups written before encryption was "
+                                       "turned on); by default they are refused."),
+        }, "Client-side encryption (AES-256-GCM) of every object cairn writes "
+           "here; old keys stay in the Secret so older backups stay readable.",
+           required=["keyID", "secretRef"], nullable=True),
     }, "The storage location.", required=["provider", "objectStorage"]),
     status=obj({
         "phase": s("Available or Unavailable.", enum=["Available", "Unavailable"]),

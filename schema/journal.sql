@@ -125,3 +125,10 @@ CREATE TABLE hook_state (
 	state		TEXT NOT NULL,
 	updated_at	INTEGER NOT NULL
 );
+
+-- @version 5
+
+-- SHA-256 (hex) of the part's compressed bytes as cairn produced them (before
+-- any encryption), recorded with the backup so that `cairn backup verify`
+-- and restores can check each stored part ('' for parts recorded before).
+ALTER TABLE parts ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';

@@ -16,7 +16,7 @@ packages=(
 	build-essential autoconf automake libtool pkg-config
 	libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev
 	libarchive-dev libmicrohttpd-dev libyaml-dev libssl-dev libwebsockets-dev
-	sqlite3 python3 python3-yaml openssl curl ca-certificates
+	sqlite3 python3 python3-yaml python3-cryptography openssl curl ca-certificates
 	awscli chromium fonts-dejavu-core wrk nodejs npm tar gzip procps
 )
 missing=()

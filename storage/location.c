@@ -8,11 +8,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/crypto.h>
 
 #include "base/buf.h"
 #include "base/codec.h"
 #include "base/jsonutil.h"
 #include "base/mem.h"
+#include "storage/crypt.h"
 
 int
 location_credential_ref(const cJSON *bsl, const char **name, const char **key)
@@ -132,17 +134,121 @@ open_or_check(const cJSON *bsl, const char *credentials, int dry,
 }
 
 int
+location_encryption_ref(const cJSON *bsl, const char **secret,
+    const char **key_id, struct cairn_err *err)
+{
+	const cJSON *enc = json_get(bsl, "spec.encryption");
+	const char *name = json_str_or(bsl, "metadata.name", "(unnamed)");
+
+	*secret = NULL;
+	*key_id = NULL;
+	if (enc == NULL || cJSON_IsNull(enc))
+		return 0;
+	*key_id = json_str(enc, "keyID");
+	*secret = json_str(enc, "secretRef.name");
+	if (*key_id == NULL || !crypt_keyid_ok(*key_id))
+		return cairn_err_set(err, CAIRN_EINVAL, "BackupStorageLocation "
+		    "%s: spec.encryption.keyID must be 1 to %d of A-Z a-z 0-9 "
+		    ". _ -", name, CRYPT_KEYID_MAX);
+	if (*secret == NULL || **secret == '\0')
+		return cairn_err_set(err, CAIRN_EINVAL, "BackupStorageLocation "
+		    "%s: spec.encryption.secretRef.name names no Secret", name);
+	return 1;
+}
+
+int
+location_keyring(const cJSON *data, const char *key_id, const char *what,
+    struct crypt_keyring **out, struct cairn_err *err)
+{
+	struct crypt_keyring *kr = crypt_keyring_new();
+	unsigned char key[CRYPT_KEY_LEN];
+	char *raw;
+	const cJSON *it;
+	char *label;
+	size_t len = 0;
+	int rc = 0;
+
+	*out = NULL;
+	cJSON_ArrayForEach(it, data) {
+		if (!crypt_keyid_ok(it->string))
+			continue;
+		raw = NULL;
+		if (cJSON_IsString(it))
+			(void)codec_b64_decode(it->valuestring, 4096, &raw, &len);
+		label = xasprintf("%s key \"%s\"", what, it->string);
+		rc = raw == NULL ? cairn_err_set(err, CAIRN_EINVAL, "%s is not "
+		    "base64", label) : crypt_key_parse(raw, len, label, key, err);
+		if (raw != NULL)
+			OPENSSL_cleanse(raw, len);
+		free(raw);
+		free(label);
+		if (rc == 0)
+			rc = crypt_keyring_add(kr, it->string, key, err);
+		OPENSSL_cleanse(key, sizeof key);
+		if (rc < 0)
+			break;
+	}
+	if (rc == 0 && crypt_keyring_set_current(kr, key_id, NULL) < 0)
+		rc = cairn_err_set(err, CAIRN_EINVAL, "%s has no key \"%s\" "
+		    "(spec.encryption.keyID)", what, key_id);
+	if (rc < 0) {
+		crypt_keyring_free(kr);
+		return rc;
+	}
+	*out = kr;
+	return 0;
+}
+
+int
+location_open_keys(const cJSON *bsl, const char *credentials,
+    struct crypt_keyring *keys, struct store **out, char **prefix_out,
+    struct cairn_err *err)
+{
+	const char *secret, *key_id;
+	struct store *inner = NULL;
+	int rc, enc;
+
+	*out = NULL;
+	if (prefix_out != NULL)
+		*prefix_out = NULL;
+	enc = location_encryption_ref(bsl, &secret, &key_id, err);
+	if (enc < 0 || (enc == 1 && keys == NULL)) {
+		crypt_keyring_free(keys);
+		if (enc < 0)
+			return enc;
+		return cairn_err_set(err, CAIRN_EINVAL, "BackupStorageLocation "
+		    "%s encrypts with key %s of Secret %s: the keys were not "
+		    "given", json_str_or(bsl, "metadata.name", "(unnamed)"),
+		    key_id, secret);
+	}
+	rc = open_or_check(bsl, credentials, 0, &inner, prefix_out, err);
+	if (rc < 0 || enc == 0) {
+		crypt_keyring_free(keys);
+		*out = inner;
+		return rc;
+	}
+	rc = store_open_crypt(inner, keys, json_bool(bsl,
+	    "spec.encryption.allowUnencryptedReads", 0), out, err);
+	if (rc < 0 && prefix_out != NULL)
+		FREE_NULL(*prefix_out);
+	return rc;
+}
+
+int
 location_open(const cJSON *bsl, const char *credentials, struct store **out,
     char **prefix_out, struct cairn_err *err)
 {
-	return open_or_check(bsl, credentials, 0, out, prefix_out, err);
+	return location_open_keys(bsl, credentials, NULL, out, prefix_out, err);
 }
 
 int
 location_check(const cJSON *bsl, const char *credentials,
     struct cairn_err *err)
 {
+	const char *secret, *key_id;
 	struct store *s = NULL;
 
+	if (location_encryption_ref(bsl, &secret, &key_id, err) < 0)
+		return err ? err->code : CAIRN_EINVAL;
 	return open_or_check(bsl, credentials, 1, &s, NULL, err);
 }

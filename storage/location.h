@@ -9,10 +9,14 @@
  *                            insecureSkipTLSVerify, profile, caCertFile
  *   spec.credential          {name, key}: a Secret whose data[key] is an
  *                            AWS-format credentials file (s3)
+ *   spec.encryption          {keyID, secretRef.name, allowUnencryptedReads}:
+ *                            client-side encryption (storage/crypt.h) with
+ *                            the keys in that Secret's data, one per key id
  *
- * The Secret is not fetched here (storage/ does not talk to Kubernetes):
- * the caller reads location_credential_ref(), fetches the Secret and
- * passes the decoded file content to location_open().
+ * Secrets are not fetched here (storage/ does not talk to Kubernetes):
+ * the caller reads location_credential_ref() and location_encryption_ref(),
+ * fetches the Secrets and passes the decoded credentials file and the
+ * keyring (location_keyring()) to location_open_keys().
  */
 #ifndef CAIRN_LOCATION_H
 #define CAIRN_LOCATION_H
@@ -28,8 +32,39 @@
 int location_credential_ref(const cJSON *bsl, const char **name,
 	const char **key);
 
+struct crypt_keyring;
+
 /*
- * Open the store bsl describes. credentials is the content of the
+ * The Secret a location's encryption keys live in and the id of the key
+ * to write with, both BORROWED from bsl. 1 when spec.encryption is set,
+ * 0 when not, CAIRN_EINVAL (naming the field) when it is incomplete.
+ */
+int location_encryption_ref(const cJSON *bsl, const char **secret,
+	const char **key_id, struct cairn_err *err);
+
+/*
+ * A keyring from a Secret's `data` (base64 values as the API returns
+ * them): every entry whose name is a key id is a key (32 bytes, raw, hex
+ * or base64), the one named key_id is current. *out is owned. CAIRN_EINVAL
+ * naming `what` (e.g. "Secret cairn-system/keys") for a bad value or when
+ * key_id is missing.
+ */
+int location_keyring(const cJSON *data, const char *key_id, const char *what,
+	struct crypt_keyring **out, struct cairn_err *err);
+
+/*
+ * Open the store bsl describes. With spec.encryption the store is wrapped
+ * in the encrypting store (store_open_crypt()) with keys, which this takes
+ * (freed on failure too); keys NULL there is CAIRN_EINVAL. keys given for
+ * a location without spec.encryption are freed and unused.
+ */
+int location_open_keys(const cJSON *bsl, const char *credentials,
+	struct crypt_keyring *keys, struct store **out, char **prefix_out,
+	struct cairn_err *err);
+
+/*
+ * Open the store bsl describes (one without spec.encryption: see
+ * location_open_keys()). credentials is the content of the
  * credentials file (NULL: environment / default file, as store_open_s3).
  * *prefix_out (may be NULL) gets the key prefix, owned ("" when none).
  * A bad or incomplete spec is CAIRN_EINVAL with a message naming the

@@ -147,19 +147,6 @@ store_progress_report(const struct store_progress *prog, uint64_t done,
 		prog->fn(prog->arg, done, total);
 }
 
-void
-store_hex(const unsigned char *p, size_t n, char *out)
-{
-	static const char hx[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hx[p[i] >> 4];
-		out[2 * i + 1] = hx[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 /* ---- argument checks -------------------------------------------------- */
 
 int
@@ -358,6 +345,81 @@ store_get_mem(struct store *s, const char *key, size_t cap, char **data,
 	*data = buf_take(&b, len);
 	if (*data == NULL)
 		*data = xstrdup("");
+	return 0;
+}
+
+/* Streaming gunzip of a get into a capped buffer (store_get_gunzip). */
+struct gunzip {
+	z_stream z;
+	struct buf *out;
+	int rc;				/* 0, CAIRN_EPROTO or CAIRN_ETOOBIG */
+	int ended;			/* the last member ended */
+};
+
+static int
+gunzip_sink(void *arg, const void *p, size_t n)
+{
+	struct gunzip *g = arg;
+	unsigned char tmp[16384];
+	int zr;
+
+	g->z.next_in = (Bytef *)(uintptr_t)p;
+	g->z.avail_in = (uInt)n;
+	while (g->z.avail_in > 0) {
+		if (g->ended) {		/* another gzip member follows */
+			inflateReset(&g->z);
+			g->ended = 0;
+		}
+		g->z.next_out = tmp;
+		g->z.avail_out = sizeof tmp;
+		zr = inflate(&g->z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+			g->rc = CAIRN_EPROTO;
+			return -1;
+		}
+		if (buf_append(g->out, tmp, sizeof tmp - g->z.avail_out) < 0) {
+			g->rc = CAIRN_ETOOBIG;
+			return -1;
+		}
+		if (zr == Z_STREAM_END)
+			g->ended = 1;
+		else if (zr == Z_BUF_ERROR && g->z.avail_out != 0)
+			break;
+	}
+	return 0;
+}
+
+int
+store_get_gunzip(struct store *s, const char *key, size_t cap, char **data,
+    size_t *len, struct cairn_err *err)
+{
+	struct gunzip g;
+	struct buf b;
+	int rc;
+
+	*data = NULL;
+	memset(&g, 0, sizeof g);
+	buf_init(&b, cap);
+	g.out = &b;
+	if (inflateInit2(&g.z, 15 + 16) != Z_OK)
+		return cairn_err_set(err, CAIRN_EFAIL, "zlib init failed");
+	rc = store_get(s, key, 0, -1, gunzip_sink, &g, NULL, err);
+	if (rc == 0 && !g.ended)
+		g.rc = CAIRN_EPROTO;
+	inflateEnd(&g.z);
+	if (g.rc == CAIRN_ETOOBIG)
+		rc = cairn_err_set(err, CAIRN_ETOOBIG, "%s: \"%.200s\" is larger "
+		    "than %zu bytes gunzipped", store_describe(s), key, cap);
+	else if (g.rc < 0)
+		rc = cairn_err_set(err, CAIRN_EPROTO, "%s: \"%.200s\" is not "
+		    "whole gzip data", store_describe(s), key);
+	if (rc < 0) {
+		buf_free(&b);
+		return rc;
+	}
+	if (b.data == NULL)
+		buf_append(&b, "", 0);
+	*data = buf_take(&b, len);
 	return 0;
 }
 

@@ -151,15 +151,18 @@ struct crypt_keyring;
  * Client-side encryption: wrap inner in a store that encrypts every object
  * it writes with kr's current key and decrypts what it reads (one segment
  * per put and per multipart part; format in storage/crypt.h and
- * docs/backup-format.md). Takes ownership of inner and kr, freed even on
- * failure (CAIRN_EINVAL: kr has no current key). Reads fail with
+ * docs/backup-format.md). Takes ownership of inner and kr. A kr without a
+ * current key only reads (writes fail with CAIRN_EINVAL). Reads fail with
  * CAIRN_EPROTO naming the part when any stored byte was changed, and for
  * an object without the encryption header unless allow_plain. head and
  * list report stored sizes; mpu_list_parts plaintext sizes.
  */
 int store_open_crypt(struct store *inner, struct crypt_keyring *kr,
 	int allow_plain, struct store **out, struct cairn_err *err);
-/* The key id new objects are encrypted with; NULL if s does not encrypt. */
+/*
+ * The key id new objects are encrypted with; NULL if s does not encrypt
+ * (or has no key to write with).
+ */
 const char *store_encryption_key_id(const struct store *s);
 
 /* Free a store (NULL is fine). No call may be in flight. */
@@ -211,6 +214,14 @@ int store_get(struct store *s, const char *key, uint64_t off, int64_t len,
  */
 int store_get_mem(struct store *s, const char *key, size_t cap, char **data,
 	size_t *len, struct cairn_err *err);
+
+/*
+ * Convenience: the whole object gunzipped (one or more gzip members) into
+ * *data (owned, NUL-terminated); CAIRN_ETOOBIG past cap bytes gunzipped,
+ * CAIRN_EPROTO when it is not whole gzip data (a cut or a changed byte).
+ */
+int store_get_gunzip(struct store *s, const char *key, size_t cap,
+	char **data, size_t *len, struct cairn_err *err);
 
 /* Size, ETag and mtime of key; CAIRN_ENOTFOUND when missing. */
 int store_head(struct store *s, const char *key, struct store_stat *st,

@@ -394,17 +394,16 @@ store_open_crypt(struct store *inner, struct crypt_keyring *kr,
 {
 	struct store_crypt *sc;
 
+	(void)err;
 	*out = NULL;
-	if (crypt_keyring_current(kr) == NULL) {
-		store_free(inner);
-		crypt_keyring_free(kr);
-		return cairn_err_set(err, CAIRN_EINVAL, "no current key to "
-		    "encrypt with");
-	}
 	sc = xcalloc(1, sizeof *sc);
 	sc->base.ops = &crypt_ops;
-	sc->base.desc = xasprintf("%s, encrypted with key %s",
-	    store_describe(inner), crypt_keyring_current(kr));
+	if (crypt_keyring_current(kr) != NULL)
+		sc->base.desc = xasprintf("%s, encrypted with key %s",
+		    store_describe(inner), crypt_keyring_current(kr));
+	else
+		sc->base.desc = xasprintf("%s, encrypted (no key to write with)",
+		    store_describe(inner));
 	sc->inner = inner;
 	sc->kr = kr;
 	sc->allow_plain = allow_plain;

@@ -6,6 +6,7 @@
 #ifndef CAIRN_STORE_INT_H
 #define CAIRN_STORE_INT_H
 
+#include "base/util.h"
 #include "storage/store.h"
 
 struct store_ops {
@@ -53,7 +54,7 @@ ssize_t store_src_read(struct store_src *src, void *buf, size_t n);
 int store_src_rewind(struct store_src *src);
 void store_progress_report(const struct store_progress *prog, uint64_t done,
 	int64_t total);
-/* Lower-case hex of n bytes into out (2n+1 bytes). */
-void store_hex(const unsigned char *p, size_t n, char *out);
+/* Lower-case hex of n bytes into out (2n+1 bytes): base/util.h's. */
+#define store_hex str_hex
 
 #endif
