@@ -64,6 +64,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 #include "cmd/output.h"
+#include "storage/crypt.h"
 #include "kube/kube.h"
 #include "web/web.h"
 
@@ -84,6 +85,7 @@ extern const char *const install_crd_yaml[];
 #define INSTALL_AGENT_DIR "/var/lib/cairn/node-agent"	/* journal, on the host */
 #define INSTALL_HOST_ROOT "/host"	/* --volume-root of the node-agent */
 #define INSTALL_TOKEN_SECRET "cairn-web-token"	/* the web endpoint's token */
+#define INSTALL_ENC_SECRET "cairn-encryption"	/* backup keys, by key id */
 #define INSTALL_TOKEN_KEY "token"
 #define INSTALL_TOKEN_DIR "/var/run/cairn/web-token"	/* where it is mounted */
 #define INSTALL_TOKEN_BYTES 32		/* random bytes of a generated token */
@@ -137,6 +139,17 @@ struct install_opts {
 	char **config;			/* K=V */
 	const char *fs_path;		/* fs: directory on the node */
 	char *cred_b64;			/* owned, NULL: no Secret */
+	/*
+	 * Client-side encryption (--encryption-key-file / --encrypt): the
+	 * key id to write with and the keys Secret's data (owned: the new key
+	 * and, on a re-run, the keys already there), or NULL; enc_kept: the
+	 * existing location's spec.encryption when no flag asks for one (a
+	 * re-run never turns encryption off), owned or NULL.
+	 */
+	const char *enc_key_id;
+	cJSON *enc_data;
+	int enc_generated;
+	cJSON *enc_kept;
 	int node_agent;			/* add the node-agent DaemonSet */
 	char **volume_dirs;		/* host directories it mounts */
 	char *node;			/* owned: fs, the node to run on; NULL: any */
@@ -664,6 +677,16 @@ location_spec(const struct install_opts *o, struct cairn_err *err)
 		cJSON_AddStringToObject(cfg, "path", o->fs_path);
 	cJSON_AddStringToObject(spec, "backupSyncPeriod", "1m");
 	cJSON_AddStringToObject(spec, "validationFrequency", "1m");
+	if (o->enc_key_id != NULL) {
+		cJSON *e = cJSON_AddObjectToObject(spec, "encryption");
+
+		cJSON_AddStringToObject(e, "keyID", o->enc_key_id);
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(e, "secretRef"),
+		    "name", INSTALL_ENC_SECRET);
+	} else if (o->enc_kept != NULL) {
+		cJSON_AddItemToObject(spec, "encryption",
+		    cJSON_Duplicate(o->enc_kept, 1));
+	}
 	return spec;
 }
 
@@ -705,6 +728,14 @@ build_objects(const struct install_opts *o, cJSON *arr, struct cairn_err *err)
 		cJSON_AddStringToObject(obj, "type", "Opaque");
 		cJSON_AddStringToObject(cJSON_AddObjectToObject(obj, "data"),
 		    INSTALL_CRED_KEY, o->cred_b64);
+	}
+	if (o->enc_data != NULL) {
+		obj = new_obj(arr, "v1", "Secret", INSTALL_ENC_SECRET, o->ns);
+		cJSON_AddStringToObject(json_get(obj, "metadata.labels"),
+		    "app.kubernetes.io/component", "encryption-keys");
+		cJSON_AddStringToObject(obj, "type", "Opaque");
+		cJSON_AddItemToObject(obj, "data", cJSON_Duplicate(o->enc_data,
+		    1));
 	}
 	obj = new_obj(arr, "v1", "Secret", INSTALL_TOKEN_SECRET, o->ns);
 	cJSON_AddStringToObject(json_get(obj, "metadata.labels"),
@@ -854,6 +885,43 @@ opts_from_flags(const struct cli_command *cmd, const struct flagset *fs,
 		o->cred_b64 = codec_b64_encode(text, len);
 		free(text);
 	}
+	if (installing && (flag_given(fs, F_ENCRYPTION_KEY_FILE) ||
+	    flag_bool(fs, F_ENCRYPT))) {
+		unsigned char key[CRYPT_KEY_LEN];
+		char *text = NULL, *b64;
+		size_t len = 0;
+
+		o->enc_key_id = flag_str(fs, F_ENCRYPTION_KEY_ID);
+		if (!crypt_keyid_ok(o->enc_key_id))
+			return cli_usage_error(cmd, "--encryption-key-id must be 1 "
+			    "to %d of A-Z a-z 0-9 . _ -", CRYPT_KEYID_MAX);
+		if (flag_given(fs, F_ENCRYPTION_KEY_FILE) && flag_bool(fs, F_ENCRYPT))
+			return cli_usage_error(cmd, "--encrypt generates a key; "
+			    "with --encryption-key-file the file's key is used");
+		if (flag_bool(fs, F_ENCRYPT)) {
+			o->enc_generated = 1;
+			if (RAND_bytes(key, (int)sizeof key) != 1)
+				return cli_fail("no random bytes for a key "
+				    "(OpenSSL RAND_bytes failed)");
+		} else if (buf_read_file(flag_str(fs, F_ENCRYPTION_KEY_FILE), 4096,
+		    "--encryption-key-file", &text, &len, &err) < 0 ||
+		    crypt_key_parse(text, len, "--encryption-key-file", key,
+		    &err) < 0) {
+			if (text != NULL)
+				explicit_bzero(text, len);
+			free(text);
+			return cli_usage_error(cmd, "%s", err.msg);
+		}
+		if (text != NULL)
+			explicit_bzero(text, len);
+		free(text);
+		b64 = codec_b64_encode(key, sizeof key);
+		explicit_bzero(key, sizeof key);
+		o->enc_data = cJSON_CreateObject();
+		cJSON_AddStringToObject(o->enc_data, o->enc_key_id, b64);
+		explicit_bzero(b64, strlen(b64));
+		free(b64);
+	}
 	if (installing && flag_str(fs, F_WEB_TOKEN_FILE) != NULL) {
 		if (web_token_read(flag_str(fs, F_WEB_TOKEN_FILE), &o->web_token,
 		    &err) < 0)
@@ -873,6 +941,8 @@ static void
 opts_free(struct install_opts *o)
 {
 	free(o->cred_b64);
+	cJSON_Delete(o->enc_data);
+	cJSON_Delete(o->enc_kept);
 	free(o->node);
 	if (o->web_token != NULL)
 		explicit_bzero(o->web_token, strlen(o->web_token));
@@ -1069,6 +1139,60 @@ reuse_token(struct kube *k, struct install_opts *o)
 	}
 	free(raw);
 	cJSON_Delete(sec);
+}
+
+/*
+ * A re-run keeps what encryption there is: without an encryption flag the
+ * location keeps its spec.encryption; with one, the keys already in the
+ * Secret stay beside the new one (older backups need them), a generated
+ * key is not generated again for an id the Secret has, and a key file
+ * whose id already names another key is refused (rotate to a new id).
+ */
+static int
+reuse_encryption(struct kube *k, struct install_opts *o,
+	struct cairn_err *err)
+{
+	cJSON *obj = NULL;
+	const cJSON *it, *have;
+
+	if (o->enc_data == NULL) {
+		if (kube_get(k, &KUBE_GVR("cairn.io", "v1",
+		    "backupstoragelocations"), o->ns, INSTALL_BSL_NAME, &obj,
+		    NULL) == 0 && json_get(obj, "spec.encryption") != NULL)
+			o->enc_kept = cJSON_Duplicate(json_get(obj,
+			    "spec.encryption"), 1);
+		cJSON_Delete(obj);
+		return 0;
+	}
+	if (kube_get(k, &KUBE_GVR("", "v1", "secrets"), o->ns,
+	    INSTALL_ENC_SECRET, &obj, NULL) < 0)
+		return 0;
+	have = json_get(obj, "data");
+	cJSON_ArrayForEach(it, have) {
+		const cJSON *mine = cJSON_GetObjectItemCaseSensitive(o->enc_data,
+		    it->string);
+
+		if (!cJSON_IsString(it))
+			continue;
+		if (mine == NULL) {
+			cJSON_AddStringToObject(o->enc_data, it->string,
+			    it->valuestring);
+		} else if (o->enc_generated) {
+			cJSON_ReplaceItemInObjectCaseSensitive(o->enc_data,
+			    it->string, cJSON_CreateString(it->valuestring));
+			o->enc_generated = 0;	/* nothing new to save */
+		} else if (strcmp(mine->valuestring, it->valuestring) != 0) {
+			cairn_err_set(err, CAIRN_EINVAL, "Secret %s/%s already "
+			    "holds another key under id %s: give the new key a "
+			    "new --encryption-key-id (older backups keep reading "
+			    "with the old one)", o->ns, INSTALL_ENC_SECRET,
+			    it->string);
+			cJSON_Delete(obj);
+			return CAIRN_EINVAL;
+		}
+	}
+	cJSON_Delete(obj);
+	return 0;
 }
 
 /*
@@ -1296,6 +1420,10 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 		}
 		if (flag_str(fs, F_WEB_TOKEN_FILE) == NULL)
 			reuse_token(k, &o);
+		if (reuse_encryption(k, &o, &err) < 0) {
+			rc = cli_usage_error(cmd, "%s", err.msg);
+			goto out;
+		}
 		if (fs_provider && o.node == NULL && pick_node(k, &o, &err) < 0) {
 			rc = cli_usage_error(cmd, "%s", err.msg);
 			goto out;
@@ -1380,6 +1508,14 @@ cmd_install(const struct cli_command *cmd, struct flagset *fs)
 	    "token of Secret %s:\n  kubectl -n %s get secret %s -o "
 	    "jsonpath='{.data.%s}' | base64 -d\n", INSTALL_TOKEN_SECRET, o.ns,
 	    INSTALL_TOKEN_SECRET, INSTALL_TOKEN_KEY);
+	if (o.enc_data != NULL)
+		printf("Backups are encrypted with key %s of Secret %s. %sWithout "
+		    "the key no backup can be read: keep a copy outside the "
+		    "cluster:\n  kubectl -n %s get secret %s -o "
+		    "jsonpath='{.data.%s}' | base64 -d > %s.key\n",
+		    o.enc_key_id, INSTALL_ENC_SECRET, o.enc_generated ?
+		    "The key was just generated. " : "", o.ns,
+		    INSTALL_ENC_SECRET, o.enc_key_id, o.enc_key_id);
 out:
 	cJSON_Delete(objs);
 	opts_free(&o);
@@ -1606,8 +1742,10 @@ cmd_uninstall(const struct cli_command *cmd, struct flagset *fs)
 		    "(--purge removes them with the namespace)\n", o.ns, o.ns,
 		    INSTALL_NAME, o.ns);
 	printf("  - the backups in storage, %s: cairn never deletes them on "
-	    "uninstall\n  - on the nodes, the node-agent journals in %s, if "
-	    "it ran (remove by hand)\n", where, INSTALL_AGENT_DIR);
+	    "uninstall\n  - Secret %s/%s, if any: the keys encrypted backups "
+	    "need\n  - on the nodes, the node-agent journals in %s, if "
+	    "it ran (remove by hand)\n", where, o.ns, INSTALL_ENC_SECRET,
+	    INSTALL_AGENT_DIR);
 out:
 	cJSON_Delete(objs);
 	opts_free(&o);

@@ -4,6 +4,8 @@
 #include "config.h"
 #include "storage/location.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -56,6 +58,28 @@ truthy(const char *s)
 	return s != NULL && (strcasecmp(s, "true") == 0 || strcmp(s, "1") == 0);
 }
 
+/* A 32-byte key from a file (raw, hex or base64), read whole. */
+static int
+read_key(const char *path, unsigned char key[CRYPT_KEY_LEN],
+    struct cairn_err *err)
+{
+	unsigned char data[4097];
+	size_t n;
+	FILE *f = fopen(path, "rbe");
+	int rc;
+
+	if (f == NULL)
+		return cairn_err_errno(err, CAIRN_EINVAL, errno, "%s", path);
+	n = fread(data, 1, sizeof data, f);
+	fclose(f);
+	if (n == sizeof data)
+		return cairn_err_set(err, CAIRN_EINVAL, "%s is too large to be a "
+		    "key", path);
+	rc = crypt_key_parse(data, n, path, key, err);
+	OPENSSL_cleanse(data, sizeof data);
+	return rc;
+}
+
 static int
 open_or_check(const cJSON *bsl, const char *credentials, int dry,
     struct store **out, char **prefix_out, struct cairn_err *err)
@@ -65,6 +89,8 @@ open_or_check(const cJSON *bsl, const char *credentials, int dry,
 	const char *prefix = json_str_or(bsl, "spec.objectStorage.prefix", "");
 	const char *path, *ca_b64;
 	struct store_s3_config c;
+	unsigned char ssec[CRYPT_KEY_LEN];
+	const char *ssec_file;
 	char *ca_pem = NULL;
 	int rc;
 
@@ -115,7 +141,20 @@ open_or_check(const cJSON *bsl, const char *credentials, int dry,
 			c.ca_pem = ca_pem;
 		}
 		c.credentials = credentials;
+		c.sse = cfg_str(bsl, "serverSideEncryption", NULL);
+		c.sse_kms_key_id = cfg_str(bsl, "kmsKeyId", NULL);
+		ssec_file = cfg_str(bsl, "customerKeyEncryptionFile", NULL);
+		if (ssec_file != NULL && *ssec_file != '\0') {
+			rc = read_key(ssec_file, ssec, err);
+			if (rc < 0) {
+				free(ca_pem);
+				return cairn_err_prefix(err, "BackupStorageLocation "
+				    "%s: config.customerKeyEncryptionFile", name);
+			}
+			c.sse_c_key = ssec;
+		}
 		rc = store_open_s3(&c, out, err);
+		OPENSSL_cleanse(ssec, sizeof ssec);
 		free(ca_pem);
 		if (rc == 0 && dry) {
 			store_free(*out);

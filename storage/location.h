@@ -6,7 +6,10 @@
  *   spec.objectStorage       bucket (s3), prefix, caCert (base64 PEM, s3)
  *   spec.config              fs: path; s3: endpoint (or Velero's s3Url),
  *                            region, forcePathStyle (or s3ForcePathStyle),
- *                            insecureSkipTLSVerify, profile, caCertFile
+ *                            insecureSkipTLSVerify, profile, caCertFile,
+ *                            serverSideEncryption (AES256 | aws:kms),
+ *                            kmsKeyId, customerKeyEncryptionFile (SSE-C:
+ *                            a file with a 32-byte key; Velero's names)
  *   spec.credential          {name, key}: a Secret whose data[key] is an
  *                            AWS-format credentials file (s3)
  *   spec.encryption          {keyID, secretRef.name, allowUnencryptedReads}:

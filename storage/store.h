@@ -133,6 +133,15 @@ struct store_s3_config {
 	long timeout_ms;		/* connect+stall timeout of one request; 0: 30 s */
 	int max_attempts;		/* per request, including the first; 0: 6 */
 	int64_t backoff_base_ms;	/* first retry delay; 0: 100 ms (cap 5 s) */
+	/*
+	 * Storage-side encryption, sent on every write (and, for SSE-C, every
+	 * read) and signed: sse "AES256" (SSE-S3) or "aws:kms" (SSE-KMS, with
+	 * sse_kms_key_id or the bucket's default key), or NULL; sse_c_key a
+	 * 32-byte customer key (SSE-C; not with sse), or NULL.
+	 */
+	const char *sse;
+	const char *sse_kms_key_id;
+	const unsigned char *sse_c_key;
 };
 
 /*

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "base/buf.h"
@@ -90,6 +91,11 @@ struct store_s3 {
 	long timeout_ms;
 	int max_attempts;
 	int64_t backoff_ms;
+	char *sse;			/* "AES256", "aws:kms" or NULL */
+	char *sse_kms_key_id;		/* or NULL */
+	int sse_c;			/* 1: the SSE-C headers below */
+	char sse_c_key[48];		/* base64 of the 32-byte key */
+	char sse_c_md5[32];		/* base64 of its MD5 */
 
 	CURLSH *share;
 	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
@@ -116,6 +122,8 @@ struct s3_call {
 	const struct store_progress *prog;
 	int64_t prog_total;
 	char content_md5[32];		/* base64 MD5 of the body, or "" */
+	int sse_write;			/* SSE-S3/KMS headers: creates an object */
+	int sse_c;			/* SSE-C headers: reads or writes content */
 
 	/* per attempt */
 	long status;
@@ -407,7 +415,7 @@ s3_attempt(struct store_s3 *s3, CURL *h, struct s3_call *c, int64_t now,
 {
 	struct buf uri, url, auth, line;
 	struct curl_slist *hl = NULL;
-	struct sigv4_header hdr[6];
+	struct sigv4_header hdr[12];
 	struct sigv4_request rq;
 	char amz[17], phash[65], hosthdr[300], range[80];
 	size_t nh = 0;
@@ -466,6 +474,24 @@ s3_attempt(struct store_s3 *s3, CURL *h, struct s3_call *c, int64_t now,
 		    s3->creds.session_token };
 	if (c->content_md5[0] != '\0')
 		hdr[nh++] = (struct sigv4_header){ "content-md5", c->content_md5 };
+	/* every x-amz-* header is signed, as S3 requires */
+	if (c->sse_write && s3->sse != NULL) {
+		hdr[nh++] = (struct sigv4_header){ "x-amz-server-side-encryption",
+		    s3->sse };
+		if (s3->sse_kms_key_id != NULL)
+			hdr[nh++] = (struct sigv4_header){
+			    "x-amz-server-side-encryption-aws-kms-key-id",
+			    s3->sse_kms_key_id };
+	}
+	if (c->sse_c && s3->sse_c) {
+		hdr[nh++] = (struct sigv4_header){
+		    "x-amz-server-side-encryption-customer-algorithm", "AES256" };
+		hdr[nh++] = (struct sigv4_header){
+		    "x-amz-server-side-encryption-customer-key", s3->sse_c_key };
+		hdr[nh++] = (struct sigv4_header){
+		    "x-amz-server-side-encryption-customer-key-md5",
+		    s3->sse_c_md5 };
+	}
 	rq.method = c->method;
 	rq.uri = buf_cstr(&uri);
 	rq.params = c->params;
@@ -770,6 +796,7 @@ put_single(struct store_s3 *s3, const char *key, struct store_src *src,
 	int rc;
 
 	call_init(&c, "PutObject", "PUT", key);
+	c.sse_write = c.sse_c = 1;
 	c.src = src;
 	c.prog = prog;
 	c.prog_total = src->len;
@@ -903,6 +930,7 @@ s3_get(struct store *s, const char *key, uint64_t off, int64_t len,
 	int rc;
 
 	call_init(&c, "GetObject", "GET", key);
+	c.sse_c = 1;
 	if (len == 0) {
 		/* nothing to read; still report a missing key */
 		call_done(&c);
@@ -935,6 +963,7 @@ s3_head(struct store *s, const char *key, struct store_stat *st,
 	int rc;
 
 	call_init(&c, "HeadObject", "HEAD", key);
+	c.sse_c = 1;
 	rc = s3_call_run(s3, &c, err);
 	if (rc == 0) {
 		st->size = c.content_length > 0 ? (uint64_t)c.content_length : 0;
@@ -1174,6 +1203,7 @@ s3_mpu_create(struct store *s, const char *key, char **id,
 	int rc;
 
 	call_init(&c, "CreateMultipartUpload", "POST", key);
+	c.sse_write = c.sse_c = 1;
 	call_param(&c, "uploads", "");
 	rc = s3_call_run(s3, &c, err);
 	if (rc == 0)
@@ -1198,6 +1228,7 @@ s3_mpu_put_part(struct store *s, const char *key, const char *id, int number,
 
 	snprintf(num, sizeof num, "%d", number);
 	call_init(&c, "UploadPart", "PUT", key);
+	c.sse_c = 1;
 	call_param(&c, "partNumber", num);
 	call_param(&c, "uploadId", id);
 	if (src->len < 0) {
@@ -1459,7 +1490,45 @@ s3_free(struct store *s)
 	free(s3->region);
 	free(s3->ca_file);
 	free(s3->ca_pem);
+	free(s3->sse);
+	free(s3->sse_kms_key_id);
+	OPENSSL_cleanse(s3->sse_c_key, sizeof s3->sse_c_key);
 	free(s3);
+}
+
+/* Storage-side encryption settings of cfg into s3 (store.h says which). */
+static int
+sse_setup(struct store_s3 *s3, const struct store_s3_config *cfg,
+    struct cairn_err *err)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (cfg->sse != NULL && *cfg->sse != '\0') {
+		if (strcmp(cfg->sse, "AES256") != 0 &&
+		    strcmp(cfg->sse, "aws:kms") != 0)
+			return cairn_err_set(err, CAIRN_EINVAL, "server-side "
+			    "encryption \"%.40s\": use AES256 (SSE-S3) or aws:kms "
+			    "(SSE-KMS)", cfg->sse);
+		s3->sse = xstrdup(cfg->sse);
+	}
+	if (cfg->sse_kms_key_id != NULL && *cfg->sse_kms_key_id != '\0') {
+		if (s3->sse == NULL || strcmp(s3->sse, "aws:kms") != 0)
+			return cairn_err_set(err, CAIRN_EINVAL, "a KMS key id is "
+			    "only used with server-side encryption aws:kms");
+		s3->sse_kms_key_id = xstrdup(cfg->sse_kms_key_id);
+	}
+	if (cfg->sse_c_key != NULL) {
+		if (s3->sse != NULL)
+			return cairn_err_set(err, CAIRN_EINVAL, "SSE-C (a customer "
+			    "key) and SSE-S3/SSE-KMS cannot be used together");
+		EVP_EncodeBlock((unsigned char *)s3->sse_c_key, cfg->sse_c_key,
+		    32);
+		EVP_Digest(cfg->sse_c_key, 32, md, &mdlen, EVP_md5(), NULL);
+		EVP_EncodeBlock((unsigned char *)s3->sse_c_md5, md, (int)mdlen);
+		s3->sse_c = 1;
+	}
+	return 0;
 }
 
 static int
@@ -1549,8 +1618,12 @@ store_open_s3(const struct store_s3_config *cfg, struct store **out,
 	s3->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 30000;
 	s3->max_attempts = cfg->max_attempts > 0 ? cfg->max_attempts : 6;
 	s3->backoff_ms = cfg->backoff_base_ms > 0 ? cfg->backoff_base_ms : 100;
-	s3->base.desc = xasprintf("s3://%s (%s://%s, %s)", s3->bucket, s3->scheme,
-	    s3->hostport, s3->region);
+	rc = sse_setup(s3, cfg, err);
+	if (rc < 0)
+		goto fail;
+	s3->base.desc = xasprintf("s3://%s (%s://%s, %s%s%s)", s3->bucket,
+	    s3->scheme, s3->hostport, s3->region, s3->sse ? ", SSE " :
+	    s3->sse_c ? ", SSE-C" : "", s3->sse ? s3->sse : "");
 	rc = load_creds(cfg, &s3->creds, err);
 	if (rc < 0)
 		goto fail;

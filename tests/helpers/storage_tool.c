@@ -7,6 +7,7 @@
  *                  [--path-style] [--creds-file F] [--profile P]
  *                  [--attempts N] [--backoff-ms N] [--ca-file F] [--insecure]
  *                  | --bsl FILE.json [--creds-file F]
+ *                  [--sse AES256|aws:kms] [--kms-key-id ID] [--sse-c-key-file F]
  *                  [--key ID=FILE[,ID=FILE...]] [--allow-plain]
  *                  (encrypt with the first key, read with any)
  *   commands:
@@ -480,6 +481,7 @@ main(int argc, char **argv)
 	struct store_s3_config c;
 	struct store *s = NULL;
 	const char *fsdir = NULL, *bsl = NULL, *keyarg = NULL;
+	unsigned char ssec[CRYPT_KEY_LEN];
 	int allow_plain = 0;
 	char *creds = NULL, *text;
 	cJSON *obj;
@@ -512,7 +514,19 @@ main(int argc, char **argv)
 			c.insecure_skip_verify = 1;
 		else if (strcmp(argv[i], "--bsl") == 0 && i + 1 < argc)
 			bsl = argv[++i];
-		else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
+		else if (strcmp(argv[i], "--sse") == 0 && i + 1 < argc)
+			c.sse = argv[++i];
+		else if (strcmp(argv[i], "--kms-key-id") == 0 && i + 1 < argc)
+			c.sse_kms_key_id = argv[++i];
+		else if (strcmp(argv[i], "--sse-c-key-file") == 0 && i + 1 < argc) {
+			char *k = slurp(argv[++i]);
+
+			if (k == NULL || crypt_key_parse(k, slurp_len, argv[i],
+			    ssec, &err) < 0)
+				return die_rc(CAIRN_EINVAL);
+			free(k);
+			c.sse_c_key = ssec;
+		} else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
 			keyarg = argv[++i];
 		else if (strcmp(argv[i], "--allow-plain") == 0)
 			allow_plain = 1;

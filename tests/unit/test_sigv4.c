@@ -37,6 +37,7 @@ struct sv_case {
 	int unsigned_payload;
 	const char *token;
 	const char *published;	/* AWS's published signature, if any */
+	struct sigv4_header extra[3];	/* more headers (SSE), NULL-ended */
 };
 
 static const char *AK = "AKIAIOSFODNN7EXAMPLE";
@@ -47,36 +48,69 @@ static const int64_t T_FIXED = 1796212800;	/* 2026-12-02T12:00:00Z */
 static const struct sv_case cases[] = {
 	{ "aws-example-get-object", "GET", "examplebucket.s3.amazonaws.com", NULL,
 	  "test.txt", { { NULL, NULL } }, 0, "bytes=0-9", "", 0, NULL,
-	  "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41" },
+	  "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41",
+	  { { NULL, NULL } } },
 	{ "aws-example-list-objects", "GET", "examplebucket.s3.amazonaws.com",
 	  NULL, NULL, { { "max-keys", "2" }, { "prefix", "J" } }, 2, NULL, "", 0,
-	  NULL, "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7" },
+	  NULL, "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7",
+	  { { NULL, NULL } } },
 	{ "plain-get", "GET", "127.0.0.1:9000", "cairn", "backups/b1/b1.tar.gz",
-	  { { NULL, NULL } }, 0, NULL, "", 0, NULL, NULL },
+	  { { NULL, NULL } }, 0, NULL, "", 0, NULL, NULL,
+	  { { NULL, NULL } } },
 	{ "put-payload-hash", "PUT", "127.0.0.1:9000", "cairn",
 	  "backups/b1/velero-backup.json", { { NULL, NULL } }, 0, NULL,
-	  "{\"kind\":\"Backup\",\"apiVersion\":\"cairn.io/v1\"}", 0, NULL, NULL },
+	  "{\"kind\":\"Backup\",\"apiVersion\":\"cairn.io/v1\"}", 0, NULL, NULL,
+	  { { NULL, NULL } } },
 	{ "create-multipart-uploads", "POST", "cairn.s3.eu-west-1.amazonaws.com",
 	  NULL, "backups/b1/b1.tar.gz", { { "uploads", "" } }, 1, NULL, "", 0,
-	  NULL, NULL },
+	  NULL, NULL,
+	  { { NULL, NULL } } },
 	{ "upload-part", "PUT", "127.0.0.1:9000", "cairn", "backups/b1/b1.tar.gz",
 	  { { "uploadId", "VXBsb2FkIElE/+=x~y" }, { "partNumber", "12" } }, 2,
-	  NULL, NULL, 1, NULL, NULL },
+	  NULL, NULL, 1, NULL, NULL,
+	  { { NULL, NULL } } },
 	{ "list-v2-continuation", "GET", "127.0.0.1:9000", "cairn", NULL,
 	  { { "list-type", "2" }, { "prefix", "backups/my backup+1/" },
 	  { "continuation-token", "1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=" },
-	  { "delimiter", "/" } }, 4, NULL, "", 0, NULL, NULL },
+	  { "delimiter", "/" } }, 4, NULL, "", 0, NULL, NULL,
+	  { { NULL, NULL } } },
 	{ "key-percent-encoding", "PUT", "127.0.0.1:9000", "cairn",
 	  "dir with space/plus+equals=and&q?h#pct%/\xc3\xbcnic\xc3\xb8" "d\xe6\x97\xa5/~t!*'()$@,;:",
-	  { { NULL, NULL } }, 0, NULL, NULL, 1, NULL, NULL },
+	  { { NULL, NULL } }, 0, NULL, NULL, 1, NULL, NULL,
+	  { { NULL, NULL } } },
 	{ "session-token-delete-upload", "DELETE", "cairn.s3.amazonaws.com", NULL,
 	  "a/b", { { "uploadId", "abc" } }, 1, NULL, "", 0, "FQoGZXIvYXdzEJr//token=",
-	  NULL },
+	  NULL,
+	  { { NULL, NULL } } },
 	{ "complete-multipart", "POST", "127.0.0.1:9000", "cairn", "k",
 	  { { "uploadId", "2~f" } }, 1, NULL,
 	  "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
 	  "<ETag>&quot;abc&quot;</ETag></Part></CompleteMultipartUpload>", 0,
-	  NULL, NULL },
+	  NULL, NULL,
+	  { { NULL, NULL } } },
+	/* storage-side encryption: the headers store_s3.c sends, all signed */
+	{ "sse-s3-put", "PUT", "127.0.0.1:9000", "cairn", "backups/b1/b1-logs.gz",
+	  { { NULL, NULL } }, 0, NULL, "log", 0, NULL, NULL,
+	  { { "x-amz-server-side-encryption", "AES256" } } },
+	{ "sse-kms-create-multipart", "POST", "cairn.s3.eu-west-1.amazonaws.com",
+	  NULL, "backups/b1/b1.tar.gz", { { "uploads", "" } }, 1, NULL, "", 0,
+	  NULL, NULL, { { "x-amz-server-side-encryption", "aws:kms" },
+	  { "x-amz-server-side-encryption-aws-kms-key-id",
+	    "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab" } } },
+	{ "sse-c-upload-part", "PUT", "127.0.0.1:9000", "cairn", "b/b.tar.gz",
+	  { { "uploadId", "u1" }, { "partNumber", "3" } }, 2, NULL, NULL, 1,
+	  NULL, NULL, { { "x-amz-server-side-encryption-customer-algorithm", "AES256" },
+	  { "x-amz-server-side-encryption-customer-key",
+	    "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" },
+	  { "x-amz-server-side-encryption-customer-key-md5",
+	    "hRasmdxgYDKV3nvbahU1MA==" } } },
+	{ "sse-c-ranged-get", "GET", "127.0.0.1:9000", "cairn", "b/b.tar.gz",
+	  { { NULL, NULL } }, 0, "bytes=100-", "", 0, NULL, NULL,
+	  { { "x-amz-server-side-encryption-customer-algorithm", "AES256" },
+	  { "x-amz-server-side-encryption-customer-key",
+	    "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" },
+	  { "x-amz-server-side-encryption-customer-key-md5",
+	    "hRasmdxgYDKV3nvbahU1MA==" } } },
 };
 #define NCASES (sizeof cases / sizeof cases[0])
 
@@ -97,7 +131,7 @@ static char *
 our_sign(const struct sv_case *c, char **canon_out)
 {
 	struct sigv4_creds cr = { (char *)AK, (char *)SK, (char *)c->token };
-	struct sigv4_header h[6];
+	struct sigv4_header h[10];
 	struct sigv4_request rq;
 	struct buf uri, auth, canon;
 	char amz[17], ph[65];
@@ -129,6 +163,8 @@ our_sign(const struct sv_case *c, char **canon_out)
 		h[nh++] = (struct sigv4_header){ "Range", c->range };
 	if (c->token)
 		h[nh++] = (struct sigv4_header){ "X-Amz-Security-Token", c->token };
+	for (size_t i = 0; i < 3 && c->extra[i].name != NULL; i++)
+		h[nh++] = c->extra[i];
 	rq.method = c->method;
 	rq.uri = buf_cstr(&uri);
 	rq.params = c->params;
@@ -178,6 +214,8 @@ boto_req(const struct sv_case *c)
 		cJSON_AddStringToObject(hdrs, "Range", c->range);
 	if (c->token)
 		cJSON_AddStringToObject(hdrs, "X-Amz-Security-Token", c->token);
+	for (i = 0; i < 3 && c->extra[i].name != NULL; i++)
+		cJSON_AddStringToObject(hdrs, c->extra[i].name, c->extra[i].value);
 	cJSON_AddItemToObject(o, "headers", hdrs);
 	if (c->unsigned_payload)
 		cJSON_AddBoolToObject(o, "unsigned", 1);
@@ -274,6 +312,25 @@ CASE_TEST(test_key_percent_encoding, 7)
 CASE_TEST(test_session_token_delete, 8)
 CASE_TEST(test_complete_multipart, 9)
 
+/* SSE headers: botocore signs them all; so must we, and they must show. */
+static void
+check_sse_case(size_t i)
+{
+	char *canon = NULL, *ours = our_sign(&cases[i], &canon);
+
+	check_case(i);
+	REQUIRE(ours != NULL);
+	for (size_t k = 0; k < 3 && cases[i].extra[k].name != NULL; k++)
+		CHECK(strstr(ours, cases[i].extra[k].name) != NULL);
+	free(ours);
+	free(canon);
+}
+#define SSE_TEST(n, i) static void n(void) { check_sse_case(i); }
+SSE_TEST(test_sse_s3_put, 10)
+SSE_TEST(test_sse_kms_create_multipart, 11)
+SSE_TEST(test_sse_c_upload_part, 12)
+SSE_TEST(test_sse_c_ranged_get, 13)
+
 static void
 test_encoding(void)
 {
@@ -339,6 +396,10 @@ main(void)
 	RUN(test_key_percent_encoding);
 	RUN(test_session_token_delete);
 	RUN(test_complete_multipart);
+	RUN(test_sse_s3_put);
+	RUN(test_sse_kms_create_multipart);
+	RUN(test_sse_c_upload_part);
+	RUN(test_sse_c_ranged_get);
 	cJSON_Delete(boto_results);
 	return unit_done();
 }
