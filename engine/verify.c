@@ -279,7 +279,7 @@ is_storage_error(int rc)
  */
 static int
 check_tarball(struct store *s, const char *key, const cJSON *backup,
-    struct mset *items, const volatile int *stop, struct verify_report *r,
+    struct mset *items, const atomic_int *stop, struct verify_report *r,
     struct cairn_err *err)
 {
 	struct part_src ps;
@@ -388,7 +388,7 @@ out:
 /* Each hostpath volume archive reads whole with the size it recorded. */
 static int
 check_volumes(struct store *s, const char *prefix, const char *name,
-    const volatile int *stop, struct verify_report *r, struct cairn_err *err)
+    const atomic_int *stop, struct verify_report *r, struct cairn_err *err)
 {
 	char *key = layout_backup_key(prefix, name,
 	    LAYOUT_BACKUP_VOLUMEPLUGINBACKUPS), *text = NULL;
@@ -455,7 +455,7 @@ check_volumes(struct store *s, const char *prefix, const char *name,
 
 int
 verify_backup(struct store *s, const char *prefix, const char *name,
-    const cJSON *backup, const volatile int *stop, struct verify_report *r,
+    const cJSON *backup, const atomic_int *stop, struct verify_report *r,
     struct cairn_err *err)
 {
 	static const enum layout_backup_file files[] = { LAYOUT_BACKUP_LOGS,
@@ -580,7 +580,7 @@ verify_status(const struct verify_report *r, const char *by)
 
 struct verify_loop {
 	struct verify_loop_opts o;
-	volatile int stop;
+	atomic_int stop;
 	pthread_t th;
 };
 

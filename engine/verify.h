@@ -28,6 +28,7 @@
 #ifndef CAIRN_VERIFY_H
 #define CAIRN_VERIFY_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <cjson/cJSON.h>
 
@@ -55,7 +56,7 @@ struct verify_report {
  * asked: CAIRN_ECANCELED), with err. stop (may be NULL): non-zero ends it.
  */
 int verify_backup(struct store *s, const char *prefix, const char *name,
-	const cJSON *backup, const volatile int *stop, struct verify_report *r,
+	const cJSON *backup, const atomic_int *stop, struct verify_report *r,
 	struct cairn_err *err);
 
 /*
