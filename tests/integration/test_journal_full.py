@@ -128,4 +128,59 @@ def journal_disk_full_waits_and_says_so(t):
     t.check("taking work again" in srv.output(), "recovery not logged")
 
 
+@case
+def journal_disk_full_during_a_restore_says_so(t):
+    """The issue's case: a Restore running when the journal's disk fills
+    shows it in its status and completes once there is room again."""
+    if not can_mount(t):
+        t.skip("cannot mount a tmpfs here (needs root and mount namespaces)")
+    sim = t.kubesim()
+    sim.install_crds(NS)
+    sim.ok("POST", BSL, {"apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+                         "metadata": {"name": "default", "namespace": NS},
+                         "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"},
+                                  "config": {"path": t.mkdir("store")}, "default": True}})
+    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": "bulk"}})
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v" * 200}}, 400,
+             name="cm-{i:04d}", namespace="bulk")
+    jdir = t.mkdir("jfs")
+    cmd = ("mount -t tmpfs -o size=4m tmpfs '%s' && exec '%s' server --kubeconfig '%s' "
+           "--namespace %s --server-id s1 --journal '%s/journal.db' --retry-period 200ms "
+           "--restore-workers 2 --log-level info" % (jdir, BIN, sim.kubeconfig, NS, jdir))
+    srv = t.spawn(["unshare", "-m", "sh", "-c", cmd], name="server")
+    sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                        "metadata": {"name": "src", "namespace": NS},
+                        "spec": {"includedNamespaces": ["bulk"]}})
+    b = wait_for(lambda: (lambda x: x if x.get("status", {}).get("phase") in FINAL else None)(
+        sim.ok("GET", "%s/src" % BK)), 60, "the backup", interval=0.2)
+    t.eq(b["status"]["phase"], "Completed", "backup")
+    # slow creates: the restore is still running when the disk fills
+    sim.faults({"method": "POST", "path": "/namespaces/copy/configmaps$", "delay": 0.1,
+                "count": 100000})
+    RS = "/apis/cairn.io/v1/namespaces/%s/restores" % NS
+    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                        "metadata": {"name": "r1", "namespace": NS},
+                        "spec": {"backupName": "src", "includedNamespaces": ["bulk"],
+                                 "namespaceMapping": {"bulk": "copy"}}})
+    wait_for(lambda: sim.ok("GET", "%s/r1" % RS).get("status", {}).get("phase") == "InProgress",
+             30, "the restore to start", interval=0.1)
+    filler = "/proc/%d/root%s/filler" % (srv.pid, jdir)
+    fill(filler)
+
+    def said():
+        r = sim.ok("GET", "%s/r1" % RS)
+        c = cond(r, "JournalWritable")
+        return r if c is not None and c["status"] == "False" else None
+    r = wait_for(said, 60, "the Restore to say the journal is unwritable", interval=0.2)
+    t.check(r["status"]["phase"] == "InProgress", "phase %s" % r["status"].get("phase"))
+    os.unlink(filler)
+    sim.clear_faults()
+    r = wait_for(lambda: (lambda x: x if x.get("status", {}).get("phase") in FINAL else None)(
+        sim.ok("GET", "%s/r1" % RS)), 90, "the restore to finish", interval=0.2)
+    t.eq(r["status"]["phase"], "Completed", "restore (%s)" % r["status"].get("failureReason"))
+    got = sim.ok("GET", "/api/v1/namespaces/copy/configmaps")["items"]
+    t.eq(len([o for o in got if o["metadata"]["name"].startswith("cm-")]), 400, "restored")
+
+
 main()
