@@ -2168,6 +2168,171 @@ metadata:
 
 /* ------------------------------------------------------------------ */
 /* The run.                                                            */
+/* The run's state from the object as claimed or read; status fields set. */
+static void
+bk_init(struct bk *b, const struct engine_env *env, const cJSON *obj,
+	const char *worker)
+{
+	char ts[TIME_STR_MAX];
+	const char *st;
+
+	memset(b, 0, sizeof *b);
+	b->env = env;
+	b->worker = worker;
+	b->ns = xstrdup(json_str_or(obj, "metadata.namespace", env->namespace));
+	b->name = xstrdup(json_str_or(obj, "metadata.name", ""));
+	b->uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
+	b->obj = cJSON_Duplicate(obj, 1);
+	b->status = cJSON_Duplicate(json_get(obj, "status"), 1);
+	if (b->status == NULL)
+		b->status = cJSON_CreateObject();
+	b->attempt = json_int(obj, "status.claim.attempt", 1);
+	engine_fence_env(&b->f, env, &backups_gvr, "backup", b->ns, b->name,
+	    b->attempt, b->uid);
+	b->errors = cJSON_CreateArray();
+	b->warnings = cJSON_CreateArray();
+	buf_init(&b->legacy, 4096);
+	buf_init(&b->preferred, 4096);
+	b->last_progress_us = time_mono_us();
+
+	st = json_str(b->status, "startTimestamp");
+	if (st == NULL || time_parse(st, &b->start_us) < 0) {
+		b->start_us = time_now_us();
+		time_format_rfc3339(b->start_us, ts);
+		json_set_str(b->status, "startTimestamp", ts);
+	}
+	json_set_int(b->status, "version", 1);
+	json_set_str(b->status, "formatVersion", BSPEC_TAR_VERSION);
+	bk_condition(b, "Ready", "False", "InProgress", "claimed by the worker "
+	    "named in status.claim");
+}
+
+/*
+ * Validation: the spec, the storage location (found, not ReadOnly). 0
+ * when valid (expiration, store and spec warnings then set); *invalid 1
+ * when not: FailedValidation is written and its result returned. < 0: an
+ * API error, the backup is retried.
+ */
+static int
+bk_validate(struct bk *b, int *invalid, struct cairn_err *err)
+{
+	const struct engine_env *env = b->env;
+	char ts[TIME_STR_MAX];
+	cJSON *verrs;
+	int rc;
+
+	*invalid = 0;
+	verrs = cJSON_CreateArray();
+	rc = bspec_parse(b->obj, &b->spec, verrs);
+	if (rc == 0 && b->spec != NULL) {
+		struct cairn_err le = CAIRN_ERR_INIT;
+
+		rc = bsl_open(env->kube, b->ns, b->spec->location, &b->loc, &le);
+		if (rc == CAIRN_ENOTFOUND || rc == CAIRN_EINVAL) {
+			cJSON_AddItemToArray(verrs, cJSON_CreateString(le.msg));
+			rc = 0;
+		} else if (rc == 0 && bsl_read_only(b->loc)) {
+			char *m = xasprintf("backup can't be created because "
+			    "backup storage location %s is currently in "
+			    "read-only mode", bsl_name(b->loc));
+
+			cJSON_AddItemToArray(verrs, cJSON_CreateString(m));
+			free(m);
+		} else if (rc < 0) {
+			cJSON_Delete(verrs);
+			return cairn_err_copy(err, &le);
+		}
+	}
+	if (rc < 0) {
+		cJSON_Delete(verrs);
+		return rc;
+	}
+	if (cJSON_GetArraySize(verrs) > 0) {
+		const cJSON *ve;
+
+		cJSON_ArrayForEach(ve, verrs)
+			bk_event(b, "error", "validation failed: %s",
+			    ve->valuestring);
+		json_set_item(b->status, "validationErrors", verrs);
+		*invalid = 1;
+		return bk_finish_status(b, "FailedValidation", NULL, err);
+	}
+	cJSON_Delete(verrs);
+	time_format_rfc3339(b->start_us + b->spec->ttl_us, ts);
+	json_set_str(b->status, "expiration", ts);
+	b->store = bsl_store(b->loc);
+	for (size_t i = 0; b->spec->warnings[i] != NULL; i++)
+		bk_record(b, 0, b->spec->warnings[i]);
+	return 0;
+}
+
+/*
+ * The tarball: the part pipeline (tarparts into the partsink, whose
+ * stored() is bk_part_stored) fed by the walk, from part 1 or after the
+ * kept parts. Returns the walk's result.
+ */
+static int
+bk_tarball(struct bk *b, struct cairn_err *err)
+{
+	struct partsink_hooks hooks = { bk_part_fence, bk_part_failed,
+	    bk_part_stored, b };
+	struct tarparts_sink sink;
+	int rc, first_part;
+
+	rc = partsink_open(b->store, b->tar_key, b->upload_id, NULL, &hooks,
+	    &b->ps, err);
+	if (rc < 0)
+		return rc;
+	partsink_sink(b->ps, &sink);
+	first_part = b->nparts > 0 ? bk_next_part(b) : 1;
+	b->resumed = b->nparts > 0;
+	if (!b->resumed)	/* else (or NULL): read the tarball back at the end */
+		b->rl = rlgz_new();
+	rc = tarparts_open(&sink, first_part, b->env->part_size,
+	    b->start_us / TIME_US_PER_SEC, &b->tp, err);
+	if (rc < 0)
+		return rc;
+	/* Deflate on a second thread: listing and compressing overlap. */
+	if (tarparts_start_thread(b->tp, 0, 0, 0, err) < 0) {
+		log_warn("backup %s/%s: %s; compressing on this thread",
+		    b->ns, b->name, err->msg);
+		cairn_err_clear(err);
+	}
+	if (first_part == 1) {
+		rc = tarparts_add(b->tp, "metadata/version",
+		    BSPEC_TAR_VERSION "\n", strlen(BSPEC_TAR_VERSION) + 1, err);
+		if (rc < 0)
+			return rc;
+	}
+	return bk_walk(b, err);
+}
+
+/*
+ * The run failed on storage (or the walk): Failed with the error as the
+ * reason, unless ownership is gone or our journal is full (then nothing
+ * is written: resumed later).
+ */
+static int
+bk_storage_fail(struct bk *b, int rc, struct cairn_err *err)
+{
+	const struct engine_env *env = b->env;
+	char reason[CAIRN_ERR_MSG_MAX + 100];
+
+	if (b->f.fenced || rc == CAIRN_EFENCED)
+		return rc;
+	/* Our journal is full: not the backup's fault; resumed when it is not. */
+	if (!journal_writable(env->journal, NULL))
+		return rc;
+	snprintf(reason, sizeof reason, "%s", err->msg);
+	if (err->code == CAIRN_EIO || err->code == CAIRN_ENET ||
+	    err->code == CAIRN_ESERVER || err->code == CAIRN_ETIMEOUT ||
+	    err->code == CAIRN_EAUTH)
+		bsl_note_storage(env->kube, b->ns, bsl_name(b->loc), 0, reason);
+	cairn_err_clear(err);
+	hooks_backup_thaw_all(b->hooks, 0);	/* before the final status */
+	return bk_fail(b, reason, err);
+}
+
 /* ------------------------------------------------------------------ */
 
 static void
@@ -2245,91 +2410,19 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 	const char *worker, struct cairn_err *err)
 {
 	struct bk b;
-	struct partsink_hooks hooks = { bk_part_fence, bk_part_failed,
-	    bk_part_stored, &b };
-	struct tarparts_sink sink;
-	cJSON *verrs = NULL;
-	char ts[TIME_STR_MAX];
 	char reason[CAIRN_ERR_MSG_MAX + 100];
-	const char *st;
-	int rc, first_part;
+	int rc, invalid;
 
-	memset(&b, 0, sizeof b);
-	b.env = env;
-	b.worker = worker;
-	b.ns = xstrdup(json_str_or(obj, "metadata.namespace", env->namespace));
-	b.name = xstrdup(json_str_or(obj, "metadata.name", ""));
-	b.uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
-	b.obj = cJSON_Duplicate(obj, 1);
-	b.status = cJSON_Duplicate(json_get(obj, "status"), 1);
-	if (b.status == NULL)
-		b.status = cJSON_CreateObject();
-	b.attempt = json_int(obj, "status.claim.attempt", 1);
-	engine_fence_env(&b.f, env, &backups_gvr, "backup", b.ns, b.name,
-	    b.attempt, b.uid);
-	b.errors = cJSON_CreateArray();
-	b.warnings = cJSON_CreateArray();
-	buf_init(&b.legacy, 4096);
-	buf_init(&b.preferred, 4096);
-	b.last_progress_us = time_mono_us();
-
+	bk_init(&b, env, obj, worker);
 	rc = bk_journal_claim(&b, err);
 	if (rc < 0)
 		goto out;
 	bk_event(&b, "info", "backup started by %s (attempt %lld)", worker,
 	    (long long)b.attempt);
 
-	st = json_str(b.status, "startTimestamp");
-	if (st == NULL || time_parse(st, &b.start_us) < 0) {
-		b.start_us = time_now_us();
-		time_format_rfc3339(b.start_us, ts);
-		json_set_str(b.status, "startTimestamp", ts);
-	}
-	json_set_int(b.status, "version", 1);
-	json_set_str(b.status, "formatVersion", BSPEC_TAR_VERSION);
-	bk_condition(&b, "Ready", "False", "InProgress", "claimed by the worker "
-	    "named in status.claim");
-
-	/* Validation. */
-	verrs = cJSON_CreateArray();
-	rc = bspec_parse(b.obj, &b.spec, verrs);
-	if (rc == 0 && b.spec != NULL) {
-		struct cairn_err le = CAIRN_ERR_INIT;
-
-		rc = bsl_open(env->kube, b.ns, b.spec->location, &b.loc, &le);
-		if (rc == CAIRN_ENOTFOUND || rc == CAIRN_EINVAL) {
-			cJSON_AddItemToArray(verrs, cJSON_CreateString(le.msg));
-			rc = 0;
-		} else if (rc == 0 && bsl_read_only(b.loc)) {
-			char *m = xasprintf("backup can't be created because "
-			    "backup storage location %s is currently in "
-			    "read-only mode", bsl_name(b.loc));
-
-			cJSON_AddItemToArray(verrs, cJSON_CreateString(m));
-			free(m);
-		} else if (rc < 0) {
-			cairn_err_copy(err, &le);
-			goto out;
-		}
-	}
-	if (rc < 0)
+	rc = bk_validate(&b, &invalid, err);
+	if (rc < 0 || invalid)
 		goto out;
-	if (cJSON_GetArraySize(verrs) > 0) {
-		const cJSON *ve;
-
-		cJSON_ArrayForEach(ve, verrs)
-			bk_event(&b, "error", "validation failed: %s",
-			    ve->valuestring);
-		json_set_item(b.status, "validationErrors", verrs);
-		verrs = NULL;
-		rc = bk_finish_status(&b, "FailedValidation", NULL, err);
-		goto out;
-	}
-	time_format_rfc3339(b.start_us + b.spec->ttl_us, ts);
-	json_set_str(b.status, "expiration", ts);
-	b.store = bsl_store(b.loc);
-	for (size_t i = 0; b.spec->warnings[i] != NULL; i++)
-		bk_record(&b, 0, b.spec->warnings[i]);
 	{
 		/* Hooks: first thaw what an earlier attempt left frozen. */
 		struct hooks_backup_env he = { env->kube, env->journal, b.jid,
@@ -2386,32 +2479,7 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		goto complete;
 	}
 
-	rc = partsink_open(b.store, b.tar_key, b.upload_id, NULL, &hooks,
-	    &b.ps, err);
-	if (rc < 0)
-		goto storage_fail;
-	partsink_sink(b.ps, &sink);
-	first_part = b.nparts > 0 ? bk_next_part(&b) : 1;
-	b.resumed = b.nparts > 0;
-	if (!b.resumed)	/* else (or NULL): read the tarball back at the end */
-		b.rl = rlgz_new();
-	rc = tarparts_open(&sink, first_part, env->part_size,
-	    b.start_us / TIME_US_PER_SEC, &b.tp, err);
-	if (rc < 0)
-		goto out;
-	/* Deflate on a second thread: listing and compressing overlap. */
-	if (tarparts_start_thread(b.tp, 0, 0, 0, err) < 0) {
-		log_warn("backup %s/%s: %s; compressing on this thread",
-		    b.ns, b.name, err->msg);
-		cairn_err_clear(err);
-	}
-	if (first_part == 1) {
-		rc = tarparts_add(b.tp, "metadata/version",
-		    BSPEC_TAR_VERSION "\n", strlen(BSPEC_TAR_VERSION) + 1, err);
-		if (rc < 0)
-			goto storage_fail;
-	}
-	rc = bk_walk(&b, err);
+	rc = bk_tarball(&b, err);
 	if (rc == CAIRN_EFENCED || rc == CAIRN_ECANCELED)
 		goto out;
 	if (rc < 0 && !b.tar_done)
@@ -2437,23 +2505,10 @@ complete:
 	goto out;
 
 storage_fail:
-	if (b.f.fenced || rc == CAIRN_EFENCED)
-		goto out;
-	/* Our journal is full: not the backup's fault; resumed when it is not. */
-	if (!journal_writable(env->journal, NULL))
-		goto out;
-	snprintf(reason, sizeof reason, "%s", err->msg);
-	if (err->code == CAIRN_EIO || err->code == CAIRN_ENET ||
-	    err->code == CAIRN_ESERVER || err->code == CAIRN_ETIMEOUT ||
-	    err->code == CAIRN_EAUTH)
-		bsl_note_storage(env->kube, b.ns, bsl_name(b.loc), 0, reason);
-	cairn_err_clear(err);
-	hooks_backup_thaw_all(b.hooks, 0);	/* before the final status */
-	rc = bk_fail(&b, reason, err);
+	rc = bk_storage_fail(&b, rc, err);
 out:
 	if (!b.f.fenced && rc != CAIRN_EFENCED)
 		hooks_backup_thaw_all(b.hooks, 1);	/* stopped: thaw, recorded */
-	cJSON_Delete(verrs);
 	if (b.f.fenced && rc != CAIRN_EFENCED)
 		rc = cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
 	bk_free(&b);

@@ -78,93 +78,6 @@ check_inc_exc(char **inc, char **exc, const char *what, cJSON *errs)
 			    "list: %s", what, exc[i]);
 }
 
-int
-bspec_selector_text(const cJSON *sel, char **out, struct cairn_err *err)
-{
-	struct buf b;
-	const cJSON *ml, *me, *it, *v;
-	int first = 1;
-
-	*out = NULL;
-	buf_init(&b, 64 << 10);
-	if (sel == NULL || cJSON_IsNull(sel)) {
-		*out = buf_take(&b, NULL);
-		if (*out == NULL)
-			*out = xstrdup("");
-		return 0;
-	}
-	if (!cJSON_IsObject(sel)) {
-		buf_free(&b);
-		return cairn_err_set(err, CAIRN_EINVAL, "not an object");
-	}
-	ml = cJSON_GetObjectItemCaseSensitive(sel, "matchLabels");
-	cJSON_ArrayForEach(it, ml) {
-		if (!cJSON_IsString(it)) {
-			cairn_err_set(err, CAIRN_EINVAL, "matchLabels value "
-			    "of \"%s\" is not a string", it->string);
-			goto fail;
-		}
-		buf_printf(&b, "%s%s=%s", first ? "" : ",", it->string,
-		    it->valuestring);
-		first = 0;
-	}
-	me = cJSON_GetObjectItemCaseSensitive(sel, "matchExpressions");
-	cJSON_ArrayForEach(it, me) {
-		const char *key = json_str(it, "key");
-		const char *op = json_str(it, "operator");
-		const cJSON *vals = cJSON_GetObjectItemCaseSensitive(it, "values");
-		int nv = cJSON_IsArray(vals) ? cJSON_GetArraySize(vals) : 0;
-
-		if (key == NULL || op == NULL) {
-			cairn_err_set(err, CAIRN_EINVAL, "matchExpressions "
-			    "entry needs key and operator");
-			goto fail;
-		}
-		buf_puts(&b, first ? "" : ",");
-		first = 0;
-		if (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0) {
-			int k = 0;
-
-			if (nv == 0) {
-				cairn_err_set(err, CAIRN_EINVAL, "%s: operator "
-				    "%s needs values", key, op);
-				goto fail;
-			}
-			buf_printf(&b, "%s %s (", key,
-			    op[0] == 'I' ? "in" : "notin");
-			cJSON_ArrayForEach(v, vals) {
-				if (!cJSON_IsString(v)) {
-					cairn_err_set(err, CAIRN_EINVAL,
-					    "%s: values must be strings", key);
-					goto fail;
-				}
-				buf_printf(&b, "%s%s", k++ ? "," : "",
-				    v->valuestring);
-			}
-			buf_putc(&b, ')');
-		} else if (strcmp(op, "Exists") == 0 ||
-		    strcmp(op, "DoesNotExist") == 0) {
-			if (nv != 0) {
-				cairn_err_set(err, CAIRN_EINVAL, "%s: operator "
-				    "%s takes no values", key, op);
-				goto fail;
-			}
-			buf_printf(&b, "%s%s", op[0] == 'D' ? "!" : "", key);
-		} else {
-			cairn_err_set(err, CAIRN_EINVAL, "\"%s\" is not a valid "
-			    "label selector operator", op);
-			goto fail;
-		}
-	}
-	*out = buf_take(&b, NULL);
-	if (*out == NULL)
-		*out = xstrdup("");
-	return 0;
-fail:
-	buf_free(&b);
-	return err != NULL ? err->code : CAIRN_EINVAL;
-}
-
 /* Parse a metav1.LabelSelector; errors go to errs. */
 static struct kube_selector *
 parse_selector(const cJSON *sel, const char *field, char **text, cJSON *errs)
@@ -173,7 +86,7 @@ parse_selector(const cJSON *sel, const char *field, char **text, cJSON *errs)
 	struct kube_selector *ks = NULL;
 	char *t = NULL;
 
-	if (bspec_selector_text(sel, &t, &err) < 0 ||
+	if (kube_selector_text(sel, &t, &err) < 0 ||
 	    kube_selector_parse(t, &ks, &err) < 0) {
 		add_err(errs, "Invalid %s: %s", field, err.msg);
 		free(t);

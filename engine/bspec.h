@@ -63,13 +63,6 @@ struct bspec {
 int bspec_parse(const cJSON *backup, struct bspec **out, cJSON *errs);
 void bspec_free(struct bspec *s);
 
-/*
- * Turn a metav1.LabelSelector JSON object into selector text
- * ("a=b,c in (x,y),!d"). NULL sel gives "". CAIRN_EINVAL with a message
- * for an unknown operator or a malformed part. Owned.
- */
-int bspec_selector_text(const cJSON *sel, char **out, struct cairn_err *err);
-
 /* Does the namespace filter take namespace ns? */
 int bspec_ns_included(const struct bspec *s, const char *ns);
 /*

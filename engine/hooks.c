@@ -18,7 +18,6 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "base/util.h"
-#include "engine/bspec.h"
 #include "kube/kube.h"
 
 #define HOOK_MAX_ERRS 32
@@ -333,7 +332,7 @@ hook_spec_parse(const cJSON *hooks, int restore, struct hook_spec **out,
 			struct cairn_err e = CAIRN_ERR_INIT;
 			char *text = NULL;
 
-			if (bspec_selector_text(ls, &text, &e) < 0 ||
+			if (kube_selector_text(ls, &text, &e) < 0 ||
 			    kube_selector_parse(text, &r->f.sel, &e) < 0)
 				add_msg(errs, "%s.labelSelector: %s", w, e.msg);
 			free(text);

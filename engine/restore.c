@@ -1222,6 +1222,19 @@ out:
 	return rc;
 }
 
+/* Items an earlier attempt restored (the journal's): counted as done now. */
+static void
+rs_count_before(struct rs *rs)
+{
+	int64_t counts[JOURNAL_R_COUNT] = { 0 };
+
+	if (journal_restore_counts(rs->env->journal, rs->jid, counts, NULL) ==
+	    0)
+		rs->restored_before = counts[0] + counts[1] + counts[2] +
+		    counts[3];
+	rs->done = rs->restored_before;	/* skipped below, counted now */
+}
+
 int
 restore_run(const struct engine_env *env, const cJSON *obj,
 	const char *worker, int workers, struct cairn_err *err)
@@ -1305,15 +1318,7 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 		goto out;
 	}
 	rs.total = restore_plan_count(rs.plan);
-	{
-		int64_t counts[JOURNAL_R_COUNT] = { 0 };
-
-		if (journal_restore_counts(env->journal, rs.jid, counts,
-		    NULL) == 0)
-			rs.restored_before = counts[0] + counts[1] + counts[2] +
-			    counts[3];
-		rs.done = rs.restored_before;	/* skipped below, counted now */
-	}
+	rs_count_before(&rs);
 	rs_event(&rs, "info", "plan: %lld items in %zu tiers (%lld done "
 	    "before)", (long long)rs.total, restore_plan_ntiers(rs.plan),
 	    (long long)rs.restored_before);

@@ -39,7 +39,6 @@
 #include "base/mem.h"
 #include "base/util.h"
 #include "engine/archive_read.h"
-#include "engine/bspec.h"
 #include "kube/kube.h"
 
 /* Velero's restore priorities, group-qualified as tarball folders are. */
@@ -304,7 +303,7 @@ parse_selector(const cJSON *sel, const char *what, cJSON *errs)
 
 	if (sel == NULL || cJSON_IsNull(sel))
 		return NULL;
-	if (bspec_selector_text(sel, &text, &err) < 0 ||
+	if (kube_selector_text(sel, &text, &err) < 0 ||
 	    kube_selector_parse(text, &ks, &err) < 0) {
 		add_err(errs, "invalid %s: %s", what, err.msg);
 		ks = NULL;

@@ -768,13 +768,88 @@ running_count(struct server *s)
 	return n;
 }
 
+/*
+ * The scan loop, until *stop. The Leases are watched four times a scan
+ * period (a few small objects), so a holder's death is seen soon after
+ * its Lease expires; a newly expired holder triggers a scan at once.
+ */
+static void
+server_loop(struct server *s)
+{
+	int64_t tick = s->o->scan_period_us / 4, next_scan = 0;
+	int64_t last_nudged = 0;	/* a periodic scan does not count */
+	int expired_before = 0;
+
+	if (tick < 20000)
+		tick = 20000;
+	item_watches_start(s);
+	while (!*s->o->stop) {
+		int expired = watch_refresh(s), nudged, pending;
+		int64_t now = time_mono_us();
+
+		/* A burst of new items: one scan per SERVER_NUDGE_GAP_US. */
+		pthread_mutex_lock(&s->nudge_mu);
+		nudged = s->nudged &&
+		    now - last_nudged >= SERVER_NUDGE_GAP_US;
+		if (nudged)
+			s->nudged = 0;
+		pending = s->nudged;
+		pthread_mutex_unlock(&s->nudge_mu);
+		if (nudged)
+			last_nudged = now;
+		if (nudged || expired > expired_before ||
+		    now >= next_scan) {
+			server_scan(s);
+			next_scan = time_mono_us() + s->o->scan_period_us;
+		}
+		expired_before = expired;
+		if (pending)
+			time_sleep_us(SERVER_NUDGE_GAP_US - (time_mono_us()
+			    - last_nudged), s->o->stop);
+		else
+			server_wait(s, tick);
+	}
+	item_watches_stop(s);
+}
+
+/*
+ * Shutdown: no more claims; running items get the grace to reach their
+ * next checkpoint, then are stopped (hard).
+ */
+static void
+server_drain(struct server *s)
+{
+	int64_t grace, t0;
+
+	grace = s->o->shutdown_grace_us > 0 ? s->o->shutdown_grace_us :
+	    SERVER_GRACE_DEFAULT_US;
+	t0 = time_mono_us();
+	s->drain = 1;
+	pthread_mutex_lock(&s->mu);
+	pthread_cond_broadcast(&s->cv);
+	if (running_count(s) > 0)
+		log_info("server %s: stopping: %d running item(s) get %.1f s to "
+		    "reach a checkpoint", s->o->server_id, running_count(s),
+		    (double)grace / TIME_US_PER_SEC);
+	while (running_count(s) > 0 && time_mono_us() - t0 < grace) {
+		struct timespec ts;
+
+		time_deadline(&ts, 100000);
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	if (running_count(s) > 0)
+		log_warn("server %s: shutdown grace over: stopping %d item(s) "
+		    "now", s->o->server_id, running_count(s));
+	s->hard = 1;
+	pthread_mutex_unlock(&s->mu);
+}
+
 int
 server_run(const struct server_opts *o, struct cairn_err *err)
 {
 	struct server s;
 	struct lease_opts lopts;
 	struct worker *w = NULL;
-	int64_t grace, t0;
 	int started = 0, rc;
 
 	memset(&s, 0, sizeof s);
@@ -858,71 +933,9 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 		if (verify_loop_start(&vo, &s.verify, &verr) < 0)
 			log_error("%s; backups will not be verified", verr.msg);
 	}
-	/*
-	 * The Leases are watched four times a scan period (a few small
-	 * objects), so a holder's death is seen soon after its Lease
-	 * expires; a newly expired holder triggers a scan at once.
-	 */
-	{
-		int64_t tick = o->scan_period_us / 4, next_scan = 0;
-		int64_t last_nudged = 0;	/* a periodic scan does not count */
-		int expired_before = 0;
-
-		if (tick < 20000)
-			tick = 20000;
-		if (started == s.nworkers)
-			item_watches_start(&s);
-		while (started == s.nworkers && !*o->stop) {
-			int expired = watch_refresh(&s), nudged, pending;
-			int64_t now = time_mono_us();
-
-			/* A burst of new items: one scan per SERVER_NUDGE_GAP_US. */
-			pthread_mutex_lock(&s.nudge_mu);
-			nudged = s.nudged &&
-			    now - last_nudged >= SERVER_NUDGE_GAP_US;
-			if (nudged)
-				s.nudged = 0;
-			pending = s.nudged;
-			pthread_mutex_unlock(&s.nudge_mu);
-			if (nudged)
-				last_nudged = now;
-			if (nudged || expired > expired_before ||
-			    now >= next_scan) {
-				server_scan(&s);
-				next_scan = time_mono_us() + o->scan_period_us;
-			}
-			expired_before = expired;
-			if (pending)
-				time_sleep_us(SERVER_NUDGE_GAP_US - (time_mono_us()
-				    - last_nudged), o->stop);
-			else
-				server_wait(&s, tick);
-		}
-		item_watches_stop(&s);
-	}
-
-	/* Shutdown: no more claims; running items to their next checkpoint. */
-	grace = o->shutdown_grace_us > 0 ? o->shutdown_grace_us :
-	    SERVER_GRACE_DEFAULT_US;
-	t0 = time_mono_us();
-	s.drain = 1;
-	pthread_mutex_lock(&s.mu);
-	pthread_cond_broadcast(&s.cv);
-	if (running_count(&s) > 0)
-		log_info("server %s: stopping: %d running item(s) get %.1f s to "
-		    "reach a checkpoint", o->server_id, running_count(&s),
-		    (double)grace / TIME_US_PER_SEC);
-	while (running_count(&s) > 0 && time_mono_us() - t0 < grace) {
-		struct timespec ts;
-
-		time_deadline(&ts, 100000);
-		pthread_cond_timedwait(&s.cv, &s.mu, &ts);
-	}
-	if (running_count(&s) > 0)
-		log_warn("server %s: shutdown grace over: stopping %d item(s) "
-		    "now", o->server_id, running_count(&s));
-	s.hard = 1;
-	pthread_mutex_unlock(&s.mu);
+	if (started == s.nworkers)
+		server_loop(&s);
+	server_drain(&s);
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].th, NULL);
 	upkeep_stop(s.upkeep);

@@ -678,6 +678,12 @@ char *kube_selector_string(const struct kube_selector *sel);
  */
 int kube_selector_object(const char *text, cJSON **out,
 	struct cairn_err *err);
+/*
+ * The reverse: a metav1.LabelSelector JSON object as selector text
+ * ("a=b,c in (x,y),!d"). NULL sel gives "". CAIRN_EINVAL with a message
+ * for an unknown operator or a malformed part. *out owned.
+ */
+int kube_selector_text(const cJSON *sel, char **out, struct cairn_err *err);
 void kube_selector_free(struct kube_selector *sel);
 
 #endif
