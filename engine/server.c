@@ -769,6 +769,35 @@ running_count(struct server *s)
 }
 
 /*
+ * The threads beside the workers: schedules, location health and sync,
+ * GC (engine/upkeep.h), and backup verification. A failure to start one
+ * is logged; the server runs without it.
+ */
+static void
+server_side_threads(struct server *s)
+{
+	const struct server_opts *o = s->o;
+
+	if (!o->no_upkeep) {
+		struct upkeep_opts uo = { o->kube, o->namespace, 0,
+		    o->gc_period_us, o->default_location, o->volumes };
+		struct cairn_err uerr = CAIRN_ERR_INIT;
+
+		if (upkeep_start(&uo, &s->upkeep, &uerr) < 0)
+			log_error("%s; schedules, sync and GC will not run",
+			    uerr.msg);
+	}
+	if (o->verify_period_us > 0) {
+		struct verify_loop_opts vo = { o->kube, o->namespace,
+		    o->server_id, o->verify_period_us };
+		struct cairn_err verr = CAIRN_ERR_INIT;
+
+		if (verify_loop_start(&vo, &s->verify, &verr) < 0)
+			log_error("%s; backups will not be verified", verr.msg);
+	}
+}
+
+/*
  * The scan loop, until *stop. The Leases are watched four times a scan
  * period (a few small objects), so a holder's death is seen soon after
  * its Lease expires; a newly expired holder triggers a scan at once.
@@ -915,26 +944,10 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	}
 	log_info("server %s: watching backups and restores in %s with %d "
 	    "workers", o->server_id, o->namespace, started);
-	/* Schedules, location health and sync, GC (engine/upkeep.h). */
-	if (started == s.nworkers && !o->no_upkeep) {
-		struct upkeep_opts uo = { o->kube, o->namespace, 0,
-		    o->gc_period_us, o->default_location, o->volumes };
-		struct cairn_err uerr = CAIRN_ERR_INIT;
-
-		if (upkeep_start(&uo, &s.upkeep, &uerr) < 0)
-			log_error("%s; schedules, sync and GC will not run",
-			    uerr.msg);
-	}
-	if (started == s.nworkers && o->verify_period_us > 0) {
-		struct verify_loop_opts vo = { o->kube, o->namespace,
-		    o->server_id, o->verify_period_us };
-		struct cairn_err verr = CAIRN_ERR_INIT;
-
-		if (verify_loop_start(&vo, &s.verify, &verr) < 0)
-			log_error("%s; backups will not be verified", verr.msg);
-	}
-	if (started == s.nworkers)
+	if (started == s.nworkers) {
+		server_side_threads(&s);
 		server_loop(&s);
+	}
 	server_drain(&s);
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].th, NULL);
