@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+
 #include "base/timeutil.h"
 #include "kube/kube.h"
 #include "unit.h"
@@ -28,6 +30,8 @@
 	"\"namespaced\":true,\"kind\":\"" kind "\",\"verbs\":[\"get\"," \
 	"\"list\",\"create\",\"delete\"]}"
 
+static atomic_int hiccups;	/* two.io/v2 answers 500 this many times */
+
 static void
 handler(void *arg, const struct uh_req *rq, struct uh_resp *rs)
 {
@@ -35,7 +39,13 @@ handler(void *arg, const struct uh_req *rq, struct uh_resp *rs)
 
 	(void)arg;
 	rs->code = 200;
-	if (strcmp(p, "/api") == 0)
+	if (strcmp(p, "/apis/two.io/v2") == 0 && atomic_load(&hiccups) > 0) {
+		atomic_fetch_sub(&hiccups, 1);
+		rs->code = 500;
+		uh_body(rs, "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+		    "\"status\":\"Failure\",\"reason\":\"InternalError\","
+		    "\"code\":500}");
+	} else if (strcmp(p, "/api") == 0)
 		uh_body(rs, "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}");
 	else if (strcmp(p, "/api/v1") == 0)
 		uh_body(rs, "{\"kind\":\"APIResourceList\",\"groupVersion\":"
@@ -177,6 +187,26 @@ test_failed_group_quick_and_cached(void)
 	kube_discovery_release(d);
 }
 
+/*
+ * Issue 19 (found by tests/chaos): three 500s in a row from the API server
+ * itself do not drop a group from the snapshot (a 503, an aggregated API
+ * that is down, still fails quickly: above).
+ */
+static void
+test_hiccup_does_not_drop_a_group(void)
+{
+	struct kube_discovery *d;
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	atomic_store(&hiccups, 3);
+	REQUIRE(kube_discovery_get(kube_, 1, &d, &err) == 0);
+	CHECK_INT(atomic_load(&hiccups), 0);
+	CHECK_STR(chosen(d, "two.io", "things"), "v2");
+	for (size_t i = 0; i < kube_discovery_failed_count(d); i++)
+		CHECK(strcmp(kube_discovery_failed_at(d, i)->group, "two.io") != 0);
+	kube_discovery_release(d);
+}
+
 int
 main(void)
 {
@@ -192,6 +222,7 @@ main(void)
 	}
 	RUN(test_chosen_versions);
 	RUN(test_failed_group_quick_and_cached);
+	RUN(test_hiccup_does_not_drop_a_group);
 	kube_free(kube_);
 	uh_stop();
 	return unit_done();
