@@ -150,6 +150,8 @@ struct bk {
 	char **nslist;			/* ... these, in key order (owned) */
 	size_t nns;
 	int64_t res_items;		/* items the current resource wrote */
+	char *const *ordered;		/* its orderedResources (spec), or NULL */
+	int in_ordered;			/* ... being written first, by name */
 	struct tarparts *tp;
 	struct partsink *ps;		/* spool and upload of the parts */
 	char *last_key;			/* last item written (owned) */
@@ -788,6 +790,23 @@ write_item(struct bk *b, const struct kube_resource *r, const char *json,
 	return bk_progress(b, 0, err);
 }
 
+/* Where ns/name is in an orderedResources list ("ns/name" or "name"), or -1. */
+static int
+ordered_index(char *const *o, const struct kube_resource *r, const char *ns,
+	const char *name)
+{
+	for (int i = 0; o[i] != NULL; i++) {
+		const char *sl = strchr(o[i], '/');
+
+		if (!r->namespaced ? sl == NULL && strcmp(o[i], name) == 0 :
+		    sl != NULL && strlen(ns) == (size_t)(sl - o[i]) &&
+		    strncmp(o[i], ns, (size_t)(sl - o[i])) == 0 &&
+		    strcmp(sl + 1, name) == 0)
+			return i;
+	}
+	return -1;
+}
+
 /*
  * One item of the walk (a list's, or a GET's for the resources taken by
  * name): the filters, the related sets, the resume skip, the tarball.
@@ -814,6 +833,9 @@ bk_item(struct bk *b, cJSON *item, const char *text, size_t len)
 		note_related(b, r, item);
 	if (b->observe_only)
 		return 0;
+	if (b->ordered != NULL && !b->in_ordered &&
+	    ordered_index(b->ordered, r, ns, name) >= 0)
+		return 0;	/* orderedResources: written first */
 	if (b->skipping) {
 		/* resume: everything up to the last stored key is stored */
 		if (kube_key_cmp(ns, name, b->resume[2], b->resume[3]) <= 0)
@@ -1331,6 +1353,69 @@ bk_get_items(struct bk *b, const struct kube_gvr *g, char **names, size_t n,
 	return rc;
 }
 
+/*
+ * spec.orderedResources (Velero): the named items of the current resource
+ * first, in the given order, one GET each (the list that follows skips
+ * them; a name that is missing is a warning). Resuming in this resource
+ * (*c == 0): when the last stored item is one of them, go on after it and
+ * list the rest from the start (*c becomes 1); otherwise they were all
+ * stored and the list resumes as usual.
+ */
+static int
+bk_ordered_first(struct bk *b, const struct kube_gvr *g, int *c,
+	struct cairn_err *lerr)
+{
+	const struct kube_resource *r = b->cur->r;
+	char *const *o = b->ordered;
+	int from = 0, rc = 0;
+
+	if (*c == 0) {
+		from = ordered_index(o, r, b->resume[2], b->resume[3]) + 1;
+		if (from == 0)
+			return 0;
+		*c = 1;
+		b->skipping = 0;
+	}
+	FREE_NULL(b->page_cont);	/* no list page: no continue token */
+	b->page_gen++;
+	b->cur_rc = 0;
+	cairn_err_clear(&b->cur_err);
+	b->in_ordered = 1;
+	for (int i = from; o[i] != NULL && rc == 0; i++) {
+		const char *sl = strchr(o[i], '/');
+		char ns[254], *msg = NULL;
+		cJSON *obj = NULL;
+
+		snprintf(ns, sizeof ns, "%.*s", sl ? (int)(sl - o[i]) : 0, o[i]);
+		if ((sl != NULL) != (r->namespaced != 0))
+			msg = xasprintf("orderedResources: \"%s\" is not %s for "
+			    "%s, which is %s", o[i], r->namespaced ?
+			    "namespace/name" : "a name", r->resource,
+			    r->namespaced ? "namespaced" : "cluster-scoped");
+		else
+			rc = kube_get(b->env->kube, g, sl ? ns : NULL,
+			    sl ? sl + 1 : o[i], &obj, lerr);
+		if (rc == CAIRN_ENOTFOUND) {
+			rc = 0;
+			msg = xasprintf("orderedResources: %s %s not found",
+			    r->resource, o[i]);
+		}
+		if (msg != NULL) {
+			bk_record(b, 0, msg);
+			free(msg);
+		}
+		if (rc == 0 && obj != NULL) {
+			char *text = json_print(obj);
+
+			rc = bk_item(b, obj, text, strlen(text));
+			free(text);
+		}
+		cJSON_Delete(obj);
+	}
+	b->in_ordered = 0;
+	return rc;
+}
+
 /* Take the related items by name when there are at most this many. */
 #define BK_GET_MAX 200
 
@@ -1397,6 +1482,15 @@ bk_walk_res(struct bk *b, const struct bk_res *br, int c,
 	b->cur_gvk = r->group[0] ? xasprintf("%s/%s/%s", r->group,
 	    r->version, r->kind) : xasprintf("%s/%s", r->version, r->kind);
 
+	b->ordered = c >= 0 ? bspec_ordered(b->spec, r) : NULL;
+	if (b->ordered != NULL) {
+		rc = bk_ordered_first(b, &g, &c, &lerr);
+		if (rc < 0 && b->cur_rc == 0 && rc != CAIRN_ECANCELED)
+			bk_list_failed(b, r, NULL, &lerr);
+		if (b->cur_rc < 0 || rc == CAIRN_ECANCELED)
+			goto done;
+		rc = 0;
+	}
 	if (br->pass == 1 || (is_ns && b->per_ns)) {
 		char **names = is_ns ? b->nslist : strcmp(r->resource,
 		    "persistentvolumes") == 0 ? b->pv_names : b->cr_kinds;
@@ -1472,6 +1566,21 @@ bk_walk(struct bk *b, struct cairn_err *err)
 {
 	int has_resume = b->resume[1] != NULL;
 	int rc;
+
+	for (size_t k = 0; k < b->spec->nordered; k++) {
+		size_t i = 0;
+
+		while (i < b->nres && bspec_ordered(b->spec, b->res[i].r) !=
+		    b->spec->ordered[k].names)
+			i++;
+		if (i == b->nres && b->spec->ordered[k].names[0] != NULL) {
+			char *m = xasprintf("orderedResources: \"%s\" names no "
+			    "resource of this backup", b->spec->ordered[k].key);
+
+			bk_record(b, 0, m);
+			free(m);
+		}
+	}
 
 	for (size_t i = 0; i < b->nres; i++) {
 		const struct bk_res *br = &b->res[i];

@@ -214,6 +214,61 @@ check_fields(const cJSON *spec, struct bspec *s, cJSON *errs)
 	}
 }
 
+/* spec.orderedResources: {"pods": "ns/a,ns/b", "persistentvolumes": "pv1"}. */
+static void
+parse_ordered(const cJSON *spec, struct bspec *s, cJSON *errs)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(spec,
+	    "orderedResources"), *it;
+
+	if (o == NULL || cJSON_IsNull(o))
+		return;
+	if (!cJSON_IsObject(o)) {
+		add_err(errs, "spec.orderedResources must be a map of resource "
+		    "to comma-separated names");
+		return;
+	}
+	s->ordered = xcalloc((size_t)cJSON_GetArraySize(o) + 1,
+	    sizeof *s->ordered);
+	cJSON_ArrayForEach(it, o) {
+		struct bspec_order *e;
+
+		if (!cJSON_IsString(it)) {
+			add_err(errs, "spec.orderedResources.%s must be a string "
+			    "of comma-separated names (namespace/name for "
+			    "namespaced resources)", it->string);
+			continue;
+		}
+		e = &s->ordered[s->nordered++];
+		e->key = xstrdup(it->string);
+		e->names = str_split(it->valuestring, ',', NULL);
+		for (size_t i = 0; e->names[i] != NULL; i++) {
+			const char *p = e->names[i], *sl = strchr(p, '/');
+
+			if (sl != NULL && (sl == p || sl[1] == '\0' ||
+			    strchr(sl + 1, '/') != NULL))
+				add_err(errs, "spec.orderedResources.%s: \"%s\" is "
+				    "not namespace/name or name", it->string, p);
+		}
+	}
+}
+
+char *const *
+bspec_ordered(const struct bspec *s, const struct kube_resource *r)
+{
+	for (size_t i = 0; i < s->nordered; i++) {
+		const char *k = s->ordered[i].key;
+		size_t rl = strlen(r->resource);
+
+		if (strcmp(k, r->resource) == 0 || (strncmp(k, r->resource,
+		    rl) == 0 && k[rl] == '.' && strcmp(k + rl + 1, r->group) ==
+		    0))
+			return s->ordered[i].names[0] != NULL ?
+			    s->ordered[i].names : NULL;
+	}
+	return NULL;
+}
+
 int
 bspec_parse(const cJSON *backup, struct bspec **out, cJSON *errs)
 {
@@ -284,6 +339,7 @@ bspec_parse(const cJSON *backup, struct bspec **out, cJSON *errs)
 		s->location = xstrdup(loc);
 	s->warnings = xcalloc(1, sizeof *s->warnings);
 	check_fields(spec, s, errs);
+	parse_ordered(spec, s, errs);
 	hook_spec_parse(json_get(spec, "hooks"), 0, &s->hooks, errs);
 
 	if (cJSON_GetArraySize(errs) > nerr0) {
@@ -312,6 +368,11 @@ bspec_free(struct bspec *s)
 	free(s->location);
 	hook_spec_free(s->hooks);
 	strv_free(s->warnings);
+	for (size_t i = 0; i < s->nordered; i++) {
+		free(s->ordered[i].key);
+		strv_free(s->ordered[i].names);
+	}
+	free(s->ordered);
 	free(s);
 }
 

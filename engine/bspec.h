@@ -40,6 +40,12 @@ struct bspec {
 	int64_t ttl_us;
 	char *location;			/* spec.storageLocation, NULL: the default */
 	struct hook_spec *hooks;	/* spec.hooks (engine/hooks.h), never NULL */
+	/* spec.orderedResources: per resource key, names to back up first */
+	struct bspec_order {
+		char *key;		/* "pods", "deployments.apps" */
+		char **names;		/* "ns/name" or "name", in order */
+	} *ordered;
+	size_t nordered;
 	/*
 	 * Fields cairn accepts but does not act on (Velero's names), one
 	 * message each: the run records them as warnings. NULL-terminated,
@@ -77,6 +83,15 @@ int bspec_resource_included(const struct bspec *s,
  * "plural.version.group" (r's version)?
  */
 int bspec_names_resource(const char *entry, const struct kube_resource *r);
+/*
+ * The spec.orderedResources list for resource r (key: its plural, or
+ * plural.group), NULL-terminated "ns/name" (namespaced) or "name"
+ * (cluster-scoped) entries in the order they are backed up, before the
+ * resource's other items. NULL when r has none. Borrowed.
+ */
+char *const *bspec_ordered(const struct bspec *s,
+	const struct kube_resource *r);
+
 /* Do the labels of obj match labelSelector / orLabelSelectors? */
 int bspec_labels_match(const struct bspec *s, const cJSON *obj);
 

@@ -255,8 +255,11 @@ BACKUP_SPEC_PROPS = {
                                   "volume plugins): warned when true.", nullable=True),
     "defaultVolumesToRestic": b("Deprecated Velero name of defaultVolumesToFsBackup: "
                                 "warned when true.", nullable=True),
-    "orderedResources": smap("Velero compatibility: per-resource item order "
-                             "(cairn always uses name order)."),
+    "orderedResources": smap("Per resource (plural, or plural.group): comma-"
+                             "separated namespace/name (cluster-scoped: name) "
+                             "items backed up first, in this order (their hooks "
+                             "run in this order too); the resource's other items "
+                             "follow in name order. A name not found is a warning."),
     "hooks": BACKUP_HOOKS,
     "metadata": obj({"labels": smap("In a Schedule's template: labels put on the "
                                     "Backups it creates (on a Backup: warned).")},

@@ -233,6 +233,51 @@ test_backup_fields(void)
 	cJSON_Delete(errs);
 }
 
+static void
+test_ordered_resources(void)
+{
+	static char *empty[] = { NULL };
+	struct kube_resource pods = { 0 }, deps = { 0 };
+	cJSON *b = cJSON_Parse("{\"spec\":{\"orderedResources\":{"
+	    "\"pods\":\" db/primary , db/replica-0,,db/replica-1 \","
+	    "\"deployments.apps\":\"web/front\"}}}");
+	cJSON *errs = cJSON_CreateArray();
+	struct bspec *s = NULL;
+	char *const *o;
+
+	pods.group = (char *)"";
+	pods.resource = (char *)"pods";
+	deps.group = (char *)"apps";
+	deps.resource = (char *)"deployments";
+	pods.short_names = deps.short_names = empty;
+	REQUIRE(bspec_parse(b, &s, errs) == 0 && s != NULL);
+	o = bspec_ordered(s, &pods);
+	REQUIRE(o != NULL);
+	CHECK_STR(o[0], "db/primary");
+	CHECK_STR(o[1], "db/replica-0");
+	CHECK_STR(o[2], "db/replica-1");
+	CHECK(o[3] == NULL);
+	o = bspec_ordered(s, &deps);
+	REQUIRE(o != NULL);
+	CHECK_STR(o[0], "web/front");
+	deps.group = (char *)"extensions";
+	CHECK(bspec_ordered(s, &deps) == NULL);
+	bspec_free(s);
+	cJSON_Delete(b);
+	cJSON_Delete(errs);
+
+	b = cJSON_Parse("{\"spec\":{\"orderedResources\":{\"pods\":"
+	    "\"a/b/c,/x\",\"secrets\":[\"x\"]}}}");
+	errs = cJSON_CreateArray();
+	REQUIRE(bspec_parse(b, &s, errs) == 0);
+	CHECK(s == NULL);
+	CHECK(contains(errs, "spec.orderedResources.pods: \"a/b/c\" is not"));
+	CHECK(contains(errs, "spec.orderedResources.pods: \"/x\" is not"));
+	CHECK(contains(errs, "spec.orderedResources.secrets must be a string"));
+	cJSON_Delete(b);
+	cJSON_Delete(errs);
+}
+
 int
 main(void)
 {
@@ -240,5 +285,6 @@ main(void)
 	RUN(test_pod_hooks);
 	RUN(test_json_round_trip);
 	RUN(test_backup_fields);
+	RUN(test_ordered_resources);
 	return unit_done();
 }
