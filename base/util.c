@@ -267,6 +267,15 @@ str_glob(const char *pat, const char *s)
 }
 
 int
+strv_glob_any(char *const *pats, const char *s)
+{
+	for (size_t i = 0; pats[i] != NULL; i++)
+		if (str_glob(pats[i], s))
+			return 1;
+	return 0;
+}
+
+int
 str_has_prefix(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

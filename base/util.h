@@ -42,6 +42,8 @@ size_t str_vformat(char *dst, size_t cap, const char *fmt, va_list ap);
 
 /* Shell-style glob with '*' and '?' only (Velero's namespace globs). */
 int str_glob(const char *pattern, const char *s);
+/* Does s match any pattern of the NULL-terminated list pats (str_glob)? */
+int strv_glob_any(char *const *pats, const char *s);
 int str_has_prefix(const char *s, const char *prefix);
 int str_has_suffix(const char *s, const char *suffix);
 

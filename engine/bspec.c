@@ -376,23 +376,14 @@ bspec_free(struct bspec *s)
 	free(s);
 }
 
-static int
-glob_any(char *const *pats, const char *s)
-{
-	for (size_t i = 0; pats[i] != NULL; i++)
-		if (str_glob(pats[i], s))
-			return 1;
-	return 0;
-}
-
 int
 bspec_ns_included(const struct bspec *s, const char *ns)
 {
-	if (glob_any(s->exc_ns, ns))
+	if (strv_glob_any(s->exc_ns, ns))
 		return 0;
 	if (s->inc_ns[0] == NULL)
 		return 1;
-	return glob_any(s->inc_ns, ns);
+	return strv_glob_any(s->inc_ns, ns);
 }
 
 int

@@ -398,22 +398,7 @@ hook_spec_free(struct hook_spec *s)
 	free(s);
 }
 
-int
-hook_spec_empty(const struct hook_spec *s)
-{
-	return s == NULL || s->nrules == 0;
-}
-
 /* ---- matching ---------------------------------------------------------- */
-
-static int
-glob_any(char *const *pats, const char *s)
-{
-	for (size_t i = 0; pats[i] != NULL; i++)
-		if (str_glob(pats[i], s))
-			return 1;
-	return 0;
-}
 
 /* Is this resource name one of the spellings of pods? */
 static int
@@ -431,9 +416,9 @@ hook_filter_match(const struct hook_filter *f, const char *ns,
 	size_t i;
 	int inc = f->inc_res[0] == NULL;
 
-	if (glob_any(f->exc_ns, ns))
+	if (strv_glob_any(f->exc_ns, ns))
 		return 0;
-	if (f->inc_ns[0] != NULL && !glob_any(f->inc_ns, ns))
+	if (f->inc_ns[0] != NULL && !strv_glob_any(f->inc_ns, ns))
 		return 0;
 	for (i = 0; f->exc_res[i] != NULL; i++)
 		if (strcmp(f->exc_res[i], "*") != 0 && names_pods(f->exc_res[i]))

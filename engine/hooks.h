@@ -91,8 +91,6 @@ struct hook_spec {
 int hook_spec_parse(const cJSON *hooks, int restore, struct hook_spec **out,
 	cJSON *errs);
 void hook_spec_free(struct hook_spec *s);
-/* No rules at all (annotations may still give pods hooks). */
-int hook_spec_empty(const struct hook_spec *s);
 
 /* Does rule f apply to a pod in namespace ns with these labels? */
 int hook_filter_match(const struct hook_filter *f, const char *ns,
