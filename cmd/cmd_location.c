@@ -31,6 +31,7 @@
 #include "base/util.h"
 #include "cmd/output.h"
 #include "kube/kube.h"
+#include "kube/label.h"
 #include "storage/layout.h"
 #include "storage/location.h"
 
@@ -83,15 +84,17 @@ put_secret(struct kube *k, const char *ns, const char *name, const char *loc,
     const char *creds, struct cairn_err *err)
 {
 	cJSON *sec = cJSON_CreateObject(), *old = NULL;
-	char *data = codec_b64_encode(creds, strlen(creds));
+	char *data = codec_b64_encode(creds, strlen(creds)), *lv;
 	int rc;
 
 	cJSON_AddStringToObject(sec, "apiVersion", "v1");
 	cJSON_AddStringToObject(sec, "kind", "Secret");
 	json_set_str(sec, "metadata.name", name);
 	json_set_str(sec, "metadata.namespace", ns);
+	lv = kube_label_value(loc);
 	cJSON_AddStringToObject(json_ensure(sec, "metadata.labels"),
-	    "cairn.io/backup-location", loc);
+	    "cairn.io/backup-location", lv);
+	free(lv);
 	cJSON_AddStringToObject(sec, "type", "Opaque");
 	cJSON_AddStringToObject(json_ensure(sec, "data"), LOC_CRED_KEY, data);
 	rc = kube_create(k, &gvr_secrets, ns, sec, NULL, err);

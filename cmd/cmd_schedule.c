@@ -24,6 +24,7 @@
 #include "engine/cron.h"
 #include "engine/schedule.h"
 #include "kube/kube.h"
+#include "kube/label.h"
 
 static const struct kube_gvr sched_gvr = { "cairn.io", "v1", "schedules" };
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
@@ -173,7 +174,7 @@ cmd_schedule_describe(const struct cli_command *cmd, struct flagset *fs)
 	struct kube *k = NULL;
 	struct cron *c = NULL;
 	cJSON *s = NULL;
-	char *sel = NULL, *tmpl = NULL, ts[TIME_STR_MAX];
+	char *sel = NULL, *tmpl = NULL, *lv, ts[TIME_STR_MAX];
 	const cJSON *e;
 	int rc;
 
@@ -220,7 +221,9 @@ cmd_schedule_describe(const struct cli_command *cmd, struct flagset *fs)
 	tmpl = json_print(json_get(s, "spec.template"));
 	printf("Template:     %s\n", tmpl != NULL ? tmpl : "{}");
 	memset(&lo, 0, sizeof lo);
-	sel = xasprintf("%s=%s", SCHEDULE_LABEL, fs->args[0]);
+	lv = kube_label_value(fs->args[0]);
+	sel = xasprintf("%s=%s", SCHEDULE_LABEL, lv);
+	free(lv);
 	lo.label_selector = sel;
 	if (kube_list(k, &backups_gvr, ns, &lo, cli_collect_item, &bk, NULL,
 	    &err) == 0) {

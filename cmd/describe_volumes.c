@@ -20,6 +20,7 @@
 #include "base/util.h"
 #include "cmd/output.h"
 #include "kube/kube.h"
+#include "kube/label.h"
 
 #define DV_BAR 20
 
@@ -117,7 +118,7 @@ cli_describe_volumes(FILE *f, struct kube *k, const char *ns, int restore,
 	r.restore = restore;
 	r.t = out_table_new(hdr);
 	buf_init(&r.notes, 64u << 10);
-	lv = xstrndup(name, 63);
+	lv = kube_label_value(name);
 	sel = xasprintf("%s=%s", restore ? "cairn.io/restore-name" :
 	    "cairn.io/backup-name", lv);
 	memset(&lo, 0, sizeof lo);

@@ -53,6 +53,7 @@
 #include "engine/volumes.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
+#include "kube/label.h"
 #include "storage/layout.h"
 #include "storage/store.h"
 
@@ -84,6 +85,7 @@ struct rs {
 	const struct engine_env *env;
 	const char *worker;
 	char *ns, *name, *uid, *backup;
+	char *name_lv, *backup_lv;	/* the names as label values */
 	cJSON *obj;			/* latest object known (owned) */
 	cJSON *status;			/* the status we own and write */
 	int64_t attempt;
@@ -445,8 +447,8 @@ prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
 	if (strcmp(row->resgroup, "pods") == 0)
 		hooks_restore_prepare_pod(rs->hooks, obj, target);
 	strip_assigned(rs, row->resgroup, obj);
-	set_label(obj, RESTORE_LABEL_BACKUP, rs->backup);
-	set_label(obj, RESTORE_LABEL_RESTORE, rs->name);
+	set_label(obj, RESTORE_LABEL_BACKUP, rs->backup_lv);
+	set_label(obj, RESTORE_LABEL_RESTORE, rs->name_lv);
 	return obj;
 }
 
@@ -492,8 +494,8 @@ comparable(struct rs *rs, const char *resgroup, const cJSON *live)
 
 	restore_reset_metadata(c);
 	strip_assigned(rs, resgroup, c);
-	set_label(c, RESTORE_LABEL_BACKUP, rs->backup);
-	set_label(c, RESTORE_LABEL_RESTORE, rs->name);
+	set_label(c, RESTORE_LABEL_BACKUP, rs->backup_lv);
+	set_label(c, RESTORE_LABEL_RESTORE, rs->name_lv);
 	return c;
 }
 
@@ -602,7 +604,7 @@ apply_item(struct rs *rs, struct restore_row *row)
 			    RESTORE_LABEL_RESTORE);
 
 			if (cJSON_IsString(l) && strcmp(l->valuestring,
-			    rs->name) == 0)
+			    rs->name_lv) == 0)
 				st = JOURNAL_R_CREATED;
 		}
 		goto done;
@@ -849,8 +851,8 @@ ensure_ns(struct rs *rs, const char *orig, const char *t)
 		}
 		restore_reset_metadata(obj);
 		json_set_str(obj, "metadata.name", t);
-		set_label(obj, RESTORE_LABEL_BACKUP, rs->backup);
-		set_label(obj, RESTORE_LABEL_RESTORE, rs->name);
+		set_label(obj, RESTORE_LABEL_BACKUP, rs->backup_lv);
+		set_label(obj, RESTORE_LABEL_RESTORE, rs->name_lv);
 		rc = kube_create(rs->env->kube, &ns_gvr, NULL, obj, NULL, &err);
 		if (rc == CAIRN_EEXIST)
 			rc = 0;
@@ -1140,6 +1142,8 @@ rs_free(struct rs *rs)
 	free(rs->name);
 	free(rs->uid);
 	free(rs->backup);
+	free(rs->name_lv);
+	free(rs->backup_lv);
 	pthread_mutex_destroy(&rs->mu);
 	pthread_cond_destroy(&rs->cv_items);
 	pthread_cond_destroy(&rs->cv_space);
@@ -1263,6 +1267,8 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 	rs.name = xstrdup(json_str_or(obj, "metadata.name", ""));
 	rs.uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
 	rs.backup = xstrdup(json_str_or(obj, "spec.backupName", ""));
+	rs.name_lv = kube_label_value(rs.name);
+	rs.backup_lv = kube_label_value(rs.backup);
 	rs.attempt = json_int(obj, "status.claim.attempt", 1);
 	engine_fence_env(&rs.f, env, &restores_gvr, "restore", rs.ns, rs.name,
 	    rs.attempt, rs.uid);

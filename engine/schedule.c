@@ -25,6 +25,7 @@
 #include "engine/cron.h"
 #include "engine/gc.h"
 #include "kube/kube.h"
+#include "kube/label.h"
 
 static const struct kube_gvr schedules_gvr = { "cairn.io", "v1", "schedules" };
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
@@ -96,6 +97,7 @@ sched_backup(const cJSON *s, const char *bname)
 {
 	const char *sname = json_str_or(s, "metadata.name", "");
 	cJSON *b = cJSON_CreateObject(), *md, *labels, *spec;
+	char *lv;
 	const cJSON *l;
 
 	cJSON_AddStringToObject(b, "apiVersion", "cairn.io/v1");
@@ -107,7 +109,9 @@ sched_backup(const cJSON *s, const char *bname)
 		if (cJSON_IsString(l))
 			cJSON_AddStringToObject(labels, l->string, l->valuestring);
 	cJSON_DeleteItemFromObjectCaseSensitive(labels, SCHEDULE_LABEL);
-	cJSON_AddStringToObject(labels, SCHEDULE_LABEL, sname);
+	lv = kube_label_value(sname);
+	cJSON_AddStringToObject(labels, SCHEDULE_LABEL, lv);
+	free(lv);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(md, "finalizers"),
 	    cJSON_CreateString(GC_FINALIZER));
 	if (json_bool(s, "spec.useOwnerReferencesInBackup", 0)) {

@@ -24,6 +24,7 @@
 #include "engine/claim.h"
 #include "engine/gc.h"
 #include "kube/kube.h"
+#include "kube/label.h"
 #include "storage/layout.h"
 #include "storage/store.h"
 
@@ -241,7 +242,7 @@ sync_one(struct kube *k, const char *ns, struct bsl *l, const char *loc,
 	const char *name, struct cairn_err *err)
 {
 	char *key = bsl_backup_key(l, name, LAYOUT_BACKUP_METADATA);
-	char *data = NULL;
+	char *data = NULL, *lv;
 	size_t len = 0;
 	cJSON *obj = NULL, *labels;
 	int rc;
@@ -273,7 +274,9 @@ sync_one(struct kube *k, const char *ns, struct bsl *l, const char *loc,
 	json_set_str(obj, "kind", "Backup");
 	labels = json_ensure(obj, "metadata.labels");
 	cJSON_DeleteItemFromObjectCaseSensitive(labels, SYNC_LOCATION_LABEL);
-	cJSON_AddStringToObject(labels, SYNC_LOCATION_LABEL, loc);
+	lv = kube_label_value(loc);
+	cJSON_AddStringToObject(labels, SYNC_LOCATION_LABEL, lv);
+	free(lv);
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(json_ensure(obj,
 	    "metadata"), "finalizers"), cJSON_CreateString(GC_FINALIZER));
 	json_set_str(json_ensure(obj, "spec"), "storageLocation", loc);

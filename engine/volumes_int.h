@@ -32,7 +32,6 @@
 #define VOL_WAIT_POLL_US	(500LL * 1000)
 #define VOL_CLAIM_TIMEOUT_US	(600LL * TIME_US_PER_SEC)
 #define VOL_NAME_MAX		253
-#define VOL_LABEL_MAX		63
 #define VOL_FILE_CAP		(64u << 20)	/* a -volumepluginbackups file */
 #define VOL_WATCH_EVERY_US	(250LL * 1000)	/* lease_watch refreshes */
 #define VOL_LEASE_DEFAULT_US	(15LL * TIME_US_PER_SEC)
@@ -60,8 +59,6 @@ struct volumes {
 
 /* "<a>-<b>" as an object name (<= 253 bytes, hashed when longer). Owned. */
 char *vol_op_name(const char *a, const char *b);
-/* A label value: at most 63 bytes, ending alphanumeric. Owned. */
-char *vol_label_value(const char *s);
 /* metadata.labels[key] of obj, borrowed, or NULL. */
 const char *vol_label_of(const cJSON *obj, const char *key);
 /* Volume type ("hostPath", "local", "csi", "nfs", "other") and host path. */

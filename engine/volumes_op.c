@@ -53,6 +53,7 @@
 #include "engine/bsl.h"
 #include "engine/lease.h"
 #include "kube/kube.h"
+#include "kube/label.h"
 #include "storage/store.h"
 
 const struct kube_gvr vol_vpb_gvr = { "cairn.io", "v1", "volumepluginbackups" };
@@ -177,20 +178,6 @@ vol_op_name(const char *a, const char *b)
 	return (char *)(uintptr_t)p;
 }
 
-/* A label value: at most 63 bytes, ending alphanumeric. Owned. */
-char *
-vol_label_value(const char *s)
-{
-	char *v = xstrndup(s, VOL_LABEL_MAX);
-	size_t n = strlen(v);
-
-	while (n > 0 && !((v[n - 1] >= 'a' && v[n - 1] <= 'z') ||
-	    (v[n - 1] >= 'A' && v[n - 1] <= 'Z') ||
-	    (v[n - 1] >= '0' && v[n - 1] <= '9')))
-		v[--n] = '\0';
-	return v;
-}
-
 const char *
 vol_label_of(const cJSON *obj, const char *key)
 {
@@ -254,7 +241,7 @@ vol_op_new(const char *kind, const char *name, const char *ns,
 	for (; labels[0] != NULL; labels += 2) {
 		if (labels[1] == NULL)
 			continue;
-		lv = vol_label_value(labels[1]);
+		lv = kube_label_value(labels[1]);
 		cJSON_AddStringToObject(l, labels[0], lv);
 		free(lv);
 	}
@@ -829,7 +816,7 @@ vol_list_ops(const struct volumes_ctx *c, const struct kube_gvr *gvr,
 
 	memset(&lo, 0, sizeof lo);
 	if (label != NULL) {
-		char *lv = vol_label_value(value);
+		char *lv = kube_label_value(value);
 
 		sel = xasprintf("%s=%s", label, lv);
 		free(lv);

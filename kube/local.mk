@@ -13,7 +13,8 @@ kube_libkube_a_SOURCES = \
 	kube/list.c \
 	kube/watch.c \
 	kube/exec.c \
-	kube/selector.c
+	kube/selector.c \
+	kube/label.c kube/label.h
 EXTRA_DIST += kube/README.md
 
 check_PROGRAMS += tests/unit/test_kube

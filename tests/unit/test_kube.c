@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "kube/internal.h"
+#include "kube/label.h"
 #include "base/jsonutil.h"
 #include "base/mem.h"
 #include "unit.h"
@@ -681,6 +682,36 @@ test_paths_and_codes(void)
 	CHECK_INT(kube_http_rc(201, ""), 0);
 }
 
+/* Velero's GetValidName: expected values computed with Python's hashlib. */
+static void
+test_label_value(void)
+{
+	char name[100], *v;
+
+	v = kube_label_value("b1");
+	CHECK_STR(v, "b1");
+	free(v);
+	memset(name, 'a', 63);
+	name[63] = '\0';
+	v = kube_label_value(name);
+	CHECK_STR(v, name);
+	free(v);
+	memset(name, 'a', 64);
+	name[64] = '\0';
+	v = kube_label_value(name);
+	CHECK_STR(v, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaffe054");
+	CHECK_INT((int)strlen(v), 63);
+	free(v);
+	v = kube_label_value("my-very-long-schedule-name-that-is-exactly-sixty-"
+	    "characte-20240101000000");
+	CHECK_STR(v, "my-very-long-schedule-name-that-is-exactly-sixty-charactef34329");
+	CHECK(kube_label_value_is(v, "my-very-long-schedule-name-that-is-"
+	    "exactly-sixty-characte-20240101000000"));
+	CHECK(!kube_label_value_is(v, "my-very-long-schedule-name-that-is-"
+	    "exactly-sixty-characte-20240101000001"));
+	free(v);
+}
+
 int
 main(void)
 {
@@ -697,5 +728,6 @@ main(void)
 	RUN(test_kubeconfig_merge);
 	RUN(test_in_cluster);
 	RUN(test_paths_and_codes);
+	RUN(test_label_value);
 	return unit_done();
 }
