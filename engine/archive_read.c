@@ -4,11 +4,23 @@
  * Design. A restore reads a tarball that anyone with write access to the
  * bucket could have made, so the reader treats every byte as hostile:
  *
- *  - libarchive does the parsing (gzip filter and the tar formats only;
- *    multi-member gzip is handled by its gzip filter), fed through a read
- *    callback from a pull source. We never call archive_read_extract() or
- *    anything that touches the filesystem: entry names are strings we
- *    check and hand on.
+ *  - zlib undoes the gzip layer and libarchive parses the tar inside
+ *    (tar formats only, no filter), fed through a read callback from a
+ *    pull source. We never call archive_read_extract() or anything that
+ *    touches the filesystem: entry names are strings we check and hand on.
+ *  - Why zlib and not libarchive's gzip filter: that filter does not
+ *    check a member's CRC-32 and length (a corrupt tarball would read as
+ *    good), and neither layer says where a stream ended. zlib's inflate
+ *    (gzip framing only) checks each member's trailer, the callback knows
+ *    when the input ends inside a member (truncated) and what follows a
+ *    member (another member, or nothing: anything else is refused).
+ *  - Integrity of the tar stream: the archive must end with the
+ *    end-of-archive blocks (two 512-byte blocks of zeros). A tarball cut
+ *    at a gzip-member boundary, which is also an entry boundary in what
+ *    tarparts writes, decompresses cleanly and libarchive takes the end
+ *    of input at a block boundary as a normal end; we compare how far
+ *    libarchive's tar reader consumed before and after its end-of-archive
+ *    answer, and fewer than 1024 bytes of end blocks is a truncation.
  *  - Entry data is only ever read through read_block(), which checks the
  *    total uncompressed bytes and the expansion ratio after every block.
  *    Entries we refuse or the caller does not read are drained with the
@@ -35,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "base/jsonutil.h"
 #include "base/log.h"
@@ -43,16 +56,26 @@
 #include "base/util.h"
 
 #define READ_BLOCK (64u << 10)
+#define INFLATE_OUT (256u << 10)	/* tar bytes handed to libarchive at once */
+#define TAR_END_BLOCKS 1024		/* two 512-byte blocks of zeros */
 
 struct tarread {
 	struct archive *a;
 	struct tarread_src src;
 	struct tarread_opts o;
 	uint64_t bytes_in;		/* compressed bytes from the source */
+	uint64_t bytes_out;		/* tar bytes inflated */
+	/* the gzip layer (zlib) */
+	z_stream z;
+	int z_ready;			/* inflateInit2 done */
+	int in_member;			/* inside a gzip member */
+	int src_eof;			/* the source said end */
+	uint64_t members;		/* gzip members started */
+	unsigned char *zout;		/* INFLATE_OUT bytes */
+	int64_t tar_pos;		/* tar bytes consumed after the last entry */
 	uint64_t index;			/* ordinal of the next entry */
 	int have_entry;			/* an entry is current */
 	int entry_read;			/* its data was consumed */
-	int checked_filter;		/* gzip filter verified */
 	int done;			/* clean end reached */
 	char cur[TARREAD_PATH_MAX + 1];	/* current (or last) entry, escaped */
 	uint64_t cur_size;
@@ -192,26 +215,128 @@ set_current(struct tarread *r, const char *name)
 
 /* ---- the libarchive side ---------------------------------------------- */
 
+static int caps_exceeded(const struct tarread *r, char *why, size_t whysz);
+
+/* A gzip-layer failure: stored as the source's error, -1 to libarchive. */
+static la_ssize_t gz_fail(struct tarread *r, struct archive *a, int code,
+    const char *fmt, ...) CAIRN_PRINTF(4, 5);
+
+static la_ssize_t
+gz_fail(struct tarread *r, struct archive *a, int code, const char *fmt, ...)
+{
+	va_list ap;
+	char msg[CAIRN_ERR_MSG_MAX];
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	cairn_err_set(&r->src_err, code, "%s", msg);
+	archive_set_error(a, EIO, "%s", msg);
+	return -1;
+}
+
+/*
+ * libarchive's read callback: the next run of tar bytes, inflated from
+ * the source's gzip members. Ends (0) only at the end of the input after
+ * a complete member; input that ends inside a member, a member whose
+ * CRC-32 or length does not match, and bytes after a member that are not
+ * another member are errors naming the member.
+ */
 static la_ssize_t
 la_read(struct archive *a, void *client, const void **buff)
 {
 	struct tarread *r = client;
-	ssize_t n;
 
-	if (r->o.stop != NULL && *r->o.stop) {
-		cairn_err_set(&r->src_err, CAIRN_ECANCELED, "restore stopped");
-		archive_set_error(a, ECANCELED, "stopped");
-		return -1;
+	for (;;) {
+		uLong before;
+		size_t got;
+		int zrc;
+
+		if (r->o.stop != NULL && *r->o.stop) {
+			cairn_err_set(&r->src_err, CAIRN_ECANCELED,
+			    "restore stopped");
+			archive_set_error(a, ECANCELED, "stopped");
+			return -1;
+		}
+		if (r->z.avail_in == 0 && !r->src_eof) {
+			const void *p = NULL;
+			ssize_t n = r->src.read(r->src.arg, &p, &r->src_err);
+
+			if (n < 0) {
+				if (r->src_err.code == 0)
+					cairn_err_set(&r->src_err, (int)n,
+					    "source failed");
+				archive_set_error(a, EIO, "%s", r->src_err.msg);
+				return -1;
+			}
+			if (n == 0)
+				r->src_eof = 1;
+			r->z.next_in = (Bytef *)(uintptr_t)p;
+			r->z.avail_in = (uInt)n;
+			r->bytes_in += (uint64_t)n;
+		}
+		if (r->z.avail_in == 0) {
+			if (r->in_member)
+				return gz_fail(r, a, CAIRN_EPROTO, "the tarball "
+				    "is truncated: its data ends inside gzip "
+				    "member %llu, after %llu compressed bytes",
+				    (unsigned long long)r->members,
+				    (unsigned long long)r->bytes_in);
+			if (r->members == 0)
+				return gz_fail(r, a, CAIRN_EPROTO,
+				    "empty tarball");
+			return 0;
+		}
+		if (!r->in_member) {
+			if (r->members > 0 && r->z.avail_in > 0 &&
+			    r->z.next_in[0] != 0x1f)
+				return gz_fail(r, a, CAIRN_EPROTO, "the tarball "
+				    "is corrupt: %u bytes after gzip member "
+				    "%llu are not another gzip member",
+				    r->z.avail_in,
+				    (unsigned long long)r->members);
+			if (inflateReset2(&r->z, 15 + 16) != Z_OK)
+				return gz_fail(r, a, CAIRN_EFAIL,
+				    "zlib: inflateReset2 failed");
+			r->in_member = 1;
+			r->members++;
+		}
+		r->z.next_out = r->zout;
+		r->z.avail_out = INFLATE_OUT;
+		before = r->z.total_out;
+		zrc = inflate(&r->z, Z_NO_FLUSH);
+		got = (size_t)(r->z.total_out - before);
+		if (zrc == Z_STREAM_END) {
+			r->in_member = 0;
+		} else if (zrc == Z_DATA_ERROR) {
+			if (r->members == 1 && r->bytes_out == 0 && got == 0)
+				return gz_fail(r, a, CAIRN_EPROTO,
+				    "not a gzip-compressed tarball (%s)",
+				    r->z.msg ? r->z.msg : "bad header");
+			return gz_fail(r, a, CAIRN_EPROTO, "the tarball is "
+			    "corrupt: gzip member %llu: %s%s",
+			    (unsigned long long)r->members,
+			    r->z.msg ? r->z.msg : "bad data",
+			    r->z.msg != NULL && strstr(r->z.msg, "check") ?
+			    " (the CRC-32 or length in its trailer does not "
+			    "match its data)" : "");
+		} else if (zrc != Z_OK && zrc != Z_BUF_ERROR) {
+			return gz_fail(r, a, CAIRN_EFAIL, "zlib: inflate: %s",
+			    r->z.msg ? r->z.msg : "error");
+		}
+		r->bytes_out += got;
+		{
+			/* also here: libarchive reads headers ahead */
+			char why[200];
+
+			if (caps_exceeded(r, why, sizeof why))
+				return gz_fail(r, a, CAIRN_ETOOBIG, "%s", why);
+		}
+		if (got > 0) {
+			*buff = r->zout;
+			return (la_ssize_t)got;
+		}
 	}
-	n = r->src.read(r->src.arg, buff, &r->src_err);
-	if (n < 0) {
-		if (r->src_err.code == 0)
-			cairn_err_set(&r->src_err, (int)n, "source failed");
-		archive_set_error(a, EIO, "%s", r->src_err.msg);
-		return -1;
-	}
-	r->bytes_in += (uint64_t)n;
-	return n;
 }
 
 uint64_t
@@ -223,9 +348,7 @@ tarread_bytes_in(const struct tarread *r)
 uint64_t
 tarread_bytes_out(const struct tarread *r)
 {
-	int64_t n = archive_filter_bytes(r->a, 0);
-
-	return n > 0 ? (uint64_t)n : 0;
+	return r->bytes_out;
 }
 
 /* Set the sticky error: err gets it too. */
@@ -258,21 +381,32 @@ fail_archive(struct tarread *r, struct cairn_err *err, const char *where)
 	    "unknown libarchive error");
 }
 
-/* Check the total and ratio caps; where names the entry. */
+/* Over the total or the ratio cap? Then why says which, else "". */
+static int
+caps_exceeded(const struct tarread *r, char *why, size_t whysz)
+{
+	uint64_t out = r->bytes_out, in = r->bytes_in;
+
+	why[0] = '\0';
+	if (out > r->o.total_cap)
+		snprintf(why, whysz, "tarball expands past %llu bytes (cap): "
+		    "refusing it", (unsigned long long)r->o.total_cap);
+	else if (out > r->o.ratio_min && in > 0 && out / in > r->o.ratio_cap)
+		snprintf(why, whysz, "compression ratio over %u:1 after %llu "
+		    "bytes (gzip bomb?): refusing the tarball",
+		    r->o.ratio_cap, (unsigned long long)out);
+	return why[0] != '\0';
+}
+
+/* Check the total and ratio caps; the message names the entry. */
 static int
 check_caps(struct tarread *r, struct cairn_err *err)
 {
-	uint64_t out = tarread_bytes_out(r), in = r->bytes_in;
+	char why[200];
 
-	if (out > r->o.total_cap)
-		return set_fatal(r, err, CAIRN_ETOOBIG, "entry \"%s\": tarball "
-		    "expands past %llu bytes (cap): refusing it", r->cur,
-		    (unsigned long long)r->o.total_cap);
-	if (out > r->o.ratio_min && in > 0 && out / in > r->o.ratio_cap)
-		return set_fatal(r, err, CAIRN_ETOOBIG, "entry \"%s\": compression "
-		    "ratio over %u:1 after %llu bytes (gzip bomb?): refusing "
-		    "the tarball", r->cur, r->o.ratio_cap,
-		    (unsigned long long)out);
+	if (caps_exceeded(r, why, sizeof why))
+		return set_fatal(r, err, CAIRN_ETOOBIG, "entry \"%s\": %s",
+		    r->cur, why);
 	if (r->o.stop != NULL && *r->o.stop)
 		return set_fatal(r, err, CAIRN_ECANCELED, "restore stopped");
 	return 0;
@@ -339,13 +473,18 @@ tarread_open(struct tarread_src *src, const struct tarread_opts *opts,
 	if (r->o.ratio_min == 0)
 		r->o.ratio_min = CAIRN_CAP_TAR_RATIO_MIN;
 	snprintf(r->cur, sizeof r->cur, "(start of tarball)");
+	r->zout = xmalloc(INFLATE_OUT);
+	if (inflateInit2(&r->z, 15 + 16) != Z_OK) {
+		cairn_err_set(err, CAIRN_EFAIL, "zlib: inflateInit2 failed");
+		goto fail;
+	}
+	r->z_ready = 1;
 	r->a = archive_read_new();
 	if (r->a == NULL) {
 		cairn_err_set(err, CAIRN_EFAIL, "archive_read_new failed");
 		goto fail;
 	}
-	if (archive_read_support_filter_gzip(r->a) != ARCHIVE_OK ||
-	    archive_read_support_format_tar(r->a) != ARCHIVE_OK) {
+	if (archive_read_support_format_tar(r->a) != ARCHIVE_OK) {
 		cairn_err_set(err, CAIRN_EFAIL, "libarchive: %s",
 		    archive_error_string(r->a));
 		goto fail;
@@ -426,6 +565,7 @@ tarread_next(struct tarread *r, struct tarread_entry *e,
 	if (rc < 0)
 		return rc;
 	r->have_entry = 0;
+	r->tar_pos = archive_filter_bytes(r->a, 0);
 	rc = archive_read_next_header(r->a, &ae);
 	if (rc == ARCHIVE_EOF) {
 		if (r->src_err.code != 0)
@@ -433,6 +573,25 @@ tarread_next(struct tarread *r, struct tarread_entry *e,
 			    "\"%s\": %s", r->cur, r->src_err.msg);
 		if (r->index == 0 && r->bytes_in == 0)
 			return set_fatal(r, err, CAIRN_EPROTO, "empty tarball");
+		/* libarchive also ends quietly at the end of the input */
+		if (archive_filter_bytes(r->a, 0) - r->tar_pos < TAR_END_BLOCKS)
+			return set_fatal(r, err, CAIRN_EPROTO, "the tarball is "
+			    "truncated: it ends after entry \"%s\" without "
+			    "the tar end-of-archive blocks", r->index > 0 ?
+			    r->cur : "(none)");
+		/* the rest of the input (record padding) must be whole gzip
+		 * too: its last member's CRC is checked only when read */
+		for (;;) {
+			const void *p;
+			la_ssize_t n = la_read(r->a, r, &p);
+
+			if (n == 0)
+				break;
+			if (n < 0)
+				return set_fatal(r, err, r->src_err.code,
+				    "after the end of the tarball: %s",
+				    r->src_err.msg);
+		}
 		r->done = 1;
 		return 0;
 	}
@@ -445,12 +604,6 @@ tarread_next(struct tarread *r, struct tarread_entry *e,
 			snprintf(where, sizeof where, "after entry \"%s\"",
 			    r->cur);
 		return fail_archive(r, err, where);
-	}
-	if (!r->checked_filter) {
-		r->checked_filter = 1;
-		if (archive_filter_code(r->a, 0) != ARCHIVE_FILTER_GZIP)
-			return set_fatal(r, err, CAIRN_EPROTO,
-			    "not a gzip-compressed tarball");
 	}
 	rc = check_caps(r, err);
 	if (rc < 0)
@@ -537,6 +690,9 @@ tarread_free(struct tarread *r)
 		return;
 	if (r->a != NULL)
 		archive_read_free(r->a);
+	if (r->z_ready)
+		inflateEnd(&r->z);
+	free(r->zout);
 	if (r->src.close != NULL)
 		r->src.close(r->src.arg);
 	free(r);

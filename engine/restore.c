@@ -62,6 +62,7 @@
 #define RS_FLUSH_ITEMS 256
 #define RS_FLUSH_US (200 * 1000)
 #define RS_MAX_WORKERS 64
+#define RS_LIST_CAP (256u << 20)	/* the backup's resource list, gunzipped */
 
 static const struct kube_gvr restores_gvr = { "cairn.io", "v1", "restores" };
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
@@ -1150,6 +1151,57 @@ rs_free(struct rs *rs)
 	pthread_cond_destroy(&rs->cv_idle);
 }
 
+/*
+ * The archive against the backup's resource list (restore_plan.h):
+ * differences are errors in the results. A backup without a list (an old
+ * writer) is a warning; 0, or an error that leaves the restore to retry.
+ */
+static int
+rs_check_list(struct rs *rs, struct cairn_err *err)
+{
+	struct cairn_err e2 = CAIRN_ERR_INIT;
+	char *key, *text = NULL;
+	size_t len = 0;
+	cJSON *rl = NULL;
+	int64_t n;
+	int rc;
+
+	key = bsl_backup_key(rs->loc, rs->backup, LAYOUT_BACKUP_RESOURCE_LIST);
+	rc = store_get_gunzip(bsl_store(rs->loc), key, RS_LIST_CAP, &text,
+	    &len, &e2);
+	if (rc == CAIRN_ENOTFOUND) {
+		rs_recordf(rs, 0, NULL, "the backup has no resource list (%s): "
+		    "the tarball's item count is not checked", key);
+		rc = 0;
+		goto out;
+	}
+	if (rc == 0)
+		rl = json_parse(text, len, &e2);
+	if (rc == CAIRN_EPROTO || rc == CAIRN_ETOOBIG || (rc == 0 && rl == NULL)) {
+		rs_recordf(rs, 1, NULL, "the backup's resource list %s cannot "
+		    "be read (%s): the tarball's item count is not checked",
+		    key, e2.msg);
+		rc = 0;
+		goto out;
+	}
+	if (rc < 0) {
+		rc = cairn_err_copy(err, &e2);
+		goto out;
+	}
+	n = restore_plan_check_list(rs->plan, rl, plan_problem, rs, &e2);
+	if (n == CAIRN_EPROTO) {
+		rs_recordf(rs, 1, NULL, "the backup's resource list %s: %s", key,
+		    e2.msg);
+		n = 0;
+	}
+	rc = n < 0 ? cairn_err_copy(err, &e2) : 0;
+out:
+	cJSON_Delete(rl);
+	free(text);
+	free(key);
+	return rc;
+}
+
 /* Validation; 1 when it failed (status written), 0 to go on, < 0 error. */
 static int
 rs_validate(struct rs *rs, struct cairn_err *err)
@@ -1323,6 +1375,9 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 		rc = rs_finish(&rs, "Failed", reason, err);
 		goto out;
 	}
+	rc = rs_check_list(&rs, err);
+	if (rc < 0)
+		goto out;
 	rs.total = restore_plan_count(rs.plan);
 	rs_count_before(&rs);
 	rs_event(&rs, "info", "plan: %lld items in %zu tiers (%lld done "

@@ -198,6 +198,12 @@ restore_path_parse(const char *path, struct restore_path *out)
 	return 0;
 }
 
+int
+restore_name_bad(const char *s)
+{
+	return strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
+}
+
 /* ---- filters ---------------------------------------------------------- */
 
 struct restore_filter {
@@ -555,7 +561,11 @@ static const char plan_schema[] =
 	" version TEXT NOT NULL, preferred INTEGER NOT NULL, data BLOB NOT NULL,"
 	" related INTEGER NOT NULL DEFAULT 0,"
 	" PRIMARY KEY(resgroup, ns, name));"
-	"CREATE TABLE nsobjs(name TEXT PRIMARY KEY, data BLOB NOT NULL);";
+	"CREATE TABLE nsobjs(name TEXT PRIMARY KEY, data BLOB NOT NULL);"
+	/* every item entry read, selected or not: duplicates, counts */
+	"CREATE TABLE paths(path TEXT PRIMARY KEY, resgroup TEXT NOT NULL,"
+	" grp TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL)"
+	" WITHOUT ROWID;";
 
 static int
 db_fail(struct restore_plan *p, struct cairn_err *err, const char *what)
@@ -581,7 +591,7 @@ struct build {
 	const struct restore_filter *f;
 	restore_problem_fn problem;
 	void *arg;
-	sqlite3_stmt *has_pref, *upsert, *nsput;
+	sqlite3_stmt *has_pref, *upsert, *nsput, *pathput;
 	uint64_t n_in;
 };
 
@@ -658,6 +668,21 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 		    "path of format 1.1.0", e->path);
 		return 0;
 	}
+	if (restore_name_bad(rp.ns) || restore_name_bad(rp.name)) {
+		problem(b, 1, "", "tarball entry \"%s\" refused: \".\" and "
+		    "\"..\" are not object names", e->path);
+		return 0;
+	}
+	sqlite3_bind_text(b->pathput, 1, e->path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->pathput, 2, rp.resgroup, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->pathput, 3, rp.group, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->pathput, 4, rp.ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->pathput, 5, rp.name, -1, SQLITE_STATIC);
+	if (step_done(b->pathput) < 0)
+		return db_fail(b->p, err, "storing an entry name");
+	if (sqlite3_changes(b->p->db) == 0)
+		problem(b, 1, rp.ns, "tarball entry \"%s\" appears more than "
+		    "once: the last copy is used", e->path);
 	is_ns = strcmp(rp.resgroup, "namespaces") == 0 && rp.ns[0] == '\0';
 	want = selected_by_path(b->f, &rp);
 	/* CRDs come along for the custom resources restored (see below) */
@@ -796,7 +821,10 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 	    "?5,?6,?7,?8,?9) ON CONFLICT(resgroup, ns, name) DO UPDATE SET "
 	    "path=excluded.path, version=excluded.version, "
 	    "preferred=excluded.preferred, data=excluded.data "
-	    "WHERE excluded.preferred > items.preferred", -1, &b.upsert,
+	    "WHERE excluded.preferred >= items.preferred", -1, &b.upsert,
+	    NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(p->db, "INSERT OR IGNORE INTO paths(path, "
+	    "resgroup, grp, ns, name) VALUES(?1,?2,?3,?4,?5)", -1, &b.pathput,
 	    NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(p->db, "INSERT OR REPLACE INTO nsobjs(name, data) "
 	    "VALUES(?1, ?2)", -1, &b.nsput, NULL) != SQLITE_OK) {
@@ -824,12 +852,14 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 	sqlite3_finalize(b.has_pref);
 	sqlite3_finalize(b.upsert);
 	sqlite3_finalize(b.nsput);
+	sqlite3_finalize(b.pathput);
 	*out = p;
 	return 0;
 fail:
 	sqlite3_finalize(b.has_pref);
 	sqlite3_finalize(b.upsert);
 	sqlite3_finalize(b.nsput);
+	sqlite3_finalize(b.pathput);
 	restore_plan_free(p);
 	return rc < 0 ? rc : CAIRN_EFAIL;
 }
@@ -935,4 +965,140 @@ restore_plan_namespace(struct restore_plan *p, const char *name)
 		    (size_t)sqlite3_column_bytes(st, 0), NULL);
 	sqlite3_finalize(st);
 	return obj;
+}
+
+/* ---- the backup's resource list ------------------------------------- */
+
+/* Fill table rl from the resource list object. */
+static int
+list_load(struct restore_plan *p, const cJSON *rl, struct cairn_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	const cJSON *gvk, *it;
+	int rc = 0;
+
+	if (!cJSON_IsObject(rl))
+		return cairn_err_set(err, CAIRN_EPROTO, "the resource list is "
+		    "not a JSON object");
+	if (sqlite3_exec(p->db, "CREATE TEMP TABLE rl(gvk TEXT NOT NULL, "
+	    "grp TEXT NOT NULL, ns TEXT NOT NULL, name TEXT NOT NULL);"
+	    "BEGIN", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(p->db, "INSERT INTO rl(gvk, grp, ns, name) "
+	    "VALUES(?1,?2,?3,?4)", -1, &st, NULL) != SQLITE_OK)
+		return db_fail(p, err, "loading the resource list");
+	cJSON_ArrayForEach(gvk, rl) {
+		/* "apps/v1/Deployment": group apps; "v1/Secret": core */
+		const char *k = gvk->string, *s1 = strchr(k, '/');
+		const char *s2 = s1 != NULL ? strchr(s1 + 1, '/') : NULL;
+		size_t glen = s2 != NULL ? (size_t)(s1 - k) : 0;
+
+		if (!cJSON_IsArray(gvk)) {
+			rc = cairn_err_set(err, CAIRN_EPROTO, "the resource "
+			    "list's %s is not a list", k);
+			break;
+		}
+		cJSON_ArrayForEach(it, gvk) {
+			const char *v = cJSON_IsString(it) ? it->valuestring : "";
+			const char *slash = strchr(v, '/');
+
+			sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, k, (int)glen, SQLITE_STATIC);
+			sqlite3_bind_text(st, 3, v, slash != NULL ?
+			    (int)(slash - v) : 0, SQLITE_STATIC);
+			sqlite3_bind_text(st, 4, slash != NULL ? slash + 1 : v,
+			    -1, SQLITE_STATIC);
+			if (step_done(st) < 0) {
+				rc = db_fail(p, err, "loading the resource list");
+				break;
+			}
+		}
+		if (rc < 0)
+			break;
+	}
+	sqlite3_finalize(st);
+	if (sqlite3_exec(p->db, rc == 0 ? "COMMIT" : "ROLLBACK", NULL, NULL,
+	    NULL) != SQLITE_OK && rc == 0)
+		rc = db_fail(p, err, "loading the resource list");
+	return rc;
+}
+
+/*
+ * One side of the comparison: items of `more` (per group, namespace and
+ * name) beyond those of `less`. Reports them as one error; returns their
+ * number or a negative code.
+ */
+static int64_t
+list_diff(struct restore_plan *p, const char *sql, const char *what,
+    restore_problem_fn problem, void *arg, struct cairn_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	struct buf b;
+	int64_t n = 0;
+	int src;
+
+	if (sqlite3_prepare_v2(p->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return db_fail(p, err, "comparing with the resource list");
+	buf_init(&b, 8192);
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *ns = (const char *)sqlite3_column_text(st, 1);
+		int64_t c = sqlite3_column_int64(st, 3);
+
+		if (n < RESTORE_LIST_SHOWN)
+			(void)buf_printf(&b, "%s%s %s%s%s", n > 0 ? ", " : "",
+			    (const char *)sqlite3_column_text(st, 0), ns,
+			    ns[0] != '\0' ? "/" : "",
+			    (const char *)sqlite3_column_text(st, 2));
+		n += c;
+	}
+	sqlite3_finalize(st);
+	if (src != SQLITE_DONE) {
+		buf_free(&b);
+		return db_fail(p, err, "comparing with the resource list");
+	}
+	if (n > 0 && problem != NULL) {
+		char *msg = xasprintf("%s: %s%s (%lld in all)", what, buf_cstr(&b),
+		    n > RESTORE_LIST_SHOWN ? ", ..." : "", (long long)n);
+
+		problem(arg, 1, "", msg);
+		free(msg);
+	}
+	buf_free(&b);
+	return n;
+}
+
+int64_t
+restore_plan_check_list(struct restore_plan *p, const cJSON *rl,
+    restore_problem_fn problem, void *arg, struct cairn_err *err)
+{
+	/* per (group, ns, name): how many items each side has */
+	static const char sides[] =
+	    "WITH a AS (SELECT grp, ns, name, min(resgroup) what, "
+	    "  count(DISTINCT resgroup) c FROM paths GROUP BY grp, ns, name), "
+	    "r AS (SELECT grp, ns, name, min(gvk) what, count(*) c FROM rl "
+	    "  GROUP BY grp, ns, name) ";
+	char *missing, *extra;
+	int64_t n1, n2;
+	int rc;
+
+	rc = list_load(p, rl, err);
+	if (rc < 0)
+		return rc;
+	missing = xasprintf("%sSELECT r.what, r.ns, r.name, r.c - "
+	    "coalesce(a.c, 0) FROM r LEFT JOIN a USING(grp, ns, name) "
+	    "WHERE r.c > coalesce(a.c, 0) ORDER BY 1, 2, 3", sides);
+	extra = xasprintf("%sSELECT a.what, a.ns, a.name, a.c - "
+	    "coalesce(r.c, 0) FROM a LEFT JOIN r USING(grp, ns, name) "
+	    "WHERE a.c > coalesce(r.c, 0) ORDER BY 1, 2, 3", sides);
+	n1 = list_diff(p, missing, "the tarball lacks items the backup's "
+	    "resource list names", problem, arg, err);
+	n2 = n1 < 0 ? 0 : list_diff(p, extra, "the tarball holds items the "
+	    "backup's resource list does not name", problem, arg, err);
+	free(missing);
+	free(extra);
+	(void)sqlite3_exec(p->db, "DROP TABLE temp.rl", NULL, NULL, NULL);
+	if (n1 < 0)
+		return n1;
+	if (n2 < 0)
+		return n2;
+	return n1 + n2;
 }

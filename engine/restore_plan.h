@@ -54,6 +54,12 @@ struct restore_path {
  */
 int restore_path_parse(const char *path, struct restore_path *out);
 
+/*
+ * "." and "..": names no object may have, and that would change a
+ * request's URL (curl resolves them as dot segments).
+ */
+int restore_name_bad(const char *name);
+
 /* Velero's non-restorable resources (nodes, events, backups...). */
 int restore_never_restored(const char *resgroup);
 /*
@@ -132,6 +138,21 @@ void restore_row_free(struct restore_row *row);
 int restore_plan_foreach(struct restore_plan *p, size_t i,
 	int (*fn)(void *arg, struct restore_row *row), void *arg,
 	struct cairn_err *err);
+
+/*
+ * Check the archive against the backup's resource list rl (the
+ * <backup>-resource-list.json.gz object: {"<group/version>/<Kind>":
+ * ["ns/name" or "name", ...]}): every item the list names must have an
+ * entry in the archive (selected or not) and every item entry must be
+ * named by the list. Items are compared by API group, namespace and name
+ * (the archive's paths name resources, the list kinds). Each difference
+ * goes to problem() as an error (the first RESTORE_LIST_SHOWN of each
+ * side named). Returns the number of differences, or a negative code
+ * (database failure; rl that is not such an object is CAIRN_EPROTO).
+ */
+#define RESTORE_LIST_SHOWN 5
+int64_t restore_plan_check_list(struct restore_plan *p, const cJSON *rl,
+	restore_problem_fn problem, void *arg, struct cairn_err *err);
 
 /* The backed-up Namespace object called name (owned), or NULL. */
 cJSON *restore_plan_namespace(struct restore_plan *p, const char *name);

@@ -102,37 +102,6 @@ collect_stored(void *arg, const char *name)
 	return 0;
 }
 
-/* Gunzip into b (capped). */
-static int
-gunzip_buf(const char *data, size_t len, struct buf *b, struct cairn_err *err)
-{
-	z_stream z;
-	unsigned char out[16384];
-	int zr;
-
-	memset(&z, 0, sizeof z);
-	if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
-		return cairn_err_set(err, CAIRN_EFAIL, "zlib init failed");
-	z.next_in = (unsigned char *)(uintptr_t)data;
-	z.avail_in = (uInt)len;
-	do {
-		z.next_out = out;
-		z.avail_out = sizeof out;
-		zr = inflate(&z, Z_NO_FLUSH);
-		if (zr != Z_OK && zr != Z_STREAM_END) {
-			inflateEnd(&z);
-			return cairn_err_set(err, CAIRN_EPROTO, "bad gzip data");
-		}
-		if (buf_append(b, out, sizeof out - z.avail_out) < 0) {
-			inflateEnd(&z);
-			return cairn_err_set(err, CAIRN_ETOOBIG, "gunzipped data "
-			    "over %zu bytes", b->cap);
-		}
-	} while (zr != Z_STREAM_END && z.avail_in > 0);
-	inflateEnd(&z);
-	return 0;
-}
-
 /* Strip what the source cluster assigned; keep labels and annotations. */
 static void
 reset_metadata(cJSON *obj, const char *ns)
@@ -202,20 +171,18 @@ sync_vpbs(struct kube *k, const char *ns, struct bsl *l, const char *name,
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	char *key = bsl_backup_key(l, name, LAYOUT_BACKUP_VOLUMEPLUGINBACKUPS);
-	char *gz = NULL;
+	char *text = NULL;
 	size_t len = 0;
-	struct buf b;
 	cJSON *list = NULL, *it;
 	int rc;
 
-	buf_init(&b, SYNC_VPB_MAX);
 	if (key == NULL)
 		goto out;
-	rc = store_get_mem(bsl_store(l), key, SYNC_VPB_MAX, &gz, &len, &err);
+	rc = store_get_gunzip(bsl_store(l), key, SYNC_VPB_MAX, &text, &len,
+	    &err);
 	if (rc == CAIRN_ENOTFOUND)
 		goto out;
-	if (rc < 0 || gunzip_buf(gz, len, &b, &err) < 0 ||
-	    (list = json_parse(b.data != NULL ? b.data : "", b.len, &err)) == NULL) {
+	if (rc < 0 || (list = json_parse(text, len, &err)) == NULL) {
 		log_warn("sync %s: %s: %s", loc, key, err.msg);
 		goto out;
 	}
@@ -231,8 +198,7 @@ sync_vpbs(struct kube *k, const char *ns, struct bsl *l, const char *name,
 	}
 out:
 	cJSON_Delete(list);
-	buf_free(&b);
-	free(gz);
+	free(text);
 	free(key);
 }
 

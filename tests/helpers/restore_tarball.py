@@ -119,14 +119,45 @@ def bomb_tarball(good_entries, zeros=256 << 20):
     return b"".join(out)
 
 
+def resource_list(tarball):
+    """Velero's <backup>-resource-list.json.gz content for the items of a
+    tarball: {"<apiVersion>/<Kind>": ["ns/name" | "name", ...]} (sorted),
+    or None when the tarball does not read (a truncated or hostile one)."""
+    out = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(tarball), mode="r:*") as tf:
+            for ti in tf:
+                parts = ti.name.split("/")
+                if not ti.isfile() or parts[0] != "resources" or not ti.name.endswith(".json"):
+                    continue
+                try:
+                    o = json.loads(tf.extractfile(ti).read())
+                    md = o["metadata"]
+                    key = "%s/%s" % (o["apiVersion"], o["kind"])
+                except (ValueError, KeyError, TypeError, RecursionError):
+                    continue
+                ns = md.get("namespace")
+                out.setdefault(key, set()).add("%s/%s" % (ns, md["name"]) if ns else md["name"])
+    except (tarfile.TarError, EOFError, OSError, zlib.error):
+        return None
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
 def install_backup(sim, store_root, name, tarball, phase="Completed", ns="cairn-system",
-                   bsl="default"):
+                   bsl="default", rlist="auto"):
     """Put tarball under the fs store in Velero's layout and create the
-    BackupStorageLocation (once) and a Backup `name` in `phase`."""
+    BackupStorageLocation (once) and a Backup `name` in `phase`. The
+    resource list is rlist (a dict), derived from the tarball ("auto"),
+    or not written (None)."""
     d = os.path.join(store_root, "backups", name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name + ".tar.gz"), "wb") as f:
         f.write(tarball)
+    if rlist == "auto":
+        rlist = resource_list(tarball)
+    if rlist is not None:
+        with gzip.open(os.path.join(d, name + "-resource-list.json.gz"), "wb") as f:
+            f.write(json.dumps(rlist).encode())
     backup = {"apiVersion": "cairn.io/v1", "kind": "Backup",
               "metadata": {"name": name, "namespace": ns},
               "spec": {"storageLocation": bsl}}

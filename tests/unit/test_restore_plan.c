@@ -359,6 +359,93 @@ test_plan_filtered(void)
 	restore_plan_free(p);
 }
 
+/*
+ * Issue 18: duplicate entries are reported (the last copy wins, as tar
+ * extraction has it); names "." and ".." are refused; the archive is
+ * checked against the backup's resource list both ways.
+ */
+static void
+test_plan_duplicates_and_list(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct tarread_src src;
+	struct tarread *r;
+	struct restore_filter *f = filter("{}", NULL);
+	struct restore_plan *p = NULL;
+	struct collect c = { { 0 } };
+	size_t used = 0;
+	struct archive *a = tar_new(&used);
+	cJSON *rl;
+
+	tar_obj(a, "resources/configmaps/v1-preferredversion/namespaces/ns1/cm.json",
+	    "v1", "ConfigMap", "ns1", "cm", NULL);
+	tar_obj(a, "resources/configmaps/v1-preferredversion/namespaces/ns1/cm.json",
+	    "v1", "ConfigMap", "ns1", "cm", ",\"v\":\"new\"");
+	tar_obj(a, "resources/secrets/namespaces/ns1/cm.json", "v1", "Secret",
+	    "ns1", "cm", NULL);
+	tar_obj(a, "resources/deployments.apps/namespaces/ns1/web.json",
+	    "apps/v1", "Deployment", "ns1", "web", NULL);
+	tar_obj(a, "resources/deployments.apps/namespaces/ns1/web.json",
+	    "apps/v1", "Deployment", "ns1", "web", NULL);
+	tar_obj(a, "resources/persistentvolumes/cluster/pv1.json", "v1",
+	    "PersistentVolume", NULL, "pv1", NULL);
+	tar_obj(a, "resources/configmaps/namespaces/ns1/...json", "v1",
+	    "ConfigMap", "ns1", "..", NULL);
+	archive_write_close(a);
+	archive_write_free(a);
+	problems[0] = '\0';
+	tarread_src_mem(&src, tarbuf, used);
+	REQUIRE(tarread_open(&src, NULL, &r, &err) == 0);
+	CHECK_INT(restore_plan_build(r, f, on_problem, NULL, &p, &err), 0);
+	tarread_free(r);
+	restore_filter_free(f);
+	REQUIRE(p != NULL);
+	CHECK_INT(restore_plan_count(p), 4);
+	for (size_t i = 0; i < restore_plan_ntiers(p); i++)
+		restore_plan_foreach(p, i, collect_row, &c, &err);
+	CHECK_STR(c.text, "persistentvolumes//pv1  old\n"
+	    "secrets/ns1/cm  old\n"
+	    "configmaps/ns1/cm v1 new\n"
+	    "deployments.apps/ns1/web  old\n");
+	CHECK_STR(problems,
+	    "E [ns1] tarball entry \"resources/configmaps/v1-preferredversion/"
+	    "namespaces/ns1/cm.json\" appears more than once: the last copy is "
+	    "used\n"
+	    "E [ns1] tarball entry \"resources/deployments.apps/namespaces/ns1/"
+	    "web.json\" appears more than once: the last copy is used\n"
+	    "E [] tarball entry \"resources/configmaps/namespaces/ns1/...json\" "
+	    "refused: \".\" and \"..\" are not object names\n");
+
+	/* the list as the backup wrote it: no difference (a ConfigMap and a
+	 * Secret of one name are two items of the core group) */
+	problems[0] = '\0';
+	rl = cJSON_Parse("{\"apps/v1/Deployment\":[\"ns1/web\"],"
+	    "\"v1/ConfigMap\":[\"ns1/cm\"],\"v1/PersistentVolume\":[\"pv1\"],"
+	    "\"v1/Secret\":[\"ns1/cm\"]}");
+	CHECK_INT(restore_plan_check_list(p, rl, on_problem, NULL, &err), 0);
+	CHECK_STR(problems, "");
+	cJSON_Delete(rl);
+	/* the list names more than the tarball holds, and less */
+	rl = cJSON_Parse("{\"apps/v1/Deployment\":[\"ns1/web\",\"ns1/api\"],"
+	    "\"v1/ConfigMap\":[\"ns1/cm\"],\"v1/PersistentVolume\":[\"pv1\"],"
+	    "\"batch/v1/Job\":[\"ns2/j1\"]}");
+	CHECK_INT(restore_plan_check_list(p, rl, on_problem, NULL, &err), 3);
+	CHECK_STR(problems,
+	    "E [] the tarball lacks items the backup's resource list names: "
+	    "apps/v1/Deployment ns1/api, batch/v1/Job ns2/j1 (2 in all)\n"
+	    "E [] the tarball holds items the backup's resource list does not "
+	    "name: configmaps ns1/cm (1 in all)\n");
+	cJSON_Delete(rl);
+	/* not a resource list */
+	rl = cJSON_Parse("[1]");
+	CHECK_INT(restore_plan_check_list(p, rl, on_problem, NULL, &err),
+	    CAIRN_EPROTO);
+	cJSON_Delete(rl);
+	if (unit_cur_failed)
+		fprintf(stderr, "%s\n%s", c.text, problems);
+	restore_plan_free(p);
+}
+
 int
 main(void)
 {
@@ -368,5 +455,6 @@ main(void)
 	RUN(test_filter_semantics);
 	RUN(test_plan_all);
 	RUN(test_plan_filtered);
+	RUN(test_plan_duplicates_and_list);
 	return unit_done();
 }
