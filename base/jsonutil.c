@@ -1,9 +1,11 @@
 /* jsonutil.c: dotted-path access to cJSON trees, see jsonutil.h. */
 #include "config.h"
 #include "base/jsonutil.h"
+#include "base/buf.h"
 #include "base/mem.h"
 #include "base/util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,13 +262,8 @@ skip_value(const char *p, const char *end, int *depth)
 static int
 too_deep(const char *p, size_t len)
 {
-	const char *end = p + len;
-	int depth = 0;
-
-	p = skip_ws(p, end);
-	if (p < end)	/* cJSON reads one value: that one's depth */
-		(void)skip_value(p, end, &depth);
-	return depth > CAIRN_JSON_MAX_DEPTH;
+	/* cJSON reads one value: that one's depth */
+	return json_depth(p, len) > CAIRN_JSON_MAX_DEPTH;
 }
 
 static cJSON *
@@ -277,21 +274,124 @@ deep_fail(struct cairn_err *err)
 	return NULL;
 }
 
+/*
+ * Strings holding U+0000. cJSON decodes "\u0000" into a NUL byte and
+ * its strings are C strings, so such a string would be cut there (a
+ * restored object silently different from the backed-up one). Before
+ * parsing, each "\u0000" escape becomes the escaped pair of U+10FFFF
+ * (a noncharacter, called S here) followed by '0', and each S already in
+ * the text (raw, or escaped in any case) gets a '1' after it; json_print
+ * turns S '0' back into "\u0000" and S '1' into S. The mapping is
+ * one-to-one, so every string comes back byte for byte; in the tree such
+ * a string holds S '0' where the NUL was (names and label values never
+ * hold NUL).
+ */
+#define NUL_S		"\xf4\x8f\xbf\xbf"	/* U+10FFFF in UTF-8 */
+#define NUL_S_LEN	4
+#define NUL_S_ESC	"\\udbff\\udfff"	/* its escaped surrogate pair */
+#define NUL_S_ESC_LEN	12
+
+/* The 4 hex digits at p (case-insensitive) are h (lower case)? */
+static int
+hex4_is(const char *p, const char *h)
+{
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+
+		if (c >= 'A' && c <= 'F')
+			c = (char)(c - 'A' + 'a');
+		if (c != h[i])
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Where the next part of text that json_parse must rewrite starts (a
+ * "\u0000", or an S raw or escaped), or NULL. *what: 0 NUL escape, 1 raw
+ * S, 2 escaped S. *raw caches the next raw S at or after p (NULL: none
+ * left).
+ */
+static const char *
+nul_next(const char *p, const char *end, const char **raw, int *what)
+{
+	const char *b, *lim;
+
+	if (*raw != NULL && *raw < p)
+		*raw = end - p >= NUL_S_LEN ? memmem(p, (size_t)(end - p),
+		    NUL_S, NUL_S_LEN) : NULL;
+	lim = *raw != NULL ? *raw : end;
+	/* backslashes come in escapes of 2 or 6 bytes from the text's start */
+	for (b = p; b < lim; b += 2) {
+		b = memchr(b, '\\', (size_t)(lim - b));
+		if (b == NULL)
+			break;
+		if (end - b >= 6 && b[1] == 'u' && hex4_is(b + 2, "0000")) {
+			*what = 0;
+			return b;
+		}
+		if (end - b >= NUL_S_ESC_LEN && b[1] == 'u' &&
+		    hex4_is(b + 2, "dbff") && b[6] == '\\' && b[7] == 'u' &&
+		    hex4_is(b + 8, "dfff")) {
+			*what = 2;
+			return b;
+		}
+	}
+	*what = 1;
+	return *raw;
+}
+
+/* data with the rewrites above, or NULL when it needs none. Owned. */
+static char *
+nul_encode(const char *data, size_t len, size_t *outlen)
+{
+	const char *p = data, *end = data + len, *q, *raw;
+	struct buf b;
+	int what;
+
+	raw = len >= NUL_S_LEN ? memmem(data, len, NUL_S, NUL_S_LEN) : NULL;
+	q = nul_next(p, end, &raw, &what);
+	if (q == NULL)
+		return NULL;
+	buf_init(&b, SIZE_MAX);
+	do {
+		(void)buf_append(&b, p, (size_t)(q - p));
+		if (what == 0) {
+			(void)buf_puts(&b, NUL_S_ESC "0");
+			p = q + 6;
+		} else if (what == 1) {
+			(void)buf_puts(&b, NUL_S "1");
+			p = q + NUL_S_LEN;
+		} else {
+			(void)buf_append(&b, q, NUL_S_ESC_LEN);
+			(void)buf_putc(&b, '1');
+			p = q + NUL_S_ESC_LEN;
+		}
+	} while ((q = nul_next(p, end, &raw, &what)) != NULL);
+	(void)buf_append(&b, p, (size_t)(end - p));
+	return buf_take(&b, outlen);
+}
+
 /* json_parse() of text known not to nest too deep. */
 static cJSON *
 parse_shallow(const char *data, size_t len, struct cairn_err *err)
 {
 	const char *end = NULL;
+	size_t elen = 0;
+	char *enc = nul_encode(data, len, &elen);
 	cJSON *j;
 
-	j = cJSON_ParseWithLengthOpts(data, len, &end, 0);
+	j = cJSON_ParseWithLengthOpts(enc != NULL ? enc : data,
+	    enc != NULL ? elen : len, &end, 0);
 	if (j == NULL) {
 		size_t off = end && end >= data ? (size_t)(end - data) : 0;
 
+		if (enc != NULL)	/* near enough: shifted by the rewrites */
+			off = end && end >= enc ? (size_t)(end - enc) : 0;
 		cairn_err_set(err, CAIRN_EPROTO,
 		    "JSON does not parse (near byte %zu of %zu)", off, len);
-		return NULL;
 	}
+	free(enc);
 	return j;
 }
 
@@ -479,11 +579,33 @@ json_parse_member(const char *data, size_t len, const char *key,
 char *
 json_print(const cJSON *item)
 {
-	char *s = cJSON_PrintUnformatted(item), *fixed;
+	char *s = cJSON_PrintUnformatted(item), *q, *fixed;
+	const char *p;
+	struct buf b;
 	size_t len;
 
 	if (s == NULL)
 		return xstrdup("null");
+	p = s;
+	if ((q = strstr(p, NUL_S)) != NULL) {
+		/* undo parse_shallow's rewrites: S '0' -> \u0000, S '1' -> S */
+		buf_init(&b, SIZE_MAX);
+		do {
+			(void)buf_append(&b, p, (size_t)(q - p));
+			p = q + NUL_S_LEN;
+			if (*p == '0') {
+				(void)buf_puts(&b, "\\u0000");
+				p++;
+			} else {
+				(void)buf_puts(&b, NUL_S);
+				if (*p == '1')
+					p++;
+			}
+		} while ((q = strstr(p, NUL_S)) != NULL);
+		(void)buf_puts(&b, p);
+		cJSON_free(s);
+		s = buf_take(&b, NULL);
+	}
 	/*
 	 * cJSON copies string bytes as they are: text from outside (a
 	 * plugin's message) may hold invalid UTF-8, which an API server
@@ -494,6 +616,17 @@ json_print(const cJSON *item)
 	if (str_utf8_valid(s, len))
 		return s;
 	fixed = str_utf8_fix(s, len);
-	cJSON_free(s);
+	free(s);
 	return fixed;
+}
+
+int
+json_depth(const char *data, size_t len)
+{
+	const char *end = data + len, *p = skip_ws(data, end);
+	int depth = 0;
+
+	if (p < end)
+		(void)skip_value(p, end, &depth);
+	return depth;
 }

@@ -12,7 +12,12 @@
 #include <cjson/cJSON.h>
 #include "base/err.h"
 
-#define CAIRN_JSON_MAX_DEPTH 64	/* deeper documents are refused */
+/*
+ * Deeper documents are refused. One limit for everything cairn parses,
+ * and the backup refuses objects deeper than it, so that whatever it
+ * backs up a restore can read. cJSON itself stops at 1000 levels.
+ */
+#define CAIRN_JSON_MAX_DEPTH 512
 
 /* Node at path, or NULL. */
 cJSON *json_get(const cJSON *root, const char *path);
@@ -72,7 +77,13 @@ cJSON *json_parse_member(const char *data, size_t len, const char *key,
  * of streams that must not parse; p must not follow a lone backslash.
  */
 const char *json_string_end(const char *p, const char *end, int *esc);
-/* Compact text, owned (free()), always valid UTF-8 (bad bytes -> U+FFFD). */
+/*
+ * Compact text, owned (free()), always valid UTF-8 (bad bytes -> U+FFFD).
+ * Strings that held U+0000 in the text json_parse() read come out as they
+ * were ("\u0000").
+ */
 char *json_print(const cJSON *item);
+/* How deep the first JSON value in data nests (0 for a scalar). */
+int json_depth(const char *data, size_t len);
 
 #endif

@@ -842,6 +842,17 @@ bk_item(struct bk *b, cJSON *item, const char *text, size_t len)
 			return 0;
 		b->skipping = 0;
 	}
+	if (json_depth(text, len) > CAIRN_JSON_MAX_DEPTH) {
+		/* a restore could not read it: say so now (issue 18) */
+		char msg[1024];
+
+		snprintf(msg, sizeof msg, "%s %s%s%s: not backed up: it nests "
+		    "deeper than %d levels, more than a restore can read",
+		    r->resource, ns, ns[0] ? "/" : "", name,
+		    CAIRN_JSON_MAX_DEPTH);
+		bk_record(b, 1, msg);
+		return 0;
+	}
 	if (b->hooks != NULL && r->group[0] == '\0' &&
 	    strcmp(r->resource, "pods") == 0) {
 		/* pre hooks, the item, post hooks: whatever fails on the way */

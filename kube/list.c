@@ -186,13 +186,7 @@ deliver_text(struct lst *l, cJSON *item, const char *text, size_t len,
 
 	if (l->ls.item.ws || (av != NULL && !json_plain(av)) ||
 	    (kind != NULL && !json_plain(kind))) {
-		printed = cJSON_PrintUnformatted(item);
-		if (printed == NULL) {
-			cJSON_Delete(item);
-			return cairn_err_set(l->err, CAIRN_EFAIL,
-			    "list item %llu: cannot print",
-			    (unsigned long long)l->page_seen);
-		}
+		printed = json_print(item);	/* keeps strings with U+0000 */
 		t = printed;
 		tlen = strlen(printed);
 	} else if (av != NULL || kind != NULL) {

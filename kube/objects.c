@@ -16,13 +16,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * One path segment, percent-escaped ("/", "?", "#", "%"...). "." and ".."
+ * are escaped too: curl would otherwise resolve them as dot segments and
+ * send the request to another URL.
+ */
 static void
 put_seg(struct buf *b, const char *s)
 {
-	char *e = curl_easy_escape(NULL, s, 0);
+	char *e;
 
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
+		buf_puts(b, s[1] == '\0' ? "/%2E" : "/%2E%2E");
+		return;
+	}
+	e = curl_easy_escape(NULL, s, 0);
 	buf_printf(b, "/%s", e ? e : "");
 	curl_free(e);
+}
+
+/* A group, version or resource: lower-case letters, digits, '-', '.'. */
+static int
+gvr_token(const char *s, int dots)
+{
+	if (*s == '.' || (*s == '\0' && !dots))
+		return 0;
+	for (; *s != '\0'; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+		    *s == '-' || (dots && *s == '.')))
+			return 0;
+	return 1;
 }
 
 char *
@@ -57,6 +80,13 @@ check_gvr(const struct kube_gvr *r, const char *name, int need_name,
 	    r->resource == NULL || *r->resource == '\0')
 		return cairn_err_set(err, CAIRN_EINVAL,
 		    "resource: version and plural resource name are required");
+	/* they go into the URL as they are: no '/', '?', '#', ".." */
+	if (!gvr_token(r->group != NULL ? r->group : "", 1) ||
+	    strstr(r->group != NULL ? r->group : "", "..") != NULL ||
+	    !gvr_token(r->version, 0) || !gvr_token(r->resource, 0))
+		return cairn_err_set(err, CAIRN_EINVAL, "resource %.64s/%.64s/"
+		    "%.64s: not a group, version and resource name",
+		    r->group != NULL ? r->group : "", r->version, r->resource);
 	if (need_name && (name == NULL || *name == '\0'))
 		return cairn_err_set(err, CAIRN_EINVAL,
 		    "%s: object name is empty", r->resource);

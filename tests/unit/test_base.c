@@ -267,7 +267,7 @@ test_json_paths(void)
 	const char *doc = "{\"metadata\":{\"name\":\"b1\",\"generation\":3},"
 	    "\"spec\":{\"wait\":true}}";
 	cJSON *j = json_parse(doc, strlen(doc), &err);
-	char deep[200];
+	char deep[CAIRN_JSON_MAX_DEPTH + 1];
 
 	REQUIRE(j != NULL);
 	CHECK_STR(json_str(j, "metadata.name"), "b1");
@@ -294,7 +294,8 @@ test_json_parse_members(void)
 	const char *doc = " { \"data\" : {\"a\":\"}],\\\"{\",\"b\":[1,{\"c\":[]}]},"
 	    "\"n\":-1.5e3,\"metadata\":{\"name\":\"x\"},\"t\":true,"
 	    "\"meta\\u0064ata\":1,\"s\":\"q\"} ";
-	char deep[200];
+	enum { D = CAIRN_JSON_MAX_DEPTH + 1 };	/* one level too deep */
+	char deep[2 * D + 12];
 	cJSON *j;
 
 	j = json_parse_members(doc, strlen(doc), keys, &err);
@@ -317,15 +318,15 @@ test_json_parse_members(void)
 	CHECK(json_parse_members("{\"n\":1} x", 10, keys, &err) == NULL);
 	/* Depth is checked where it is parsed, not where it is skipped. */
 	memcpy(deep, "{\"s\":", 5);
-	memset(deep + 5, '[', 90);
-	memset(deep + 95, ']', 90);
-	memcpy(deep + 185, ",\"n\":2}", 7);
-	j = json_parse_members(deep, 192, keys, &err);
+	memset(deep + 5, '[', D);
+	memset(deep + 5 + D, ']', D);
+	memcpy(deep + 5 + 2 * D, ",\"n\":2}", 7);
+	j = json_parse_members(deep, 2 * D + 12, keys, &err);
 	REQUIRE(j != NULL);
 	CHECK(json_int(j, "n", 0) == 2);
 	cJSON_Delete(j);
 	memcpy(deep, "{\"n\":", 5);
-	CHECK(json_parse_members(deep, 192, keys, &err) == NULL);
+	CHECK(json_parse_members(deep, 2 * D + 12, keys, &err) == NULL);
 	CHECK(strstr(err.msg, "deeper") != NULL);
 }
 
@@ -685,6 +686,61 @@ test_read_file(void)
 	    CAIRN_ENOTFOUND);
 }
 
+/* Issue 18: strings holding U+0000 survive parse and print byte for byte. */
+static void
+test_json_nul_strings(void)
+{
+	static const char *const docs[] = {
+		"{\"a\":\"x\\u0000y\",\"b\":\"\\u0000\"}",
+		"{\"k\\u0000ey\":[\"\\u0000\\u0000\",\"tail\\u0000\"]}",
+		/* U+10FFFF raw and escaped, next to NULs */
+		"{\"s\":\"\xf4\x8f\xbf\xbf\",\"t\":\"\xf4\x8f\xbf\xbf\\u0000\xf4\x8f\xbf\xbf\"}",
+		"{\"e\":\"\\udbff\\udfff\\u0000\"}",
+		/* an escaped backslash then "u0000": no NUL at all */
+		"{\"lit\":\"\\\\u0000\",\"n\":\"\\u0000\"}",
+		NULL
+	};
+	/* what json_print gives back (escaped U+10FFFF comes back raw) */
+	static const char *const want[] = {
+		"{\"a\":\"x\\u0000y\",\"b\":\"\\u0000\"}",
+		"{\"k\\u0000ey\":[\"\\u0000\\u0000\",\"tail\\u0000\"]}",
+		"{\"s\":\"\xf4\x8f\xbf\xbf\",\"t\":\"\xf4\x8f\xbf\xbf\\u0000\xf4\x8f\xbf\xbf\"}",
+		"{\"e\":\"\xf4\x8f\xbf\xbf\\u0000\"}",
+		"{\"lit\":\"\\\\u0000\",\"n\":\"\\u0000\"}",
+	};
+	struct cairn_err err = CAIRN_ERR_INIT;
+
+	for (int i = 0; docs[i] != NULL; i++) {
+		cJSON *j = json_parse(docs[i], strlen(docs[i]), &err), *d;
+		char *t, *t2;
+
+		REQUIRE(j != NULL);
+		t = json_print(j);
+		CHECK_STR(t, want[i]);
+		/* a copy compares equal, a copy with the NUL string cut does not */
+		d = json_parse(t, strlen(t), &err);
+		REQUIRE(d != NULL);
+		CHECK(cJSON_Compare(j, d, 1));
+		t2 = json_print(d);
+		CHECK_STR(t2, want[i]);
+		free(t2);
+		free(t);
+		cJSON_Delete(d);
+		cJSON_Delete(j);
+	}
+	{
+		const char *a = "{\"a\":\"x\\u0000y\"}", *b = "{\"a\":\"x\\u0000z\"}";
+		cJSON *ja = json_parse(a, strlen(a), &err);
+		cJSON *jb = json_parse(b, strlen(b), &err);
+
+		CHECK(!cJSON_Compare(ja, jb, 1));
+		cJSON_Delete(ja);
+		cJSON_Delete(jb);
+	}
+	CHECK_INT(json_depth("[[{\"a\":[1]}]]", 13), 4);
+	CHECK_INT(json_depth(" 12", 3), 0);
+}
+
 int
 main(void)
 {
@@ -701,6 +757,7 @@ main(void)
 	RUN(test_glob_split);
 	RUN(test_json_paths);
 	RUN(test_json_parse_members);
+	RUN(test_json_nul_strings);
 	RUN(test_json_parse_member_paths);
 	RUN(test_json_parse_member);
 	RUN(test_json_string_end);

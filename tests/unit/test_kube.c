@@ -670,6 +670,27 @@ test_paths_and_codes(void)
 	    "customresourcedefinitions"), NULL, NULL, NULL);
 	CHECK_STR(p, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
 	free(p);
+	/* names that would move the request elsewhere (issue 18) */
+	p = kube_path(&KUBE_GVR("", "v1", "configmaps"), "..", "..", NULL);
+	CHECK_STR(p, "/api/v1/namespaces/%2E%2E/configmaps/%2E%2E");
+	free(p);
+	p = kube_path(&KUBE_GVR("", "v1", "configmaps"), ".", "a?b#c%d", NULL);
+	CHECK_STR(p, "/api/v1/namespaces/%2E/configmaps/a%3Fb%23c%25d");
+	free(p);
+	{
+		struct cairn_err err = CAIRN_ERR_INIT;
+		cJSON *out = NULL;
+
+		CHECK_INT(kube_get(NULL, &KUBE_GVR("apps", "v1/../../api/v1",
+		    "secrets"), "x", "y", &out, &err), CAIRN_EINVAL);
+		CHECK(strstr(err.msg, "not a group, version and resource") != NULL);
+		CHECK_INT(kube_get(NULL, &KUBE_GVR("apps?x=1", "v1",
+		    "deployments"), "x", "y", &out, &err), CAIRN_EINVAL);
+		CHECK_INT(kube_get(NULL, &KUBE_GVR("..", "v1", "deployments"),
+		    "x", "y", &out, &err), CAIRN_EINVAL);
+		CHECK_INT(kube_get(NULL, &KUBE_GVR("", "v1#", "pods"), "x",
+		    "y", &out, &err), CAIRN_EINVAL);
+	}
 	CHECK_INT(kube_http_rc(409, "Conflict"), CAIRN_ECONFLICT);
 	CHECK_INT(kube_http_rc(409, "AlreadyExists"), CAIRN_EEXIST);
 	CHECK_INT(kube_http_rc(404, "NotFound"), CAIRN_ENOTFOUND);
