@@ -25,9 +25,13 @@ engine_libengine_a_SOURCES += \
 	engine/archive_read.c engine/archive_read.h \
 	engine/archive_read_store.c \
 	engine/restore_plan.c engine/restore_plan.h \
-	engine/restore.c engine/restore.h
+	engine/restore.c engine/restore.h \
+	engine/restore_actions.c engine/restore_actions.h
 
-check_PROGRAMS += tests/unit/test_restore_archive tests/unit/test_restore_plan
+check_PROGRAMS += tests/unit/test_restore_archive tests/unit/test_restore_plan \
+	tests/unit/test_restore_actions
+tests_unit_test_restore_actions_SOURCES = tests/unit/test_restore_actions.c
+tests_unit_test_restore_actions_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
 tests_unit_test_restore_plan_SOURCES = tests/unit/test_restore_plan.c
 tests_unit_test_restore_plan_LDADD = engine/libengine.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 tests_unit_test_restore_archive_SOURCES = tests/unit/test_restore_archive.c
