@@ -197,6 +197,8 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	o.shard = shard;
 	o.stop = &server_stop;
 	o.restore_workers = (int)flag_int(fs, F_RESTORE_WORKERS);
+	o.terminating_timeout_us = flag_duration_us(fs,
+	    F_TERMINATING_RESOURCE_TIMEOUT);
 	o.lease_duration_us = flag_duration_us(fs, F_LEASE_DURATION);
 	o.renew_deadline_us = flag_duration_us(fs, F_RENEW_DEADLINE);
 	o.retry_period_us = flag_duration_us(fs, F_RETRY_PERIOD);

@@ -56,6 +56,12 @@ struct engine_env {
 	void *may_write_arg;
 	/* Volume work's configuration (engine/volumes.h volumes_open()). */
 	struct volumes *volumes;
+	/*
+	 * Restores: how long to wait for a namespace or volume that is
+	 * being deleted before creating it again (Velero's
+	 * --terminating-resource-timeout); 0: RESTORE_TERMINATING_WAIT_US.
+	 */
+	int64_t terminating_timeout_us;
 };
 
 /* Label of objects created from storage by a sync (engine/sync.h). */

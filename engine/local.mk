@@ -26,7 +26,8 @@ engine_libengine_a_SOURCES += \
 	engine/archive_read_store.c \
 	engine/restore_plan.c engine/restore_plan.h \
 	engine/restore.c engine/restore.h \
-	engine/restore_actions.c engine/restore_actions.h
+	engine/restore_actions.c engine/restore_actions.h \
+	engine/restore_item.c engine/restore_int.h
 
 check_PROGRAMS += tests/unit/test_restore_archive tests/unit/test_restore_plan \
 	tests/unit/test_restore_actions

@@ -49,6 +49,7 @@
 #include "engine/bsl.h"
 #include "engine/claim.h"
 #include "engine/hooks_restore.h"
+#include "engine/restore_int.h"
 #include "engine/restore_plan.h"
 #include "engine/volumes.h"
 #include "journal/journal.h"
@@ -66,63 +67,8 @@
 
 static const struct kube_gvr restores_gvr = { "cairn.io", "v1", "restores" };
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
-static const struct kube_gvr ns_gvr = { "", "v1", "namespaces" };
 static const struct kube_gvr crd_gvr = { "apiextensions.k8s.io", "v1",
 	"customresourcedefinitions" };
-
-struct mark {
-	char *key;
-	enum journal_rstate state;
-};
-
-/* What one tier's items need to know about their resource. */
-struct tierinfo {
-	const char *resgroup;
-	struct kube_resource *r;	/* resolved, owned; NULL: unknown */
-	int status;			/* restoreStatus takes it */
-};
-
-struct rs {
-	const struct engine_env *env;
-	const char *worker;
-	char *ns, *name, *uid, *backup;
-	char *name_lv, *backup_lv;	/* the names as label values */
-	cJSON *obj;			/* latest object known (owned) */
-	cJSON *status;			/* the status we own and write */
-	int64_t attempt;
-	int64_t jid;
-	struct engine_fence f;		/* our claim (main thread only) */
-	struct restore_filter *filter;
-	struct restore_plan *plan;
-	struct bsl *loc;
-	char *prefix;			/* the location's key prefix */
-	int64_t total, done, restored_before;
-	int64_t bytes_read;		/* compressed tarball bytes read */
-	int64_t last_progress_us;
-	char *last_key;
-	size_t tier;
-	/* results: {"velero":[],"cluster":[],"namespaces":{}} each */
-	cJSON *warnings, *errors;
-	int64_t nwarnings, nerrors;
-	cJSON *reslist;			/* "<gv>/<Kind>" -> ["ns/name(state)"] */
-	char **ensured;			/* target namespaces known to exist */
-	size_t nensured;
-	/* the pool */
-	pthread_mutex_t mu;
-	pthread_cond_t cv_items, cv_space, cv_idle;
-	struct restore_row **q;
-	size_t qhead, qcount, qcap;
-	int inflight;
-	int quit;
-	int abort_tier;			/* fenced or stopped: drop the rest */
-	const struct tierinfo *ti;
-	struct mark *pending;
-	size_t npending, apending;
-	int64_t last_flush_us;
-	int nworkers;
-	pthread_t *threads;
-	struct hooks_restore *hooks;	/* init containers, exec hooks */
-};
 
 /* ------------------------------------------------------------------ */
 /* Results and events.                                                 */
@@ -139,11 +85,7 @@ results_new(void)
 	return r;
 }
 
-static void
-rs_event(struct rs *rs, const char *level, const char *fmt, ...)
-	CAIRN_PRINTF(3, 4);
-
-static void
+void
 rs_event(struct rs *rs, const char *level, const char *fmt, ...)
 {
 	char line[JOURNAL_EVENT_MAX];
@@ -167,7 +109,7 @@ rs_event(struct rs *rs, const char *level, const char *fmt, ...)
  * Record a warning or error in the results: ns NULL general ("velero"
  * list, Velero's name), "" cluster-scoped, else that namespace.
  */
-static void
+void
 rs_record(struct rs *rs, int is_error, const char *ns, const char *msg)
 {
 	cJSON *r, *list;
@@ -195,11 +137,7 @@ rs_record(struct rs *rs, int is_error, const char *ns, const char *msg)
 	rs_event(rs, is_error ? "error" : "warning", "%s", msg);
 }
 
-static void
-rs_recordf(struct rs *rs, int is_error, const char *ns, const char *fmt, ...)
-	CAIRN_PRINTF(4, 5);
-
-static void
+void
 rs_recordf(struct rs *rs, int is_error, const char *ns, const char *fmt, ...)
 {
 	char msg[2048];
@@ -305,7 +243,7 @@ rs_flush(struct rs *rs, int force, struct cairn_err *err)
 	return rc;
 }
 
-static int
+int
 rs_progress(struct rs *rs, int force, struct cairn_err *err)
 {
 	int64_t now = time_mono_us();
@@ -322,138 +260,27 @@ rs_progress(struct rs *rs, int force, struct cairn_err *err)
 }
 
 /* ------------------------------------------------------------------ */
-/* Preparing objects.                                                  */
+/* The pool.                                                           */
 /* ------------------------------------------------------------------ */
 
-void
-restore_reset_metadata(cJSON *obj)
-{
-	static const char *const drop[] = {
-		"generateName", "selfLink", "uid", "resourceVersion",
-		"generation", "creationTimestamp", "deletionTimestamp",
-		"deletionGracePeriodSeconds", "ownerReferences",
-		"managedFields", NULL
-	};
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-
-	for (int i = 0; md != NULL && drop[i] != NULL; i++)
-		cJSON_DeleteItemFromObjectCaseSensitive(md, drop[i]);
-	cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-}
-
+/* A journal mark to write with the next batch (under rs->mu). */
 static void
-set_label(cJSON *obj, const char *key, const char *value)
+add_pending(struct rs *rs, const char *key, enum journal_rstate st)
 {
-	cJSON *labels = json_ensure(obj, "metadata.labels");
-
-	cJSON_DeleteItemFromObjectCaseSensitive(labels, key);
-	cJSON_AddStringToObject(labels, key, value);
+	if (rs->npending == rs->apending) {
+		rs->apending = rs->apending ? 2 * rs->apending : 64;
+		rs->pending = xreallocarray(rs->pending, rs->apending,
+		    sizeof *rs->pending);
+	}
+	rs->pending[rs->npending].key = xstrdup(key);
+	rs->pending[rs->npending].state = st;
+	rs->npending++;
 }
 
-/* Fields the cluster assigns that a restore must not carry over. */
-static void
-strip_assigned(struct rs *rs, const char *resgroup, cJSON *obj)
-{
-	if (strcmp(resgroup, "services") == 0) {
-		cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-		const char *ip = json_str(spec, "clusterIP");
-		cJSON *ports, *p;
+/* ------------------------------------------------------------------ */
+/* Restore hooks: engine/hooks_restore.h's callbacks.                  */
+/* ------------------------------------------------------------------ */
 
-		if (ip == NULL || strcmp(ip, "None") != 0) {
-			cJSON_DeleteItemFromObjectCaseSensitive(spec,
-			    "clusterIP");
-			cJSON_DeleteItemFromObjectCaseSensitive(spec,
-			    "clusterIPs");
-		}
-		if (!restore_filter_node_ports(rs->filter)) {
-			cJSON_DeleteItemFromObjectCaseSensitive(spec,
-			    "healthCheckNodePort");
-			ports = cJSON_GetObjectItemCaseSensitive(spec, "ports");
-			cJSON_ArrayForEach(p, ports)
-				cJSON_DeleteItemFromObjectCaseSensitive(p,
-				    "nodePort");
-		}
-	}
-}
-
-/* The object to create for a row (owned), and its status when restored. */
-static cJSON *
-prepare(struct rs *rs, const struct restore_row *row, cJSON *obj,
-    cJSON **status_out)
-{
-	const char *target = restore_filter_map_ns(rs->filter, row->ns);
-	cJSON *status;
-
-	*status_out = NULL;
-	status = cJSON_DetachItemFromObjectCaseSensitive(obj, "status");
-	restore_reset_metadata(obj);
-	if (rs->ti != NULL && rs->ti->status && status != NULL)
-		*status_out = status;
-	else
-		cJSON_Delete(status);
-	if (row->ns[0] != '\0')
-		json_set_str(obj, "metadata.namespace", target);
-	else
-		json_delete(obj, "metadata.namespace");
-	if (strcmp(row->resgroup, "namespaces") == 0)
-		json_set_str(obj, "metadata.name",
-		    restore_filter_map_ns(rs->filter, row->name));
-	if (strcmp(row->resgroup, "persistentvolumes") == 0) {
-		cJSON *cr = json_get(obj, "spec.claimRef");
-		const char *cns = json_str(cr, "namespace");
-
-		if (cr != NULL) {
-			cJSON_DeleteItemFromObjectCaseSensitive(cr, "uid");
-			cJSON_DeleteItemFromObjectCaseSensitive(cr,
-			    "resourceVersion");
-			if (cns != NULL)
-				json_set_str(cr, "namespace",
-				    restore_filter_map_ns(rs->filter, cns));
-		}
-		/* restorePVs: volume data first, the PV then points at it. */
-		if (!cJSON_IsFalse(json_get(rs->obj, "spec.restorePVs"))) {
-			struct volumes_ctx vc;
-			struct cairn_err ve = CAIRN_ERR_INIT;
-			cJSON *me = cJSON_CreateObject();
-			int vrc;
-
-			volumes_ctx_env(&vc, rs->env, rs->jid);
-
-			/* The claim the volume work fences on (rs->obj may be
-			 * replaced meanwhile by another thread's status write). */
-			json_set_str(me, "metadata.name", rs->name);
-			json_set_str(me, "status.claim.holder",
-			    rs->env->server_id);
-			json_set_int(me, "status.claim.attempt", rs->attempt);
-			vrc = volumes_restore_pv(&vc, me, rs->backup, obj, &ve);
-			cJSON_Delete(me);
-			if (vrc < 0 && vrc != CAIRN_ENOTFOUND)
-				rs_recordf(rs, 1, "", "%s", ve.msg);
-		}
-	}
-	if (strcmp(row->resgroup, "rolebindings.rbac.authorization.k8s.io") == 0 ||
-	    strcmp(row->resgroup,
-	    "clusterrolebindings.rbac.authorization.k8s.io") == 0) {
-		cJSON *s, *subjects = cJSON_GetObjectItemCaseSensitive(obj,
-		    "subjects");
-
-		cJSON_ArrayForEach(s, subjects) {
-			const char *sns = json_str(s, "namespace");
-
-			if (sns != NULL)
-				json_set_str(s, "namespace",
-				    restore_filter_map_ns(rs->filter, sns));
-		}
-	}
-	if (strcmp(row->resgroup, "pods") == 0)
-		hooks_restore_prepare_pod(rs->hooks, obj, target);
-	strip_assigned(rs, row->resgroup, obj);
-	set_label(obj, RESTORE_LABEL_BACKUP, rs->backup_lv);
-	set_label(obj, RESTORE_LABEL_RESTORE, rs->name_lv);
-	return obj;
-}
-
-/* engine/hooks_restore.h's callbacks. */
 static int
 hk_persist(void *arg, struct cairn_err *err)
 {
@@ -484,180 +311,22 @@ hk_map_ns(void *arg, const char *ns)
 }
 
 /*
- * The live object as comparable to a prepared one: metadata reset,
- * status dropped, assigned fields stripped, and this restore's labels
- * added (Velero's comparison). Owned.
+ * An item not sent to the workers: its state for the journal and the
+ * resource list (the item's apiVersion and kind name its entry).
  */
-static cJSON *
-comparable(struct rs *rs, const char *resgroup, const cJSON *live)
-{
-	cJSON *c = cJSON_Duplicate(live, 1);
-
-	restore_reset_metadata(c);
-	strip_assigned(rs, resgroup, c);
-	set_label(c, RESTORE_LABEL_BACKUP, rs->backup_lv);
-	set_label(c, RESTORE_LABEL_RESTORE, rs->name_lv);
-	return c;
-}
-
 static void
-write_status(struct rs *rs, const struct kube_gvr *g, const char *ns,
-    const cJSON *created, cJSON *status, const char *what)
+rs_mark(struct rs *rs, const struct restore_row *row, enum journal_rstate st)
 {
-	struct cairn_err err = CAIRN_ERR_INIT;
-	cJSON *body;
+	cJSON *obj = json_parse(row->json, strlen(row->json), NULL);
+	const char *ns = row->ns[0] ? restore_filter_map_ns(rs->filter,
+	    row->ns) : "";
 
-	if (status == NULL || !kube_resource_has_sub(rs->ti->r, "status"))
-		return;
-	body = cJSON_Duplicate(created, 1);
-	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
-	cJSON_AddItemToObject(body, "status", cJSON_Duplicate(status, 1));
-	if (kube_update_status(rs->env->kube, g, ns, body, NULL, &err) < 0)
-		rs_recordf(rs, 0, ns, "could not restore the status of %s: %s",
-		    what, err.msg);
-	cJSON_Delete(body);
-}
-
-/* Add "ns/name(state)" to the resource list (under rs->mu). */
-static void
-reslist_add(struct rs *rs, const cJSON *obj, const char *ns, const char *name,
-    enum journal_rstate st)
-{
-	char key[512], *v;
-	cJSON *list;
-
-	snprintf(key, sizeof key, "%s/%s", json_str_or(obj, "apiVersion", "v1"),
-	    json_str_or(obj, "kind", "Unknown"));
-	list = cJSON_GetObjectItemCaseSensitive(rs->reslist, key);
-	if (list == NULL)
-		list = cJSON_AddArrayToObject(rs->reslist, key);
-	v = xasprintf("%s%s%s(%s)", ns, ns[0] ? "/" : "", name,
-	    journal_rstate_name(st));
-	cJSON_AddItemToArray(list, cJSON_CreateString(v));
-	free(v);
-}
-
-/* Create (or reconcile) one item. Runs in a worker. */
-static enum journal_rstate
-apply_item(struct rs *rs, struct restore_row *row)
-{
-	const struct tierinfo *ti = rs->ti;
-	struct cairn_err err = CAIRN_ERR_INIT;
-	cJSON *obj, *status = NULL, *out = NULL, *live = NULL, *cmp = NULL;
-	const char *ns, *name;
-	char what[700], *gvbuf = NULL;
-	struct kube_gvr g;
-	enum journal_rstate st = JOURNAL_R_FAILED;
-	const char *bucket;
-	int rc;
-
-	obj = json_parse(row->json, strlen(row->json), &err);
-	bucket = row->ns[0] ? restore_filter_map_ns(rs->filter, row->ns) : "";
-	if (obj == NULL) {
-		rs_recordf(rs, 1, bucket, "%s: %s", row->path, err.msg);
-		return JOURNAL_R_FAILED;
-	}
-	prepare(rs, row, obj, &status);
-	ns = json_str_or(obj, "metadata.namespace", "");
-	name = json_str_or(obj, "metadata.name", "");
-	snprintf(what, sizeof what, "%s %s%s%s", row->resgroup, ns,
-	    ns[0] ? "/" : "", name);
-	if (ti->r == NULL) {
-		rs_recordf(rs, 1, bucket, "error restoring %s: the cluster "
-		    "does not serve %s", what, row->resgroup);
-		goto done;
-	}
-	g = kube_resource_gvr(ti->r);
-	{
-		/* POST to the object's own version when the cluster serves it */
-		const char *av = json_str_or(obj, "apiVersion", "");
-		const char *slash = strrchr(av, '/');
-
-		gvbuf = xstrdup(slash ? slash + 1 : av);
-		if (gvbuf[0] != '\0')
-			g.version = gvbuf;
-	}
-	if (!ti->r->namespaced)
-		ns = "";
-	rc = kube_create(rs->env->kube, &g, ns[0] ? ns : NULL, obj, &out, &err);
-	if (rc == 0) {
-		st = JOURNAL_R_CREATED;
-		write_status(rs, &g, ns, out, status, what);
-		goto done;
-	}
-	if (rc != CAIRN_EEXIST) {
-		rs_recordf(rs, 1, bucket, "error restoring %s: %s", what, err.msg);
-		goto done;
-	}
-	rc = kube_get(rs->env->kube, &g, ns[0] ? ns : NULL, name, &live, &err);
-	if (rc < 0) {
-		rs_recordf(rs, 1, bucket, "error restoring %s: exists but "
-		    "cannot be read: %s", what, err.msg);
-		goto done;
-	}
-	cmp = comparable(rs, row->resgroup, live);
-	if (cJSON_Compare(cmp, obj, 1)) {
-		/* equal: done; created by an earlier attempt when labelled so */
-		st = JOURNAL_R_SKIPPED;
-		{
-			cJSON *labels = json_get(live, "metadata.labels");
-			cJSON *l = cJSON_GetObjectItemCaseSensitive(labels,
-			    RESTORE_LABEL_RESTORE);
-
-			if (cJSON_IsString(l) && strcmp(l->valuestring,
-			    rs->name_lv) == 0)
-				st = JOURNAL_R_CREATED;
-		}
-		goto done;
-	}
-	if (!restore_filter_update(rs->filter)) {
-		rs_recordf(rs, 0, bucket, "could not restore, %s already "
-		    "exists. Warning: the in-cluster version is different "
-		    "than the backed-up version", what);
-		st = JOURNAL_R_SKIPPED;
-		goto done;
-	}
-	for (int i = 0; i < 3; i++) {
-		cJSON *body = cJSON_Duplicate(obj, 1);
-
-		json_set_str(body, "metadata.resourceVersion",
-		    json_str_or(live, "metadata.resourceVersion", ""));
-		cJSON_Delete(out);
-		out = NULL;
-		rc = kube_update(rs->env->kube, &g, ns[0] ? ns : NULL, body,
-		    &out, &err);
-		cJSON_Delete(body);
-		if (rc != CAIRN_ECONFLICT)
-			break;
-		cJSON_Delete(live);
-		live = NULL;
-		if (kube_get(rs->env->kube, &g, ns[0] ? ns : NULL, name, &live,
-		    &err) < 0)
-			break;
-	}
-	if (rc == 0) {
-		st = JOURNAL_R_UPDATED;
-		write_status(rs, &g, ns, out, status, what);
-	} else {
-		rs_recordf(rs, 1, bucket, "error updating %s: %s", what,
-		    err.msg);
-	}
-done:
-	pthread_mutex_lock(&rs->mu);
-	reslist_add(rs, obj, ns, name, st);
-	pthread_mutex_unlock(&rs->mu);
-	free(gvbuf);
-	cJSON_Delete(cmp);
-	cJSON_Delete(live);
-	cJSON_Delete(out);
-	cJSON_Delete(status);
+	rs_reslist_add(rs, obj, ns, row->name, st);
 	cJSON_Delete(obj);
-	return st;
+	pthread_mutex_lock(&rs->mu);
+	add_pending(rs, row->key, st);
+	pthread_mutex_unlock(&rs->mu);
 }
-
-/* ------------------------------------------------------------------ */
-/* The pool.                                                           */
-/* ------------------------------------------------------------------ */
 
 static void *
 worker_main(void *arg)
@@ -685,18 +354,9 @@ worker_main(void *arg)
 		pthread_mutex_unlock(&rs->mu);
 
 		if (!skip && !(rs->env->stop != NULL && *rs->env->stop)) {
-			st = apply_item(rs, row);
+			st = rs_apply_item(rs, row);
 			pthread_mutex_lock(&rs->mu);
-			if (rs->npending == rs->apending) {
-				rs->apending = rs->apending ? 2 * rs->apending :
-				    64;
-				rs->pending = xreallocarray(rs->pending,
-				    rs->apending, sizeof *rs->pending);
-			}
-			rs->pending[rs->npending].key = row->key;
-			rs->pending[rs->npending].state = st;
-			rs->npending++;
-			row->key = NULL;
+			add_pending(rs, row->key, st);
 			pthread_mutex_unlock(&rs->mu);
 		}
 		restore_row_free(row);
@@ -831,46 +491,6 @@ resolve_tier(struct rs *rs, const char *resgroup)
 	return NULL;
 }
 
-/* Make sure target namespace t exists (main thread). */
-static void
-ensure_ns(struct rs *rs, const char *orig, const char *t)
-{
-	struct cairn_err err = CAIRN_ERR_INIT;
-	cJSON *obj = NULL;
-	int rc;
-
-	for (size_t i = 0; i < rs->nensured; i++)
-		if (strcmp(rs->ensured[i], t) == 0)
-			return;
-	rc = kube_get(rs->env->kube, &ns_gvr, NULL, t, &obj, &err);
-	if (rc == CAIRN_ENOTFOUND) {
-		obj = restore_plan_namespace(rs->plan, orig);
-		if (obj == NULL) {
-			obj = cJSON_CreateObject();
-			cJSON_AddStringToObject(obj, "apiVersion", "v1");
-			cJSON_AddStringToObject(obj, "kind", "Namespace");
-		}
-		restore_reset_metadata(obj);
-		json_set_str(obj, "metadata.name", t);
-		set_label(obj, RESTORE_LABEL_BACKUP, rs->backup_lv);
-		set_label(obj, RESTORE_LABEL_RESTORE, rs->name_lv);
-		rc = kube_create(rs->env->kube, &ns_gvr, NULL, obj, NULL, &err);
-		if (rc == CAIRN_EEXIST)
-			rc = 0;
-		if (rc < 0)
-			rs_recordf(rs, 1, t, "error creating namespace %s: %s",
-			    t, err.msg);
-		else
-			rs_event(rs, "info", "created namespace %s", t);
-	}
-	cJSON_Delete(obj);
-	if (rc == 0) {
-		rs->ensured = xreallocarray(rs->ensured, rs->nensured + 1,
-		    sizeof *rs->ensured);
-		rs->ensured[rs->nensured++] = xstrdup(t);
-	}
-}
-
 struct feed {
 	struct rs *rs;
 	int64_t skipped;
@@ -902,9 +522,13 @@ feed_row(void *arg, struct restore_row *row)
 		restore_row_free(row);
 		return 0;
 	}
-	if (row->ns[0] != '\0')
-		ensure_ns(rs, row->ns, restore_filter_map_ns(rs->filter,
-		    row->ns));
+	if (row->ns[0] != '\0' && rs_ensure_ns(rs, row->ns,
+	    restore_filter_map_ns(rs->filter, row->ns), 1) < 0) {
+		/* its namespace cannot be made: one error said so */
+		rs_mark(rs, row, JOURNAL_R_FAILED);
+		restore_row_free(row);
+		return 0;
+	}
 	pthread_mutex_lock(&rs->mu);
 	while (rs->qcount == rs->qcap) {
 		struct timespec ts;
@@ -954,6 +578,14 @@ run_tiers(struct rs *rs, struct cairn_err *err)
 			rs_recordf(rs, 1, NULL, "the cluster does not serve %s: "
 			    "its %lld items are not restored", ti.resgroup,
 			    (long long)restore_plan_tier_count(rs->plan, i));
+		else if (!(ti.r->verbs & KUBE_VERB_CREATE)) {
+			/* list-only kinds (metrics, componentstatuses...) */
+			ti.nocreate = 1;
+			rs_event(rs, "info", "not restoring the %lld items of "
+			    "%s: the cluster does not allow creating them (no "
+			    "create verb)", (long long)restore_plan_tier_count(
+			    rs->plan, i), ti.resgroup);
+		}
 		rs->tier = i;
 		rs->ti = &ti;
 		rs->abort_tier = 0;
@@ -1145,6 +777,15 @@ rs_free(struct rs *rs)
 	free(rs->backup);
 	free(rs->name_lv);
 	free(rs->backup_lv);
+	for (size_t i = 0; i < rs->nns_failed; i++)
+		free(rs->ns_failed[i]);
+	free(rs->ns_failed);
+	for (size_t i = 0; i < rs->npvnames; i++) {
+		free(rs->pvnames[i].from);
+		free(rs->pvnames[i].to);
+	}
+	free(rs->pvnames);
+	pthread_mutex_destroy(&rs->pv_mu);
 	pthread_mutex_destroy(&rs->mu);
 	pthread_cond_destroy(&rs->cv_items);
 	pthread_cond_destroy(&rs->cv_space);
@@ -1306,6 +947,7 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 
 	memset(&rs, 0, sizeof rs);
 	pthread_mutex_init(&rs.mu, NULL);
+	pthread_mutex_init(&rs.pv_mu, NULL);
 	pthread_cond_init(&rs.cv_items, NULL);
 	pthread_cond_init(&rs.cv_space, NULL);
 	pthread_cond_init(&rs.cv_idle, NULL);
@@ -1320,6 +962,11 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 	rs.uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
 	rs.backup = xstrdup(json_str_or(obj, "spec.backupName", ""));
 	rs.name_lv = kube_label_value(rs.name);
+	rs.restore_pvs = !cJSON_IsFalse(json_get(obj, "spec.restorePVs"));
+	rs.ract.preserve_node_ports = json_bool(obj, "spec.preserveNodePorts",
+	    0);
+	rs.term_wait_us = env->terminating_timeout_us > 0 ?
+	    env->terminating_timeout_us : RESTORE_TERMINATING_WAIT_US;
 	rs.backup_lv = kube_label_value(rs.backup);
 	rs.attempt = json_int(obj, "status.claim.attempt", 1);
 	engine_fence_env(&rs.f, env, &restores_gvr, "restore", rs.ns, rs.name,

@@ -803,8 +803,10 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 	b.f = f;
 	b.problem = problem_fn;
 	b.arg = arg;
+	/* serialized: restore workers look items up while the main thread
+	 * hands a tier out */
 	if (sqlite3_open_v2("", &p->db, SQLITE_OPEN_READWRITE |
-	    SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+	    SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL) != SQLITE_OK) {
 		rc = db_fail(p, err, "opening");
 		goto fail;
 	}
@@ -950,6 +952,25 @@ restore_plan_foreach(struct restore_plan *p, size_t i,
 	return rc;
 }
 
+char *
+restore_plan_item(struct restore_plan *p, const char *resgroup,
+    const char *ns, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	char *text = NULL;
+
+	if (sqlite3_prepare_v2(p->db, "SELECT data FROM items WHERE "
+	    "resgroup=?1 AND ns=?2 AND name=?3", -1, &st, NULL) != SQLITE_OK)
+		return NULL;
+	sqlite3_bind_text(st, 1, resgroup, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		text = col_text(st, 0);
+	sqlite3_finalize(st);
+	return text;
+}
+
 cJSON *
 restore_plan_namespace(struct restore_plan *p, const char *name)
 {
@@ -1029,7 +1050,7 @@ list_load(struct restore_plan *p, const cJSON *rl, struct cairn_err *err)
  */
 static int64_t
 list_diff(struct restore_plan *p, const char *sql, const char *what,
-    restore_problem_fn problem, void *arg, struct cairn_err *err)
+    restore_problem_fn problem_fn, void *arg, struct cairn_err *err)
 {
 	sqlite3_stmt *st = NULL;
 	struct buf b;
@@ -1055,11 +1076,11 @@ list_diff(struct restore_plan *p, const char *sql, const char *what,
 		buf_free(&b);
 		return db_fail(p, err, "comparing with the resource list");
 	}
-	if (n > 0 && problem != NULL) {
+	if (n > 0 && problem_fn != NULL) {
 		char *msg = xasprintf("%s: %s%s (%lld in all)", what, buf_cstr(&b),
 		    n > RESTORE_LIST_SHOWN ? ", ..." : "", (long long)n);
 
-		problem(arg, 1, "", msg);
+		problem_fn(arg, 1, "", msg);
 		free(msg);
 	}
 	buf_free(&b);
@@ -1068,7 +1089,7 @@ list_diff(struct restore_plan *p, const char *sql, const char *what,
 
 int64_t
 restore_plan_check_list(struct restore_plan *p, const cJSON *rl,
-    restore_problem_fn problem, void *arg, struct cairn_err *err)
+    restore_problem_fn problem_fn, void *arg, struct cairn_err *err)
 {
 	/* per (group, ns, name): how many items each side has */
 	static const char sides[] =
@@ -1090,9 +1111,9 @@ restore_plan_check_list(struct restore_plan *p, const cJSON *rl,
 	    "coalesce(r.c, 0) FROM a LEFT JOIN r USING(grp, ns, name) "
 	    "WHERE a.c > coalesce(r.c, 0) ORDER BY 1, 2, 3", sides);
 	n1 = list_diff(p, missing, "the tarball lacks items the backup's "
-	    "resource list names", problem, arg, err);
+	    "resource list names", problem_fn, arg, err);
 	n2 = n1 < 0 ? 0 : list_diff(p, extra, "the tarball holds items the "
-	    "backup's resource list does not name", problem, arg, err);
+	    "backup's resource list does not name", problem_fn, arg, err);
 	free(missing);
 	free(extra);
 	(void)sqlite3_exec(p->db, "DROP TABLE temp.rl", NULL, NULL, NULL);

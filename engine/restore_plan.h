@@ -154,6 +154,14 @@ int restore_plan_foreach(struct restore_plan *p, size_t i,
 int64_t restore_plan_check_list(struct restore_plan *p, const cJSON *rl,
 	restore_problem_fn problem, void *arg, struct cairn_err *err);
 
+/*
+ * The JSON text (owned) of the selected item resgroup ns/name ("" for
+ * cluster scope), or NULL when the plan does not have it. May be called
+ * from any thread, also while restore_plan_foreach() runs.
+ */
+char *restore_plan_item(struct restore_plan *p, const char *resgroup,
+	const char *ns, const char *name);
+
 /* The backed-up Namespace object called name (owned), or NULL. */
 cJSON *restore_plan_namespace(struct restore_plan *p, const char *name);
 

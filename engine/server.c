@@ -917,6 +917,7 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	s.renv = s.env;
 	s.renv.stop = &s.drain;		/* a restore's items are its checkpoints */
 	s.renv.drain = NULL;
+	s.renv.terminating_timeout_us = o->terminating_timeout_us;
 	s.running = xcalloc((size_t)s.nworkers, sizeof *s.running);
 	pthread_mutex_init(&s.mu, NULL);
 	pthread_cond_init(&s.cv, NULL);

@@ -25,6 +25,7 @@ struct server_opts {
 	const char *namespace;		/* where cairn's objects live */
 	int workers;			/* items processed at once (>= 1) */
 	int restore_workers;		/* creates per restore tier; 0: default */
+	int64_t terminating_timeout_us;	/* restores: 0: default (10 min) */
 	size_t part_size;		/* tarball part size */
 	int64_t scan_period_us;		/* how often items are listed */
 	int64_t gc_period_us;		/* upkeep: expiry of Backups; 0: 1 h */

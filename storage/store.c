@@ -302,61 +302,6 @@ store_put_gzip(struct store *s, const char *key, const void *data,
 }
 
 int
-store_get_gunzip(struct store *s, const char *key, size_t cap, char **data,
-    size_t *len, struct cairn_err *err)
-{
-	char *gz = NULL;
-	size_t gzlen = 0;
-	unsigned char chunk[65536];
-	struct buf b;
-	z_stream z;
-	int rc, zrc = Z_OK;
-
-	*data = NULL;
-	*len = 0;
-	/* a gzip bomb stops at cap, whatever the compressed size */
-	rc = store_get_mem(s, key, cap, &gz, &gzlen, err);
-	if (rc < 0)
-		return rc;
-	memset(&z, 0, sizeof z);
-	if (inflateInit2(&z, 15 + 16) != Z_OK) {
-		free(gz);
-		return cairn_err_set(err, CAIRN_EFAIL, "gunzip of %s: zlib init "
-		    "failed", key);
-	}
-	buf_init(&b, cap);
-	z.next_in = (Bytef *)gz;
-	z.avail_in = (uInt)gzlen;
-	while (zrc == Z_OK) {
-		z.next_out = chunk;
-		z.avail_out = sizeof chunk;
-		zrc = inflate(&z, Z_NO_FLUSH);
-		if ((zrc == Z_OK || zrc == Z_STREAM_END) &&
-		    buf_append(&b, chunk, sizeof chunk - z.avail_out) < 0) {
-			rc = cairn_err_set(err, CAIRN_ETOOBIG, "%s: over %zu "
-			    "bytes gunzipped", key, cap);
-			break;
-		}
-		if (zrc == Z_BUF_ERROR && z.avail_in > 0)
-			zrc = Z_OK;	/* the output was full: go on */
-	}
-	inflateEnd(&z);
-	free(gz);
-	if (rc == 0 && zrc != Z_STREAM_END)
-		rc = cairn_err_set(err, CAIRN_EPROTO, "%s: not whole gzip data "
-		    "(%s)", key, z.msg != NULL ? z.msg : "truncated");
-	if (rc == 0 && b.data == NULL)
-		(void)buf_append(&b, "", 0);
-	if (rc < 0) {
-		buf_free(&b);
-		return rc;
-	}
-	*len = b.len;
-	*data = buf_take(&b, NULL);
-	return 0;
-}
-
-int
 store_get(struct store *s, const char *key, uint64_t off, int64_t len,
     store_write_fn sink, void *arg, const struct store_progress *prog,
     struct cairn_err *err)

@@ -223,13 +223,6 @@ int store_get(struct store *s, const char *key, uint64_t off, int64_t len,
  */
 int store_get_mem(struct store *s, const char *key, size_t cap, char **data,
 	size_t *len, struct cairn_err *err);
-/*
- * store_get_mem() of a gzipped object (Velero's .gz files), gunzipped:
- * *data (owned, NUL-terminated) holds at most cap bytes (CAIRN_ETOOBIG
- * past it); data that is not whole gzip is CAIRN_EPROTO.
- */
-int store_get_gunzip(struct store *s, const char *key, size_t cap,
-	char **data, size_t *len, struct cairn_err *err);
 
 /*
  * Convenience: the whole object gunzipped (one or more gzip members) into

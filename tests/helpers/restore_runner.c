@@ -8,6 +8,7 @@
  *
  *   restore_runner --kubeconfig F --namespace NS --journal DB
  *                  --server-id ID [--restore-workers N] [--period-ms N]
+ *                  [--terminating-timeout-ms N]
  *
  * SIGTERM/SIGINT stop it at the next item.
  */
@@ -89,6 +90,7 @@ main(int argc, char **argv)
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = "cairn-system", *jpath = "journal.db", *id = "runner";
 	int workers = 0, period_ms = 200;
+	long long term_ms = 0;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--kubeconfig") == 0)
@@ -103,6 +105,8 @@ main(int argc, char **argv)
 			workers = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--period-ms") == 0)
 			period_ms = atoi(argv[i + 1]);
+		else if (strcmp(argv[i], "--terminating-timeout-ms") == 0)
+			term_ms = atoll(argv[i + 1]);
 		else {
 			fprintf(stderr, "restore_runner: unknown %s\n", argv[i]);
 			return 2;
@@ -128,6 +132,7 @@ main(int argc, char **argv)
 	env.server_id = id;
 	env.namespace = ns;
 	env.stop = &stop_flag;
+	env.terminating_timeout_us = term_ms * 1000;
 	fprintf(stderr, "restore_runner: ready\n");
 	while (!stop_flag) {
 		struct scan s = { NULL, 0, id };

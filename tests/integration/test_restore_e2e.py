@@ -215,6 +215,20 @@ def compare_all(t, w, items, ns_map=None, keep_status=()):
     t.check(not bad, "%d objects wrong: %s" % (len(bad), "\n".join(bad[:5])))
 
 
+def without_volume_names(items):
+    """The items as a restore without their PVs makes them into a cluster
+    that lacks those PVs: each PVC loses spec.volumeName and is
+    provisioned anew (issue 18; Velero drops it for PVs it does not
+    restore)."""
+    out = []
+    for g, v, p, o in items:
+        if p == "persistentvolumeclaims":
+            o = json.loads(json.dumps(o))
+            o["spec"].pop("volumeName", None)
+        out.append((g, v, p, o))
+    return out
+
+
 def source_with_app(t):
     src = t.kubesim(name="source")
     make_app(src)
@@ -293,7 +307,7 @@ def namespace_mapping(t):
     t.check(w.get("/api/v1/namespaces/app1") is None, "source namespace not created")
     t.check(w.get("/api/v1/namespaces/app2") is None, "other namespace not restored")
     mine = [(g, v, p, o) for g, v, p, o in items if o["metadata"].get("namespace") == "app1"]
-    compare_all(t, w, mine, ns_map={"app1": "copy1"})
+    compare_all(t, w, without_volume_names(mine), ns_map={"app1": "copy1"})
     rb = w.get("/apis/rbac.authorization.k8s.io/v1/namespaces/copy1/rolebindings/reader")
     t.eq(rb["subjects"][0]["namespace"], "copy1", "rolebinding subject namespace mapped")
     # not all namespaces and includeClusterResources unset: no PVs, no ClusterRoles
@@ -376,7 +390,7 @@ def restore_status(t):
     wid = w.get("/apis/example.io/v1/namespaces/app1/widgets/w2")
     t.eq(wid.get("status"), {"state": "Ready", "observed": 2}, "widget status written after create")
     mine = [(g, v, p, o) for g, v, p, o in items if o["metadata"].get("namespace") == "app1"]
-    compare_all(t, w, mine, keep_status=("widgets",))
+    compare_all(t, w, without_volume_names(mine), keep_status=("widgets",))
 
 
 @case

@@ -234,16 +234,21 @@ test_hostile_entries(void)
 	tb_add(&t, "resources/dir", AE_IFDIR, NULL, NULL, 0);
 	tb_file(&t, "resources/configmaps/namespaces/ns1/bad.json", "{\"a\":");
 	{
-		char deep[400];
+		/* one level over the limit, and one at it (issue 18) */
+		enum { D = CAIRN_JSON_MAX_DEPTH };
+		char deep[2 * D + 3];
 		int i;
 
-		for (i = 0; i < 100; i++)
+		for (i = 0; i < D + 1; i++)
 			deep[i] = '[';
-		for (; i < 200; i++)
+		for (; i < 2 * D + 2; i++)
 			deep[i] = ']';
 		deep[i] = '\0';
 		tb_file(&t, "resources/configmaps/namespaces/ns1/deep.json",
 		    deep);
+		deep[2 * D + 1] = '\0';
+		tb_file(&t, "resources/configmaps/namespaces/ns1/limit.json",
+		    deep + 1);
 	}
 	tb_file(&t, "resources/configmaps/namespaces/ns1/a.json", obj1);
 	tb_close(&t);
@@ -263,6 +268,8 @@ test_hostile_entries(void)
 	    "entry \"resources/configmaps/namespaces/ns1/bad.json\"") != NULL);
 	CHECK(strstr(log, "json resources/configmaps/namespaces/ns1/deep.json: "
 	    "entry \"resources/configmaps/namespaces/ns1/deep.json\"") != NULL);
+	CHECK(strstr(log, "ok resources/configmaps/namespaces/ns1/limit.json\n")
+	    != NULL);
 	/* the good entry after all of them is still read */
 	CHECK(strstr(log, "ok resources/configmaps/namespaces/ns1/a.json\n")
 	    != NULL);
