@@ -10,12 +10,14 @@
  *   2. the object is cleaned of what the cluster assigns (the actions),
  *      its metadata reset, its namespace mapped, the restore's labels set;
  *   3. volumes: Velero's rename of a PV whose claim moves to a mapped
- *      namespace while a PV of its name exists; a PV being deleted is
- *      waited for; a retained, Released PV that names the claim being
- *      restored is released for it (its claimRef uid dropped) instead of
- *      being left Released; data is restored only for a PV this restore
- *      creates; a PVC follows its PV's new name, and loses volumeName
- *      when that PV is neither restored nor in the cluster;
+ *      namespace while a PV of its name exists; a PV being deleted, or
+ *      whose claim or its namespace is, is waited for (Velero's
+ *      shouldRestore); a retained PV that outlived the claim being
+ *      restored gets its claimRef uid dropped, so that the claim binds it
+ *      again instead of it staying Released; data is restored only for a
+ *      PV this restore creates; a PVC follows its PV's new name, and
+ *      loses volumeName when that PV is neither restored nor in the
+ *      cluster;
  *   4. create; a namespace being deleted (403 "being terminated") or an
  *      object being deleted (AlreadyExists with a deletionTimestamp) is
  *      waited for, up to the terminating-resource timeout, and the
@@ -470,19 +472,64 @@ same_claim(const cJSON *a, const cJSON *b)
 	    strcmp(an, bn) == 0 && strcmp(as, bs) == 0;
 }
 
+enum claim_state { CLAIM_LIVE, CLAIM_GOING, CLAIM_GONE };
+
+/*
+ * The claim a live PV's claimRef names (with its uid): still there
+ * (CLAIM_LIVE), being deleted or in a namespace being deleted
+ * (CLAIM_GOING), or gone / made again with another uid (CLAIM_GONE).
+ * A negative code on a read error.
+ */
+static int
+claim_state(struct rs *rs, const cJSON *live, struct cairn_err *err)
+{
+	static const struct kube_gvr pvc_gvr = { "", "v1",
+	    "persistentvolumeclaims" };
+	const char *cns = json_str_or(live, "spec.claimRef.namespace", "");
+	const char *cn = json_str_or(live, "spec.claimRef.name", "");
+	const char *uid = json_str_or(live, "spec.claimRef.uid", "");
+	cJSON *pvc = NULL, *nso = NULL;
+	int rc, st;
+
+	rc = kube_get(rs->env->kube, &pvc_gvr, cns, cn, &pvc, err);
+	if (rc == CAIRN_ENOTFOUND)
+		return CLAIM_GONE;
+	if (rc < 0)
+		return rc;
+	if (strcmp(json_str_or(pvc, "metadata.uid", ""), uid) != 0)
+		st = CLAIM_GONE;
+	else if (deleting(pvc))
+		st = CLAIM_GOING;
+	else {
+		rc = kube_get(rs->env->kube, &ns_gvr, NULL, cns, &nso, err);
+		st = rc == 0 && ns_terminating(nso) ? CLAIM_GOING : CLAIM_LIVE;
+		if (rc < 0 && rc != CAIRN_ENOTFOUND)
+			st = rc;
+	}
+	cJSON_Delete(pvc);
+	cJSON_Delete(nso);
+	return st;
+}
+
 /*
  * A PV before its create (pv prepared: claimRef mapped and without uid).
  * Returns -1 to go on and create pv (renamed when Velero's rule says so,
- * its data restored first), or the item's final state.
+ * its data restored first), or the item's final state. Like Velero's
+ * shouldRestore, a PV on its way out, or whose claim or namespace is, is
+ * waited for (up to rs->term_wait_us).
  */
 static int
 pv_step(struct rs *rs, const struct restore_row *row, cJSON *pv,
     const char *what)
 {
+	static const char *const bind_ann[] = {
+	    "pv.kubernetes.io/bind-completed",
+	    "pv.kubernetes.io/bound-by-controller", NULL };
 	struct cairn_err err = CAIRN_ERR_INIT;
-	cJSON *live = NULL, *body;
+	cJSON *live = NULL, *body, *ann;
+	int64_t start = time_mono_us();
+	int rc, cs, said = 0;
 	char *to;
-	int rc;
 
 	to = pv_target(rs, row->name, &err);
 	if (to == NULL) {
@@ -501,44 +548,78 @@ pv_step(struct rs *rs, const struct restore_row *row, cJSON *pv,
 		return -1;
 	}
 	free(to);
-	rc = wait_while(rs, &pv_gvr, NULL, row->name, pv_going, what, 0, &live,
-	    &err);
-	if (rc < 0) {
-		rs_recordf(rs, 1, "", "error restoring %s: %s", what, err.msg);
-		return JOURNAL_R_FAILED;
-	}
-	if (live == NULL) {
-		pv_data(rs, pv);	/* ours to create: its data too */
-		return -1;
-	}
-	if (strcmp(json_str_or(live, "status.phase", ""), "Released") != 0 ||
-	    !same_claim(live, pv) ||
-	    json_str(live, "spec.claimRef.uid") == NULL) {
+	for (;;) {
+		rc = wait_while(rs, &pv_gvr, NULL, row->name, pv_going, what, 0,
+		    &live, &err);
+		if (rc < 0)
+			goto fail;
+		if (live == NULL) {
+			pv_data(rs, pv);	/* ours to create: its data too */
+			return -1;
+		}
+		if (!same_claim(live, pv) ||
+		    json_str(live, "spec.claimRef.uid") == NULL) {
+			cJSON_Delete(live);
+			return -1;	/* exists: compared after the create */
+		}
+		cs = claim_state(rs, live, &err);
+		if (cs < 0) {
+			rc = cs;
+			goto fail;
+		}
+		if (cs == CLAIM_LIVE) {
+			cJSON_Delete(live);
+			return -1;	/* bound to the claim it names */
+		}
+		if (cs == CLAIM_GOING) {
+			cJSON_Delete(live);
+			live = NULL;
+			if (time_mono_us() - start >= rs->term_wait_us) {
+				rc = cairn_err_set(&err, CAIRN_ETIMEOUT, "its "
+				    "claim is still being deleted");
+				goto fail;
+			}
+			if (!said)
+				rs_event(rs, "info", "waiting for the claim of "
+				    "%s to finish being deleted", what);
+			said = 1;
+			if (rs->env->stop != NULL && *rs->env->stop)
+				return JOURNAL_R_FAILED;
+			time_sleep_us(RS_POLL_US, rs->env->stop);
+			continue;
+		}
+		/*
+		 * Retained, and its claim is gone: the PV controller would
+		 * keep it Released (claimRef holds the old claim's uid).
+		 * Drop the uid, as an admin would, so the claim this
+		 * restore brings back binds it again. Its data is the data.
+		 */
+		body = cJSON_Duplicate(live, 1);
 		cJSON_Delete(live);
-		return -1;		/* exists: compared after the create */
+		live = NULL;
+		json_delete(body, "spec.claimRef.uid");
+		json_delete(body, "spec.claimRef.resourceVersion");
+		cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
+		ann = json_get(body, "metadata.annotations");
+		for (int i = 0; bind_ann[i] != NULL; i++)
+			cJSON_DeleteItemFromObjectCaseSensitive(ann, bind_ann[i]);
+		restore_labels(rs, body);
+		rc = kube_update(rs->env->kube, &pv_gvr, NULL, body, NULL, &err);
+		cJSON_Delete(body);
+		if (rc == CAIRN_ECONFLICT)
+			continue;	/* it changed meanwhile: look again */
+		if (rc < 0)
+			goto fail;
+		rs_event(rs, "info", "%s outlived its claim (retained): its "
+		    "claim reference is reset so that the restored claim "
+		    "binds it again", what);
+		return JOURNAL_R_UPDATED;
 	}
-	/*
-	 * Retained, Released, and naming the claim this restore brings
-	 * back: the PV controller would keep it Released (its claimRef
-	 * holds the old claim's uid). Drop the uid, as an admin would, so
-	 * the restored claim binds it again. Its data is the data.
-	 */
-	body = cJSON_Duplicate(live, 1);
-	json_delete(body, "spec.claimRef.uid");
-	json_delete(body, "spec.claimRef.resourceVersion");
-	cJSON_DeleteItemFromObjectCaseSensitive(body, "status");
-	restore_labels(rs, body);
-	rc = kube_update(rs->env->kube, &pv_gvr, NULL, body, NULL, &err);
-	cJSON_Delete(body);
+fail:
 	cJSON_Delete(live);
-	if (rc < 0) {
-		rs_recordf(rs, 1, "", "error restoring %s: it is Released and "
-		    "its claim reference cannot be reset: %s", what, err.msg);
-		return JOURNAL_R_FAILED;
-	}
-	rs_event(rs, "info", "%s was Released (retained): its claim reference "
-	    "is reset so that the restored claim binds it again", what);
-	return JOURNAL_R_UPDATED;
+	if (rc != CAIRN_ECANCELED)
+		rs_recordf(rs, 1, "", "error restoring %s: %s", what, err.msg);
+	return JOURNAL_R_FAILED;
 }
 
 /*

@@ -91,6 +91,31 @@ def tar_bytes(entries, gz=True):
     return gzip.compress(b) if gz else b
 
 
+def tar_raw(entries):
+    """The plain tar of entries ((path, bytes) files) and the byte offset
+    after each entry: (raw, [end of entry 1, end of entry 2, ...]). The
+    end-of-archive blocks and the record padding follow the last offset."""
+    raw = io.BytesIO()
+    ends = []
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tf:
+        for path, data in entries:
+            ti = tarfile.TarInfo(path)
+            ti.size = len(data)
+            ti.mode = 0o644
+            tf.addfile(ti, io.BytesIO(data))
+            ends.append(raw.tell())
+    return raw.getvalue(), ends
+
+
+def gzip_flushed(raw, cut):
+    """One gzip member of raw with a full flush at offset cut: (data, the
+    compressed length at the flush). data[:that] inflates to raw[:cut]
+    exactly, without the member's trailer."""
+    c = zlib.compressobj(6, zlib.DEFLATED, 31)
+    head = c.compress(raw[:cut]) + c.flush(zlib.Z_FULL_FLUSH)
+    return head + c.compress(raw[cut:]) + c.flush(), len(head)
+
+
 def bomb_tarball(good_entries, zeros=256 << 20):
     """A gzip bomb: good entries, then one tar entry of `zeros` zero bytes,
     compressed ~1000:1 and streamed so the test never holds the expansion."""
@@ -210,6 +235,12 @@ def normalize(obj, keep_status=False):
     labels.pop("cairn.io/restore-name", None)
     if not labels:
         md.pop("labels", None)
+    # what the PV controller writes when it binds (again, after a restore)
+    anns = md.get("annotations") or {}
+    for k in ("pv.kubernetes.io/bind-completed", "pv.kubernetes.io/bound-by-controller"):
+        anns.pop(k, None)
+    if not anns:
+        md.pop("annotations", None)
     if not keep_status:
         o.pop("status", None)
     if o.get("kind") == "Service":

@@ -401,6 +401,12 @@ def restore_init_containers_and_exec_hooks_after_ready(t):
     time.sleep(1.5)
     t.eq(hook_log(sim, "db") + hook_log(sim, "web", "side") + hook_log(sim, "web", "nginx"), [],
          "no exec hook before the containers run")
+    # a restore leaves nodeName to the scheduler (issue 18, as Velero):
+    # kubesim has none, so the test schedules the pods it starts
+    for p in ("db", "web"):
+        t.check("nodeName" not in sim.ok("GET", PODS + "/" + p)["spec"], "%s restored unscheduled" % p)
+        sim.ok("PATCH", PODS + "/" + p, {"spec": {"nodeName": "node-1"}},
+               content_type="application/merge-patch+json")
     # web's containers run; db's runs but is not ready yet, then is
     t_web = time.time()
     sim.patch(PODS + "/web/status", {"status": {"phase": "Running", "containerStatuses": [
