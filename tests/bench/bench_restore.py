@@ -8,6 +8,11 @@ RUNS times (interleaved) and the medians are printed. Never passes or fails.
 
     CAIRN_BENCH_SECRETS=31000 CAIRN_BENCH_RESTORE_WORKERS=8 CAIRN_BENCH_RUNS=3 \
         make bench BENCH_FILTER=restore
+
+CAIRN_BENCH_BASELINE_RUNNER=/path/to/an/older/restore_runner also runs that
+build of the restore controller in each round, interleaved, and prints its
+medians and the ratio to this build (a before/after of one change, in one
+run on one machine).
 """
 import json
 import multiprocessing
@@ -28,6 +33,7 @@ N = int(os.environ.get("CAIRN_BENCH_SECRETS", "31000"))
 WORKERS = int(os.environ.get("CAIRN_BENCH_RESTORE_WORKERS", "8"))
 RUNS = max(1, int(os.environ.get("CAIRN_BENCH_RUNS", "3")))
 RUNNER = os.path.join(BUILDDIR, "tests", "helpers", "restore_runner")
+BASELINE = os.environ.get("CAIRN_BENCH_BASELINE_RUNNER")
 
 
 def main():
@@ -56,8 +62,12 @@ def run(t):
         for o in secrets:
             f.write(json.dumps(rt.normalize(o)) + "\n")
 
-    res = {"cairn": [], "kubectl": [], "alone": []}
+    res = {"cairn": [], "kubectl": [], "alone": [], "baseline": []}
     for i in range(RUNS):
+        if BASELINE:
+            b = cairn_restore(t, i, tb, len(secrets), runner_bin=BASELINE, tag="baseline")
+            res["baseline"].append(b)
+            print("run %d: baseline restore_runner %.1f s" % (i + 1, b), flush=True)
         c = cairn_restore(t, i, tb, len(secrets))
         k = kubectl_create(t, i, path, len(secrets))
         a = kubesim_alone(t, i, secrets)
@@ -72,19 +82,25 @@ def run(t):
     print("median of %d: kubectl create -f %.1f s (%.0f objects/s)" % (RUNS, k, len(secrets) / k), flush=True)
     print("median of %d: kubesim alone %.1f s (%.0f creates/s over %d connections)" % (
         RUNS, a, len(secrets) / a, WORKERS), flush=True)
+    if BASELINE:
+        b = statistics.median(res["baseline"])
+        print("median of %d: baseline build %.1f s (%.0f objects/s); this build / baseline: %.2f "
+              "(runs: %s)" % (RUNS, b, len(secrets) / b, c / b,
+                              ", ".join("%.2f" % (x / y) for x, y in zip(res["cairn"], res["baseline"]))),
+              flush=True)
     print("ratio: cairn is %.1fx faster than kubectl create -f (goal: >= 3x); "
           "Velero #6845: 52 min for 31k Secrets" % (k / c), flush=True)
 
 
-def cairn_restore(t, i, tb, n):
+def cairn_restore(t, i, tb, n, runner_bin=RUNNER, tag="cairn"):
     """Velero-layout tarball, restore controller, fresh kubesim. -> seconds"""
-    a = t.kubesim(name="cairn-target-%d" % i, tls=False)
+    a = t.kubesim(name="%s-target-%d" % (tag, i), tls=False)
     a.install_crds("cairn-system")
-    store = t.mkdir("store-%d" % i)
+    store = t.mkdir("%s-store-%d" % (tag, i))
     rt.install_backup(a, store, "b", tb)
-    runner = t.spawn([RUNNER, "--kubeconfig", a.kubeconfig, "--namespace", "cairn-system",
-                      "--journal", t.path("journal-%d.db" % i), "--server-id", "bench",
-                      "--restore-workers", WORKERS, "--period-ms", 50], name="runner-%d" % i)
+    runner = t.spawn([runner_bin, "--kubeconfig", a.kubeconfig, "--namespace", "cairn-system",
+                      "--journal", t.path("%s-journal-%d.db" % (tag, i)), "--server-id", "bench",
+                      "--restore-workers", WORKERS, "--period-ms", 50], name="%s-runner-%d" % (tag, i))
     start = time.monotonic()
     rt.create_restore(a, "r", {"backupName": "b"})
 
@@ -95,8 +111,8 @@ def cairn_restore(t, i, tb, n):
     secs = time.monotonic() - start
     n_ok = len(a.ok("GET", "/api/v1/namespaces/bench/secrets")["items"])
     if r["status"]["phase"] != "Completed" or n_ok != n:
-        print("cairn restore run %d: phase %s, %d of %d Secrets present" % (
-            i + 1, r["status"]["phase"], n_ok, n), flush=True)
+        print("%s restore run %d: phase %s, %d of %d Secrets present" % (
+            tag, i + 1, r["status"]["phase"], n_ok, n), flush=True)
     runner.stop()
     a.proc.stop()
     return secs
