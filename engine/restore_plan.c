@@ -198,12 +198,6 @@ restore_path_parse(const char *path, struct restore_path *out)
 	return 0;
 }
 
-int
-restore_name_bad(const char *s)
-{
-	return strcmp(s, ".") == 0 || strcmp(s, "..") == 0;
-}
-
 /* ---- filters ---------------------------------------------------------- */
 
 struct restore_filter {
@@ -666,11 +660,6 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 	if (rc < 0) {
 		problem(b, 0, "", "tarball entry \"%s\" ignored: not an item "
 		    "path of format 1.1.0", e->path);
-		return 0;
-	}
-	if (restore_name_bad(rp.ns) || restore_name_bad(rp.name)) {
-		problem(b, 1, "", "tarball entry \"%s\" refused: \".\" and "
-		    "\"..\" are not object names", e->path);
 		return 0;
 	}
 	sqlite3_bind_text(b->pathput, 1, e->path, -1, SQLITE_STATIC);

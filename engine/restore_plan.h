@@ -54,12 +54,6 @@ struct restore_path {
  */
 int restore_path_parse(const char *path, struct restore_path *out);
 
-/*
- * "." and "..": names no object may have, and that would change a
- * request's URL (curl resolves them as dot segments).
- */
-int restore_name_bad(const char *name);
-
 /* Velero's non-restorable resources (nodes, events, backups...). */
 int restore_never_restored(const char *resgroup);
 /*

@@ -413,8 +413,8 @@ test_plan_duplicates_and_list(void)
 	    "used\n"
 	    "E [ns1] tarball entry \"resources/deployments.apps/namespaces/ns1/"
 	    "web.json\" appears more than once: the last copy is used\n"
-	    "E [] tarball entry \"resources/configmaps/namespaces/ns1/...json\" "
-	    "refused: \".\" and \"..\" are not object names\n");
+	    "W [] tarball entry \"resources/configmaps/namespaces/ns1/...json\" "
+	    "ignored: not an item path of format 1.1.0\n");
 
 	/* the list as the backup wrote it: no difference (a ConfigMap and a
 	 * Secret of one name are two items of the core group) */
