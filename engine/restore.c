@@ -932,6 +932,42 @@ rs_count_before(struct rs *rs)
 	rs->done = rs->restored_before;	/* skipped below, counted now */
 }
 
+/* A run's state for the Restore obj as claimed (rs_free() undoes it). */
+static void
+rs_init(struct rs *rs, const struct engine_env *env, const cJSON *obj,
+    const char *worker)
+{
+	memset(rs, 0, sizeof *rs);
+	pthread_mutex_init(&rs->mu, NULL);
+	pthread_mutex_init(&rs->pv_mu, NULL);
+	pthread_cond_init(&rs->cv_items, NULL);
+	pthread_cond_init(&rs->cv_space, NULL);
+	pthread_cond_init(&rs->cv_idle, NULL);
+	rs->env = env;
+	rs->worker = worker;
+	rs->obj = cJSON_Duplicate(obj, 1);
+	rs->status = cJSON_Duplicate(json_get(obj, "status"), 1);
+	if (rs->status == NULL)
+		rs->status = cJSON_CreateObject();
+	rs->ns = xstrdup(json_str_or(obj, "metadata.namespace", env->namespace));
+	rs->name = xstrdup(json_str_or(obj, "metadata.name", ""));
+	rs->uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
+	rs->backup = xstrdup(json_str_or(obj, "spec.backupName", ""));
+	rs->name_lv = kube_label_value(rs->name);
+	rs->restore_pvs = !cJSON_IsFalse(json_get(obj, "spec.restorePVs"));
+	rs->ract.preserve_node_ports = json_bool(obj, "spec.preserveNodePorts",
+	    0);
+	rs->term_wait_us = env->terminating_timeout_us > 0 ?
+	    env->terminating_timeout_us : RESTORE_TERMINATING_WAIT_US;
+	rs->backup_lv = kube_label_value(rs->backup);
+	rs->attempt = json_int(obj, "status.claim.attempt", 1);
+	engine_fence_env(&rs->f, env, &restores_gvr, "restore", rs->ns, rs->name,
+	    rs->attempt, rs->uid);
+	rs->warnings = results_new();
+	rs->errors = results_new();
+	rs->reslist = cJSON_CreateObject();
+}
+
 int
 restore_run(const struct engine_env *env, const cJSON *obj,
 	const char *worker, int workers, struct cairn_err *err)
@@ -945,35 +981,7 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 	int rc;
 	char now[TIME_STR_MAX];
 
-	memset(&rs, 0, sizeof rs);
-	pthread_mutex_init(&rs.mu, NULL);
-	pthread_mutex_init(&rs.pv_mu, NULL);
-	pthread_cond_init(&rs.cv_items, NULL);
-	pthread_cond_init(&rs.cv_space, NULL);
-	pthread_cond_init(&rs.cv_idle, NULL);
-	rs.env = env;
-	rs.worker = worker;
-	rs.obj = cJSON_Duplicate(obj, 1);
-	rs.status = cJSON_Duplicate(json_get(obj, "status"), 1);
-	if (rs.status == NULL)
-		rs.status = cJSON_CreateObject();
-	rs.ns = xstrdup(json_str_or(obj, "metadata.namespace", env->namespace));
-	rs.name = xstrdup(json_str_or(obj, "metadata.name", ""));
-	rs.uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
-	rs.backup = xstrdup(json_str_or(obj, "spec.backupName", ""));
-	rs.name_lv = kube_label_value(rs.name);
-	rs.restore_pvs = !cJSON_IsFalse(json_get(obj, "spec.restorePVs"));
-	rs.ract.preserve_node_ports = json_bool(obj, "spec.preserveNodePorts",
-	    0);
-	rs.term_wait_us = env->terminating_timeout_us > 0 ?
-	    env->terminating_timeout_us : RESTORE_TERMINATING_WAIT_US;
-	rs.backup_lv = kube_label_value(rs.backup);
-	rs.attempt = json_int(obj, "status.claim.attempt", 1);
-	engine_fence_env(&rs.f, env, &restores_gvr, "restore", rs.ns, rs.name,
-	    rs.attempt, rs.uid);
-	rs.warnings = results_new();
-	rs.errors = results_new();
-	rs.reslist = cJSON_CreateObject();
+	rs_init(&rs, env, obj, worker);
 	if (workers <= 0)
 		workers = RESTORE_DEFAULT_WORKERS;
 	if (workers > RS_MAX_WORKERS)

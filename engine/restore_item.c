@@ -786,188 +786,254 @@ item_version(const struct tierinfo *ti, const cJSON *obj, char **buf,
 
 /* ---- one item ------------------------------------------------------------- */
 
-enum journal_rstate
-rs_apply_item(struct rs *rs, const struct restore_row *row)
-{
-	const struct tierinfo *ti = rs->ti;
-	struct cairn_err err = CAIRN_ERR_INIT;
-	cJSON *obj, *status = NULL, *out = NULL, *live = NULL, *cmp = NULL;
-	const char *ns, *name, *skip, *v;
-	char what[700], why[300], *vbuf = NULL, *owner = NULL;
+/* One item on its way in (a worker's). */
+struct item {
+	struct rs *rs;
+	const struct restore_row *row;
+	cJSON *obj;			/* prepared: what is sent */
+	cJSON *status;			/* restored after the create, or NULL */
 	struct kube_gvr g;
-	enum journal_rstate st = JOURNAL_R_FAILED;
-	const char *bucket;
-	int rc, retried_ns = 0, retried_gone = 0;
+	const char *ns;			/* target namespace, "" cluster scope */
+	const char *bucket;		/* its results list */
+	char what[700];			/* "resgroup ns/name" for messages */
+};
 
-	obj = json_parse(row->json, strlen(row->json), &err);
-	bucket = row->ns[0] ? restore_filter_map_ns(rs->filter, row->ns) : "";
-	if (obj == NULL) {
-		rs_recordf(rs, 1, bucket, "%s: %s", row->path, err.msg);
+/* Why the item is not restored at all, or NULL; why[] may hold the text. */
+static const char *
+item_skip(struct rs *rs, const struct restore_row *row, const cJSON *obj,
+    const char *ns, char *why, size_t whysz)
+{
+	const char *skip = ract_skip(row->resgroup, obj);
+	char *owner;
+
+	if (skip != NULL || strcmp(row->resgroup, "secrets") != 0 ||
+	    strcmp(json_str_or(obj, "type", ""), RACT_SA_TOKEN_TYPE) != 0)
+		return skip;
+	owner = sa_token_owner(rs, ns, row->name);
+	if (owner == NULL)
+		return NULL;
+	snprintf(why, whysz, "the token controller of service account %s "
+	    "makes it again", owner);
+	free(owner);
+	return why;
+}
+
+/*
+ * What comes before the create for volumes and namespaces: -1 to go on,
+ * or the item's final state.
+ */
+static int
+item_before(struct item *it)
+{
+	struct rs *rs = it->rs;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *rg = it->row->resgroup, *name;
+	cJSON *live = NULL;
+	char nw[300];
+	int rc;
+
+	if (strcmp(rg, "persistentvolumes") == 0)
+		return pv_step(rs, it->row, it->obj, it->what);
+	if (strcmp(rg, "persistentvolumeclaims") == 0)
+		return pvc_step(rs, it->obj, it->what, it->bucket);
+	if (strcmp(rg, "namespaces") != 0)
+		return -1;
+	name = json_str_or(it->obj, "metadata.name", "");
+	snprintf(nw, sizeof nw, "namespace %s", name);
+	rc = wait_while(rs, &ns_gvr, NULL, name, ns_terminating, nw, 0, &live,
+	    &err);
+	cJSON_Delete(live);
+	if (rc < 0) {
+		if (rc != CAIRN_ECANCELED)
+			ns_fail(rs, name, err.msg);
 		return JOURNAL_R_FAILED;
 	}
-	snprintf(what, sizeof what, "%s %s%s%s", row->resgroup, bucket,
-	    bucket[0] ? "/" : "", row->name);
-	if (ti->nocreate) {
-		st = JOURNAL_R_SKIPPED;	/* said once for the tier */
-		goto done;
-	}
-	skip = ract_skip(row->resgroup, obj);
-	if (skip == NULL && strcmp(row->resgroup, "secrets") == 0 &&
-	    strcmp(json_str_or(obj, "type", ""), RACT_SA_TOKEN_TYPE) == 0 &&
-	    (owner = sa_token_owner(rs, bucket, row->name)) != NULL) {
-		snprintf(why, sizeof why, "the token controller of service "
-		    "account %s makes it again", owner);
-		skip = why;
-	}
-	if (skip != NULL) {
-		rs_event(rs, "info", "not restoring %s: %s", what, skip);
-		st = JOURNAL_R_SKIPPED;
-		goto done;
-	}
-	prepare(rs, row, obj, &status);
-	ns = json_str_or(obj, "metadata.namespace", "");
-	name = json_str_or(obj, "metadata.name", "");
-	if (ti->r == NULL) {
-		rs_recordf(rs, 1, bucket, "error restoring %s: the cluster "
-		    "does not serve %s", what, row->resgroup);
-		goto done;
-	}
-	g = kube_resource_gvr(ti->r);
-	v = item_version(ti, obj, &vbuf, why, sizeof why);
-	if (v == NULL) {
-		rs_recordf(rs, 1, bucket, "error restoring %s: %s", what, why);
-		goto done;
-	}
-	g.version = v;
-	if (!ti->r->namespaced)
-		ns = "";
-	if (strcmp(row->resgroup, "persistentvolumes") == 0) {
-		rc = pv_step(rs, row, obj, what);
-		if (rc >= 0) {
-			st = (enum journal_rstate)rc;
-			goto done;
-		}
-		name = json_str_or(obj, "metadata.name", "");
-	} else if (strcmp(row->resgroup, "persistentvolumeclaims") == 0) {
-		rc = pvc_step(rs, obj, what, bucket);
-		if (rc >= 0) {
-			st = (enum journal_rstate)rc;
-			goto done;
-		}
-	} else if (strcmp(row->resgroup, "namespaces") == 0) {
-		char nw[300];
+	return -1;
+}
 
-		snprintf(nw, sizeof nw, "namespace %s", name);
-		rc = wait_while(rs, &ns_gvr, NULL, name, ns_terminating, nw, 0,
-		    &live, &err);
-		cJSON_Delete(live);
-		live = NULL;
-		if (rc < 0) {
-			if (rc != CAIRN_ECANCELED)
-				ns_fail(rs, name, err.msg);
-			goto done;
-		}
-	}
-create:
-	rc = kube_create(rs->env->kube, &g, ns[0] ? ns : NULL, obj, &out, &err);
-	if (rc == 0) {
-		st = JOURNAL_R_CREATED;
-		if (strcmp(row->resgroup, "namespaces") == 0)
-			ns_ready(rs, name);
-		write_status(rs, &g, ns, out, status, what);
-		goto done;
-	}
-	if (!retried_ns && ns[0] != '\0' && ns_terminating_refusal(rc)) {
-		/* its namespace started terminating since it was made ready */
-		retried_ns = 1;
-		ns_unready(rs, ns);
-		if (rs_ensure_ns(rs, row->ns, ns, 0) == 0)
-			goto create;
-		goto done;		/* the namespace's error says why */
-	}
-	if (rc != CAIRN_EEXIST) {
-		rs_recordf(rs, 1, bucket, "error restoring %s: %s", what, err.msg);
-		goto done;
-	}
-	rc = kube_get(rs->env->kube, &g, ns[0] ? ns : NULL, name, &live, &err);
-	if (rc == CAIRN_ENOTFOUND && !retried_gone) {
-		retried_gone = 1;	/* gone between the create and the get */
-		goto create;
-	}
-	if (rc < 0) {
-		rs_recordf(rs, 1, bucket, "error restoring %s: exists but "
-		    "cannot be read: %s", what, err.msg);
-		goto done;
-	}
-	if (deleting(live) && !retried_gone) {
-		/* on its way out (a pod in its grace period, a PVC held by
-		 * its protection finalizer): wait, then create it again */
-		cJSON_Delete(live);
-		live = NULL;
-		retried_gone = 1;
-		rc = wait_while(rs, &g, ns[0] ? ns : NULL, name, deleting, what,
-		    0, &live, &err);
-		cJSON_Delete(live);
-		live = NULL;
-		if (rc < 0) {
-			if (rc != CAIRN_ECANCELED)
-				rs_recordf(rs, 1, bucket, "error restoring %s: "
-				    "%s", what, err.msg);
-			goto done;
-		}
-		goto create;
-	}
-	cmp = comparable(rs, row->resgroup, live);
-	if (cJSON_Compare(cmp, obj, 1)) {
-		/* equal: done; created by an earlier attempt when labelled so */
-		st = ours(rs, live) ? JOURNAL_R_CREATED : JOURNAL_R_SKIPPED;
-		if (strcmp(row->resgroup, "namespaces") == 0)
-			ns_ready(rs, name);
-		goto done;
-	}
-	if (strcmp(row->resgroup, "namespaces") == 0)
+/*
+ * The item exists as live: equal once cleaned (done), else left with a
+ * warning or updated, as the existingResourcePolicy says.
+ */
+static enum journal_rstate
+item_exists(struct item *it, cJSON *live)
+{
+	struct rs *rs = it->rs;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = it->ns[0] ? it->ns : NULL;
+	const char *name = json_str_or(it->obj, "metadata.name", "");
+	cJSON *cmp, *out = NULL;
+	enum journal_rstate st;
+	int rc = 0, equal;
+
+	cmp = comparable(rs, it->row->resgroup, live);
+	equal = cJSON_Compare(cmp, it->obj, 1);
+	cJSON_Delete(cmp);
+	if (strcmp(it->row->resgroup, "namespaces") == 0)
 		ns_ready(rs, name);
+	if (equal)	/* created by an earlier attempt when labelled so */
+		return ours(rs, live) ? JOURNAL_R_CREATED : JOURNAL_R_SKIPPED;
 	if (!restore_filter_update(rs->filter)) {
-		rs_recordf(rs, 0, bucket, "could not restore, %s already "
+		rs_recordf(rs, 0, it->bucket, "could not restore, %s already "
 		    "exists. Warning: the in-cluster version is different "
-		    "than the backed-up version", what);
-		st = JOURNAL_R_SKIPPED;
-		goto done;
+		    "than the backed-up version", it->what);
+		return JOURNAL_R_SKIPPED;
 	}
-	for (int i = 0; i < 3; i++) {
-		cJSON *body = cJSON_Duplicate(obj, 1);
+	live = cJSON_Duplicate(live, 1);
+	for (int i = 0; i < 3 && live != NULL; i++) {
+		cJSON *body = cJSON_Duplicate(it->obj, 1);
 
 		json_set_str(body, "metadata.resourceVersion",
 		    json_str_or(live, "metadata.resourceVersion", ""));
 		cJSON_Delete(out);
 		out = NULL;
-		rc = kube_update(rs->env->kube, &g, ns[0] ? ns : NULL, body,
-		    &out, &err);
+		rc = kube_update(rs->env->kube, &it->g, ns, body, &out, &err);
 		cJSON_Delete(body);
 		if (rc != CAIRN_ECONFLICT)
 			break;
 		cJSON_Delete(live);
 		live = NULL;
-		if (kube_get(rs->env->kube, &g, ns[0] ? ns : NULL, name, &live,
-		    &err) < 0)
-			break;
+		rc = kube_get(rs->env->kube, &it->g, ns, name, &live, &err);
 	}
 	if (rc == 0) {
 		st = JOURNAL_R_UPDATED;
-		write_status(rs, &g, ns, out, status, what);
+		write_status(rs, &it->g, it->ns, out, it->status, it->what);
 	} else {
-		rs_recordf(rs, 1, bucket, "error updating %s: %s", what,
+		st = JOURNAL_R_FAILED;
+		rs_recordf(rs, 1, it->bucket, "error updating %s: %s", it->what,
 		    err.msg);
 	}
-done:
-	rs_reslist_add(rs, obj, bucket, json_str_or(obj, "metadata.name",
-	    row->name), st);
-	free(owner);
-	free(vbuf);
-	cJSON_Delete(cmp);
 	cJSON_Delete(live);
 	cJSON_Delete(out);
-	cJSON_Delete(status);
-	cJSON_Delete(obj);
+	return st;
+}
+
+/*
+ * Create the item. Its namespace starting to terminate (403), or an
+ * object of its name on its way out, is waited for and the create tried
+ * again once; an object that exists goes to item_exists().
+ */
+static enum journal_rstate
+item_create(struct item *it)
+{
+	struct rs *rs = it->rs;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = it->ns[0] ? it->ns : NULL;
+	const char *name = json_str_or(it->obj, "metadata.name", "");
+	cJSON *out = NULL, *live = NULL;
+	enum journal_rstate st;
+	int rc, retried_ns = 0, retried_gone = 0;
+
+	for (;;) {
+		rc = kube_create(rs->env->kube, &it->g, ns, it->obj, &out, &err);
+		if (rc == 0) {
+			if (strcmp(it->row->resgroup, "namespaces") == 0)
+				ns_ready(rs, name);
+			write_status(rs, &it->g, it->ns, out, it->status,
+			    it->what);
+			cJSON_Delete(out);
+			return JOURNAL_R_CREATED;
+		}
+		if (!retried_ns && ns != NULL && ns_terminating_refusal(rc)) {
+			/* its namespace started terminating since it was
+			 * made ready: the namespace's error says why not */
+			retried_ns = 1;
+			ns_unready(rs, ns);
+			if (rs_ensure_ns(rs, it->row->ns, ns, 0) == 0)
+				continue;
+			return JOURNAL_R_FAILED;
+		}
+		if (rc != CAIRN_EEXIST)
+			break;
+		rc = kube_get(rs->env->kube, &it->g, ns, name, &live, &err);
+		if (rc == CAIRN_ENOTFOUND && !retried_gone) {
+			retried_gone = 1;	/* gone since the create */
+			continue;
+		}
+		if (rc < 0) {
+			rs_recordf(rs, 1, it->bucket, "error restoring %s: exists "
+			    "but cannot be read: %s", it->what, err.msg);
+			return JOURNAL_R_FAILED;
+		}
+		if (!deleting(live) || retried_gone) {
+			st = item_exists(it, live);
+			cJSON_Delete(live);
+			return st;
+		}
+		/* on its way out (a pod in its grace period, a PVC held by
+		 * its protection finalizer): wait, then create it again */
+		cJSON_Delete(live);
+		live = NULL;
+		retried_gone = 1;
+		rc = wait_while(rs, &it->g, ns, name, deleting, it->what, 0,
+		    &live, &err);
+		cJSON_Delete(live);
+		live = NULL;
+		if (rc < 0)
+			break;
+	}
+	if (rc != CAIRN_ECANCELED)
+		rs_recordf(rs, 1, it->bucket, "error restoring %s: %s", it->what,
+		    err.msg);
+	return JOURNAL_R_FAILED;
+}
+
+enum journal_rstate
+rs_apply_item(struct rs *rs, const struct restore_row *row)
+{
+	const struct tierinfo *ti = rs->ti;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct item it;
+	const char *skip, *v;
+	char why[300], *vbuf = NULL;
+	enum journal_rstate st = JOURNAL_R_FAILED;
+	int rc;
+
+	memset(&it, 0, sizeof it);
+	it.rs = rs;
+	it.row = row;
+	it.bucket = row->ns[0] ? restore_filter_map_ns(rs->filter, row->ns) :
+	    "";
+	it.obj = json_parse(row->json, strlen(row->json), &err);
+	if (it.obj == NULL) {
+		rs_recordf(rs, 1, it.bucket, "%s: %s", row->path, err.msg);
+		return JOURNAL_R_FAILED;
+	}
+	snprintf(it.what, sizeof it.what, "%s %s%s%s", row->resgroup,
+	    it.bucket, it.bucket[0] ? "/" : "", row->name);
+	if (ti->nocreate) {
+		st = JOURNAL_R_SKIPPED;	/* said once for the tier */
+		goto done;
+	}
+	skip = item_skip(rs, row, it.obj, it.bucket, why, sizeof why);
+	if (skip != NULL) {
+		rs_event(rs, "info", "not restoring %s: %s", it.what, skip);
+		st = JOURNAL_R_SKIPPED;
+		goto done;
+	}
+	prepare(rs, row, it.obj, &it.status);
+	if (ti->r == NULL) {
+		rs_recordf(rs, 1, it.bucket, "error restoring %s: the cluster "
+		    "does not serve %s", it.what, row->resgroup);
+		goto done;
+	}
+	it.g = kube_resource_gvr(ti->r);
+	v = item_version(ti, it.obj, &vbuf, why, sizeof why);
+	if (v == NULL) {
+		rs_recordf(rs, 1, it.bucket, "error restoring %s: %s", it.what,
+		    why);
+		goto done;
+	}
+	it.g.version = v;
+	it.ns = ti->r->namespaced ? json_str_or(it.obj, "metadata.namespace",
+	    "") : "";
+	rc = item_before(&it);
+	st = rc >= 0 ? (enum journal_rstate)rc : item_create(&it);
+done:
+	rs_reslist_add(rs, it.obj, it.bucket, json_str_or(it.obj,
+	    "metadata.name", row->name), st);
+	free(vbuf);
+	cJSON_Delete(it.status);
+	cJSON_Delete(it.obj);
 	return st;
 }
