@@ -661,12 +661,32 @@ dec_chunk(struct crypt_dec *d, struct cairn_err *err)
 	return 0;
 }
 
+/*
+ * Move bytes from (*p, *n) into dst until it holds want bytes (d->fill
+ * counts them). 1 when it is full, 0 when the input ran out first.
+ */
+static int
+gather(struct crypt_dec *d, unsigned char *dst, size_t want,
+    const unsigned char **p, size_t *n)
+{
+	size_t take = want - d->fill;
+
+	if (take > *n)
+		take = *n;
+	memcpy(dst + d->fill, *p, take);
+	d->fill += take;
+	d->off += take;
+	*p += take;
+	*n -= take;
+	return d->fill == want;
+}
+
 int
 crypt_dec_push(struct crypt_dec *d, const void *buf, size_t n,
     struct cairn_err *err)
 {
 	const unsigned char *p = buf;
-	size_t take;
+	size_t before;
 	uint32_t w;
 
 	while (n > 0) {
@@ -686,16 +706,10 @@ crypt_dec_push(struct crypt_dec *d, const void *buf, size_t n,
 			d->st = D_HEADER;
 			/* FALLTHROUGH */
 		case D_HEADER:
-			take = CRYPT_HEADER_LEN - d->fill;
-			if (take > n)
-				take = n;
-			memcpy(d->hdr + d->fill, p, take);
-			d->fill += take;
-			d->off += take;
-			p += take;
-			n -= take;
+			before = d->fill;
+			(void)gather(d, d->hdr, CRYPT_HEADER_LEN, &p, &n);
 			/* the magic decides as soon as it is in */
-			if (d->fill >= MAGIC_LEN && d->fill - take < MAGIC_LEN &&
+			if (d->fill >= MAGIC_LEN && before < MAGIC_LEN &&
 			    memcmp(d->hdr, MAGIC, MAGIC_LEN) != 0) {
 				if (d->segments == 0 && d->seg_off == 0 &&
 				    d->allow_plain) {
@@ -721,15 +735,7 @@ crypt_dec_push(struct crypt_dec *d, const void *buf, size_t n,
 			}
 			break;
 		case D_WORD:
-			take = 4 - d->fill;
-			if (take > n)
-				take = n;
-			memcpy(d->word + d->fill, p, take);
-			d->fill += take;
-			d->off += take;
-			p += take;
-			n -= take;
-			if (d->fill < 4)
+			if (!gather(d, d->word, 4, &p, &n))
 				break;
 			w = get_be32(d->word);
 			d->final = (w & FINAL_BIT) != 0;
@@ -743,15 +749,7 @@ crypt_dec_push(struct crypt_dec *d, const void *buf, size_t n,
 			d->st = D_CHUNK;
 			break;
 		case D_CHUNK:
-			take = d->need - d->fill;
-			if (take > n)
-				take = n;
-			memcpy(d->cbuf + d->fill, p, take);
-			d->fill += take;
-			d->off += take;
-			p += take;
-			n -= take;
-			if (d->fill < d->need)
+			if (!gather(d, d->cbuf, d->need, &p, &n))
 				break;
 			if (dec_chunk(d, err) < 0)
 				return d->err.code;

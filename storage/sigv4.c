@@ -26,6 +26,7 @@
 #include <openssl/hmac.h>
 
 #include "base/mem.h"
+#include "base/util.h"
 
 #define SIGV4_CAP (64u << 10)	/* one canonical request, headers included */
 
@@ -119,19 +120,6 @@ sigv4_amz_date(int64_t unix_s, char out[17])
 	strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
 }
 
-static void
-hex(const unsigned char *p, size_t n, char *out)
-{
-	static const char hx[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = hx[p[i] >> 4];
-		out[2 * i + 1] = hx[p[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 void
 sigv4_sha256_hex(const void *p, size_t n, char out[65])
 {
@@ -139,7 +127,7 @@ sigv4_sha256_hex(const void *p, size_t n, char out[65])
 	unsigned int len = 0;
 
 	EVP_Digest(p, n, md, &len, EVP_sha256(), NULL);
-	hex(md, len, out);
+	str_hex(md, len, out);
 }
 
 static void
@@ -240,7 +228,7 @@ sigv4_sign(const struct sigv4_creds *cr, const char *region,
 	hmac(k2, 32, service, k3);
 	hmac(k3, 32, "aws4_request", k4);
 	hmac(k4, 32, buf_cstr(&sts), s);
-	hex(s, 32, sig);
+	str_hex(s, 32, sig);
 	rc = buf_printf(auth, "AWS4-HMAC-SHA256 Credential=%s/%s/%s/%s/aws4_request, "
 	    "SignedHeaders=%s, Signature=%s", cr->access_key, day, region, service,
 	    buf_cstr(&signed_names), sig);
