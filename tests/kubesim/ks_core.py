@@ -20,9 +20,19 @@ from ks_select import label_match, field_match
 import ks_patch
 
 _enc = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_enc_sorted = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
 
 
 def dumps(obj):
+    return _enc(obj).encode("utf-8")
+
+
+def encode(rt, obj):
+    """An object as the real server writes it: built-ins in Go struct field
+    order (normalize), custom resources from Go maps, i.e. keys sorted at
+    every level."""
+    if rt.custom:
+        return _enc_sorted(obj).encode("utf-8")
     return _enc(obj).encode("utf-8")
 
 
@@ -253,6 +263,14 @@ class Sim:
         self.rbac_gen = 0       # bumped by every write of an RBAC object (authorizer cache key)
         self.admit_hook = None  # fn(rt, ns, new, old) for RBAC writes (ks_rbac escalation check)
         self.psa_hook = None    # fn(rt, ns, new, old, subresource) before any create/update (ks_psa)
+        # Admission plugins (ks_psa and the like): fn(op, rt, ns, obj, old) with op
+        # "CREATE" or "UPDATE", obj the object about to be stored (defaulted, dict),
+        # old the stored one (UPDATE) or None; raise ApiError to refuse. They run
+        # after kubesim's own validation, before the commit, on dry runs too.
+        # The request's attributes are in self.local (set by the HTTP layer):
+        # user (token NAME or None), manager (field manager), sub (subresource).
+        self.admission = []
+        self.local = threading.local()
         self._init_state()
 
     # ------------------------------------------------------------ setup
@@ -294,11 +312,17 @@ class Sim:
 
     def _add_type(self, rt):
         self.types[(rt.group, rt.version, rt.plural)] = rt
+        self.by_gvk[(rt.api_version, rt.kind)] = rt
+        if rt.virtual or rt.alias:
+            return
         cur = self.by_rkey.get(rt.rkey)
         if cur is None or rt.version == rt.versions[0]:
             self.by_rkey[rt.rkey] = rt
-        self.by_gvk[(rt.api_version, rt.kind)] = rt
         self.stores.setdefault(rt.rkey, RStore())
+
+    def _admit(self, op, rt, ns, obj, old):
+        for fn in self.admission:
+            fn(op, rt, ns, obj, old)
 
     def lookup(self, group, version, plural):
         return self.types.get((group, version, plural))
@@ -352,7 +376,7 @@ class Sim:
         rv = self.rv
         obj["metadata"]["resourceVersion"] = str(rv)
         obj = normalize(obj)
-        data = dumps(obj)
+        data = encode(rt, obj)
         labels = obj["metadata"].get("labels") or None
         self._store(rt).put(key, (data, labels))
         if old_entry is not None:
@@ -364,7 +388,7 @@ class Sim:
     def _del(self, rt, key, obj):
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
-        data = dumps(obj)
+        data = encode(rt, obj)
         self._store(rt).remove(key)
         self._record(self.rv, rt, key, "DELETED", data, obj["metadata"].get("labels") or None)
         if rt.kind == "CustomResourceDefinition":
@@ -717,7 +741,7 @@ class Sim:
                 md["generation"] = 1
             else:
                 md.pop("generation", None)
-            if rt.has_status:
+            if rt.has_status and not rt.keep_status:
                 body.pop("status", None)
                 if rt.kind == "Namespace":
                     body["status"] = {"phase": "Active"}
@@ -728,6 +752,8 @@ class Sim:
                 self.admit_hook(rt, ns, body, None)
             if self.psa_hook is not None:
                 self.psa_hook(rt, ns, body, None, None)
+            if self.admission:
+                self._admit("CREATE", rt, ns, body, None)
             if rt.kind == "CustomResourceDefinition" and not dry_run:
                 self._register_crd(body)
             if dry_run:
@@ -767,6 +793,8 @@ class Sim:
         md["name"] = name
         if self.admit_hook is not None and rt.group == "rbac.authorization.k8s.io":
             self.admit_hook(rt, key[0] if rt.namespaced else None, res, old)
+        if self.admission:
+            self._admit("UPDATE", rt, key[0] if rt.namespaced else None, res, old)
         if rt.namespaced:
             md["namespace"] = omd["namespace"]
         if rt.has_generation:
@@ -855,7 +883,9 @@ class Sim:
         return scale_of(rt, loads(self.get(rt, ns, name)))
 
     # ------------------------------------------------------------ patch
-    def patch(self, rt, ns, name, ptype, patch, sub=None, dry_run=False):
+    def patch(self, rt, ns, name, ptype, patch, sub=None, dry_run=False, view=None):
+        """view: (to, back) converters when the patch is written against another
+        representation of the stored object (events.k8s.io events)."""
         with self.lock:
             key = self._key(rt, ns, name)
             e = self._store(rt).objs.get(key)
@@ -873,6 +903,9 @@ class Sim:
                     return self.create(rt, ns, body, dry_run)
                 raise not_found(rt, name)
             old = loads(e[0])
+            base = old
+            if view is not None:
+                base = view[0](old)
             if sub == "scale":
                 cur = scale_of(rt, old)
                 try:
@@ -892,25 +925,29 @@ class Sim:
                 if ptype == "merge":
                     if not isinstance(patch, dict):
                         raise bad_request("json: cannot unmarshal into Go value of type map[string]interface {}")
-                    new = ks_patch.merge_patch(old, patch)
+                    new = ks_patch.merge_patch(base, patch)
                 elif ptype == "json":
-                    new = ks_patch.json_patch(old, patch)
+                    new = ks_patch.json_patch(base, patch)
                 elif ptype == "strategic":
                     if not isinstance(patch, dict):
                         raise bad_request("json: cannot unmarshal into Go value of type map[string]interface {}")
-                    new = ks_patch.smp(old, patch)
+                    new = ks_patch.smp(base, patch)
                 elif ptype == "apply":
                     if not isinstance(patch, dict):
                         raise bad_request("invalid apply patch")
                     p = copy.deepcopy(patch)
                     p.get("metadata", {}).pop("resourceVersion", None) if isinstance(p.get("metadata"), dict) else None
-                    new = ks_patch.apply_merge(old, p, not rt.custom)
+                    new = ks_patch.apply_merge(base, p, not rt.custom)
                 else:
                     raise ApiError(415, "UnsupportedMediaType", "unsupported patch type")
             except ks_patch.PatchError as ex:
                 raise ApiError(422, "Invalid", str(ex))
             except ks_patch.PatchFormatError as ex:
                 raise bad_request(str(ex))
+            if view is not None:
+                new = view[1](new)
+                if isinstance(new, dict):
+                    new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
             if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
                 raise bad_request("patched object is not a valid object")
             md = new["metadata"]

@@ -11,16 +11,17 @@ SUB_VERBS = ["get", "patch", "update"]
 
 # flags: s = status subresource, g = metadata.generation maintained,
 #        r = PUT requires resourceVersion (no unconditional update),
-#        c = PUT on a missing object creates it, a = category "all", S = scale subresource
+#        c = PUT on a missing object creates it, a = category "all", S = scale subresource,
+#        n = no deletecollection verb (namespaces), k = create keeps .status (nodes)
 # group, version, plural, Kind, namespaced, shortNames, flags, extra field selectors
 BUILTINS = [
-    ("", "v1", "namespaces", "Namespace", False, "ns", "s", "status.phase"),
+    ("", "v1", "namespaces", "Namespace", False, "ns", "sn", "status.phase"),
+    ("", "v1", "nodes", "Node", False, "no", "sk", "spec.unschedulable"),
     ("", "v1", "configmaps", "ConfigMap", True, "cm", "", ""),
     ("", "v1", "secrets", "Secret", True, "", "", "type"),
     ("", "v1", "services", "Service", True, "svc", "sa", "spec.clusterIP,spec.type"),
     ("", "v1", "serviceaccounts", "ServiceAccount", True, "sa", "", ""),
     ("", "v1", "pods", "Pod", True, "po", "sa", "spec.nodeName,spec.restartPolicy,spec.schedulerName,spec.serviceAccountName,status.phase,status.podIP,status.nominatedNodeName"),
-    ("", "v1", "nodes", "Node", False, "no", "s", "spec.unschedulable"),
     ("", "v1", "persistentvolumes", "PersistentVolume", False, "pv", "s", ""),
     ("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, "pvc", "s", ""),
     ("", "v1", "events", "Event", True, "ev", "c", "involvedObject.kind,involvedObject.namespace,involvedObject.name,involvedObject.uid,involvedObject.apiVersion,involvedObject.resourceVersion,involvedObject.fieldPath,reason,reportingComponent,source,type"),
@@ -52,11 +53,13 @@ class RType:
     __slots__ = ("group", "version", "plural", "singular", "kind", "list_kind", "namespaced",
                  "short_names", "categories", "has_status", "has_generation", "requires_rv",
                  "create_on_update", "custom", "columns", "field_selectors", "crd_name",
-                 "versions", "scale")
+                 "versions", "scale", "verbs", "keep_status", "virtual", "alias", "aggregated",
+                 "list_prefix")
 
     def __init__(self, group, version, plural, kind, namespaced, short_names=(), flags="",
                  field_selectors=(), custom=False, singular=None, list_kind=None,
-                 categories=None, columns=None, crd_name=None, versions=None, scale=None):
+                 categories=None, columns=None, crd_name=None, versions=None, scale=None,
+                 verbs=None, virtual=None, alias=None, aggregated=False):
         self.group = group
         self.version = version
         self.plural = plural
@@ -78,6 +81,18 @@ class RType:
         # (specReplicasPath, statusReplicasPath, labelSelectorPath) or None
         self.scale = scale if scale is not None else (
             (".spec.replicas", ".status.replicas", None) if "S" in flags else None)
+        self.verbs = list(verbs) if verbs is not None else (
+            [v for v in ALL_VERBS if v != "deletecollection"] if "n" in flags else ALL_VERBS)
+        self.keep_status = "k" in flags
+        # virtual: answered from other objects (ks_virtual), never stored
+        self.virtual = virtual
+        # alias: the same stored objects as another resource, converted (ks_virtual)
+        self.alias = alias
+        # aggregated: served by an aggregated API server (kube-aggregator proxies it)
+        self.aggregated = aggregated
+        # what a stored object starts with: typed list items go out without it
+        self.list_prefix = ('{"apiVersion":%s,"kind":%s,' % (json.dumps(self.api_version),
+                                                             json.dumps(kind))).encode()
 
     @property
     def rkey(self):
@@ -96,9 +111,12 @@ class RType:
     def qualified_kind(self):
         return self.kind + "." + self.group if self.group else self.kind
 
-    def discovery(self):
+    def discovery(self, connect=()):
+        """Legacy discovery entries (APIResource) of this resource and its
+        subresources; connect: extra (subresource, kind, verbs) registered by
+        plugins (pods/exec)."""
         out = [{"name": self.plural, "singularName": self.singular, "namespaced": self.namespaced,
-                "kind": self.kind, "verbs": ALL_VERBS}]
+                "kind": self.kind, "verbs": self.verbs}]
         if self.short_names:
             out[0]["shortNames"] = self.short_names
         if self.categories:
@@ -109,6 +127,10 @@ class RType:
         if self.scale:
             out.append({"name": self.plural + "/scale", "singularName": "", "namespaced": self.namespaced,
                         "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": SUB_VERBS})
+        for sub, kind, verbs in connect:
+            out.append({"name": self.plural + "/" + sub, "singularName": "", "namespaced": self.namespaced,
+                        "kind": kind, "verbs": list(verbs)})
+        out.sort(key=lambda r: r["name"])
         return out
 
 
@@ -117,6 +139,15 @@ def builtin_types():
     for g, v, p, k, ns, short, flags, fs in BUILTINS:
         out.append(RType(g, v, p, k, ns, [s for s in short.split(",") if s], flags,
                          [f for f in fs.split(",") if f]))
+    # Resources real clusters serve that are not plain stored objects (ks_virtual):
+    # list-only types and the same events under a second group.
+    out.append(RType("", "v1", "componentstatuses", "ComponentStatus", False, ["cs"], verbs=["get", "list"],
+                     virtual="componentstatuses"))
+    out.append(RType("events.k8s.io", "v1", "events", "Event", True, ["ev"], alias=("", "events")))
+    out.append(RType("metrics.k8s.io", "v1beta1", "pods", "PodMetrics", True, verbs=["get", "list"],
+                     virtual="podmetrics", aggregated=True))
+    out.append(RType("metrics.k8s.io", "v1beta1", "nodes", "NodeMetrics", False, verbs=["get", "list"],
+                     virtual="nodemetrics", aggregated=True))
     return out
 
 
@@ -289,8 +320,54 @@ BUILTIN_COLUMNS = {
 }
 
 
+def _event_obj(o):
+    ref = o.get("involvedObject") or o.get("regarding") or {}
+    return "%s/%s" % ((ref.get("kind") or "").lower(), ref.get("name") or "")
+
+
+def _event_seen(o):
+    for f in ("lastTimestamp", "deprecatedLastTimestamp", "eventTime", "firstTimestamp", "deprecatedFirstTimestamp"):
+        if o.get(f):
+            return age(o[f])
+    return age(_g(o, "metadata", "creationTimestamp"))
+
+
+def _col(name, typ, fn, priority=0):
+    return ({"name": name, "type": typ, "format": "", "description": "", "priority": priority}, fn)
+
+
+# Kinds whose server-side table has its own columns (pkg/printers/internalversion,
+# metrics-server): no generic Name/Age pair.
+SPECIAL_TABLES = {
+    "Event": [_col("Last Seen", "string", _event_seen),
+              _col("Type", "string", lambda o: o.get("type", "")),
+              _col("Reason", "string", lambda o: o.get("reason", "")),
+              _col("Object", "string", _event_obj),
+              _col("Message", "string", lambda o: o.get("message", o.get("note", "")))],
+    "ComponentStatus": [({"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0},
+                         lambda o: _g(o, "metadata", "name")),
+                        _col("Status", "string", lambda o: "Healthy" if any(
+                            c.get("type") == "Healthy" and c.get("status") == "True" for c in o.get("conditions") or [])
+                            else "Unhealthy"),
+                        _col("Message", "string", lambda o: next((c.get("message", "") for c in o.get("conditions") or []), "")),
+                        _col("Error", "string", lambda o: next((c.get("error", "") for c in o.get("conditions") or []), ""))],
+    "PodMetrics": [({"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0},
+                    lambda o: _g(o, "metadata", "name")),
+                   _col("CPU", "string", lambda o: ",".join((c.get("usage") or {}).get("cpu", "") for c in o.get("containers") or [])),
+                   _col("Memory", "string", lambda o: ",".join((c.get("usage") or {}).get("memory", "") for c in o.get("containers") or [])),
+                   _col("Window", "string", lambda o: o.get("window", ""))],
+    "NodeMetrics": [({"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0},
+                     lambda o: _g(o, "metadata", "name")),
+                    _col("CPU", "string", lambda o: _g(o, "usage", "cpu") or ""),
+                    _col("Memory", "string", lambda o: _g(o, "usage", "memory") or ""),
+                    _col("Window", "string", lambda o: o.get("window", ""))],
+}
+
+
 def table_columns(rt):
     """-> list of (definition dict, cell function(obj))."""
+    if not rt.custom and rt.kind in SPECIAL_TABLES:
+        return SPECIAL_TABLES[rt.kind]
     cols = [({"name": "Name", "type": "string", "format": "name",
               "description": "Name must be unique within a namespace.", "priority": 0},
              lambda o: _g(o, "metadata", "name"))]

@@ -43,6 +43,9 @@ from ks_types import make_table, partial_meta  # noqa: E402
 from ks_rbac import Authorizer, user_for  # noqa: E402
 import ks_exec  # noqa: E402
 import ks_psa  # noqa: E402
+import ks_discovery  # noqa: E402
+import ks_virtual  # noqa: E402
+import ks_patch  # noqa: E402
 
 try:
     import yaml  # optional, for YAML seeds / bodies / apply patches
@@ -62,6 +65,29 @@ PATCH_TYPES = {"application/merge-patch+json": "merge", "application/json-patch+
 
 def status_body(code, message, reason=None, details=None):
     return ApiError(code, reason or STATUS_REASONS.get(code, ""), message, details).status()
+
+
+def method_not_allowed():
+    """go-restful's answer when the path exists but not for this method, as
+    genericapiserver's serviceErrorHandler writes it (NewGenericServerResponse)."""
+    return ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {})
+
+
+def not_supported(rt, action):
+    """apierrors.NewMethodNotSupported: a handler that exists but whose storage
+    lacks the verb (watch on a list-only resource)."""
+    d = {"group": rt.group, "kind": rt.plural} if rt.group else {"kind": rt.plural}
+    return ApiError(405, "MethodNotAllowed", '%s is not supported on resources of kind "%s"' % (action, rt.qualified), d)
+
+
+class PlainError(Exception):
+    """An answer that is not a Status: what http.Error writes (kube-aggregator
+    for an APIService whose backend is down)."""
+
+    def __init__(self, code, text):
+        super().__init__(text)
+        self.code = code
+        self.text = text
 
 
 # ---------------------------------------------------------------- faults
@@ -84,6 +110,11 @@ class Faults:
             m = r.get("method")
             rule["_methods"] = None if not m else {x.upper() for x in (m if isinstance(m, list) else [m])}
             rule["_path"] = re.compile(r["path"]) if r.get("path") else None
+            gv = r.get("groupVersion")
+            if gv is not None:
+                if not isinstance(gv, str) or not gv:
+                    raise ValueError("groupVersion must be \"group/version\" or \"v1\"")
+                rule["_gv"] = re.compile("^" + re.escape(("/apis/" if "/" in gv else "/api/") + gv) + "(/|$)")
             rule["_query"] = re.compile(r["query"]) if r.get("query") else None
             rule["_rng"] = random.Random(r.get("seed", 0))
             rule["remaining"] = r.get("count")
@@ -96,6 +127,18 @@ class Faults:
     def clear(self):
         with self.lock:
             self.rules = []
+
+    def stale_gvs(self):
+        """Group-versions a rule makes unavailable (503 or dropped): aggregated
+        discovery lists them with freshness Stale, as kube-aggregator does
+        for an APIService whose service is down."""
+        if not self.rules:
+            return ()
+        with self.lock:
+            return {r["groupVersion"] for r in self.rules
+                    if r.get("groupVersion") and (r.get("status") == 503 or r.get("drop"))
+                    and (r["remaining"] is None or r["remaining"] > 0)
+                    and r.get("probability") is None}
 
     def list(self):
         with self.lock:
@@ -111,6 +154,8 @@ class Faults:
                 if r["_methods"] and method not in r["_methods"]:
                     continue
                 if r["_path"] and not r["_path"].search(path):
+                    continue
+                if r.get("_gv") and not r["_gv"].search(path):
                     continue
                 if r["_query"] and not r["_query"].search(query):
                     continue
@@ -164,7 +209,17 @@ class Server(ThreadingHTTPServer):
         self.log = RequestLog()
         self.conn_ids = itertools.count(1)
         self.base_url = ""
+        # Subresources served by plugins (pods/exec in ks_exec):
+        # (group, plural, subresource) -> {"kind": K, "verbs": [...], "handler": fn}
+        # with fn(handler, method, rt, ns, name, body) answering the request; listed
+        # in discovery. Register with register_subresource().
+        self.connect = {}
         super().__init__(addr, Handler)
+
+    def register_subresource(self, group, plural, sub, kind, verbs, handler):
+        """A plugin's subresource (e.g. "", "pods", "exec", "PodExecOptions",
+        ["create", "get"], fn): routed to fn, listed in discovery."""
+        self.connect[(group, plural, sub)] = {"kind": kind, "verbs": list(verbs), "handler": handler}
 
     def finish_request(self, request, client_address):
         request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -439,6 +494,11 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(float(fault["delay"]))
                 if fault.get("drop"):
                     raise DropConnection()
+                if fault.get("status") and fault.get("groupVersion") and not fault.get("message") \
+                        and int(fault["status"]) in (503, 500):
+                    # kube-aggregator's proxyError: http.Error text, not a Status
+                    raise PlainError(int(fault["status"]), "service unavailable\n" if int(fault["status"]) == 503
+                                     else "Internal Server Error\n")
                 if fault.get("status"):
                     code = int(fault["status"])
                     hdrs, details = [], None
@@ -456,6 +516,11 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             user = srv.users.get(token_name) if token_name is not None else None
             srv.authz.set_user(user)
+            loc = srv.sim.local
+            loc.user = token_name
+            loc.user_agent = self.headers.get("User-Agent") or ""
+            loc.manager = self.q.get("fieldManager") or None
+            loc.sub = None
             if user is not None:
                 if not srv.authz.sa_exists(user):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
@@ -468,6 +533,9 @@ class Handler(BaseHTTPRequestHandler):
                 entry["dropped"] = True
         except ApiError as e:
             self.send_api_error(e)
+        except PlainError as e:
+            self.send(e.code, e.text.encode(), "text/plain; charset=utf-8",
+                      headers=[("X-Content-Type-Options", "nosniff")])
         except (ConnectionError, ssl.SSLError, BrokenPipeError, TimeoutError):
             self.close_connection = True
         except Exception as e:  # noqa: BLE001
@@ -582,30 +650,28 @@ class Handler(BaseHTTPRequestHandler):
                                           "/readyz", "/version"]})
                 return
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        srv = self.server
         if segs[0] == "api":
             if len(segs) == 1:
-                self.send(200, {"kind": "APIVersions", "versions": ["v1"],
-                                "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
-                                                                "serverAddress": self.server.hostport}]})
+                self.discovery_root(True)
                 return
             g, v, rest = "", segs[1], segs[2:]
         else:
             if len(segs) == 1:
-                self.send(200, self.api_group_list())
+                self.discovery_root(False)
                 return
             if len(segs) == 2:
-                grp = self.api_group(segs[1])
+                grp = ks_discovery.group(sim, segs[1])
                 if grp is None:
                     raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
-                self.send(200, dict(grp, kind="APIGroup", apiVersion="v1"))
+                self.send(200, grp)
                 return
             g, v, rest = segs[1], segs[2], segs[3:]
         if not rest:
-            res = sim.resources(g, v)
+            res = ks_discovery.resource_list(sim, g, v, srv.connect)
             if res is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
-            self.send(200, {"kind": "APIResourceList", "apiVersion": "v1",
-                            "groupVersion": g + "/" + v if g else v, "resources": res})
+            self.send(200, res)
             return
         watch = False
         if rest[0] == "watch":
@@ -624,36 +690,39 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         name = rest[1] if len(rest) > 1 else None
         sub = rest[2] if len(rest) > 2 else None
-        if sub == "exec" and rt.kind == "Pod" and ns is not None and name is not None:
-            ks_exec.serve(self, rt, ns, name, method, self.log_entry["query"])
-            return
-        if sub is not None and not ((sub == "status" and rt.has_status) or (sub == "scale" and rt.scale)):
-            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
         if rt.namespaced and ns is None and name is not None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        if sub is not None and name is not None and not watch:
+            conn = srv.connect.get((rt.group, rt.plural, sub))
+            if conn is not None:
+                # a plugin's subresource (pods/exec in ks_exec): it answers itself
+                sim.local.sub = sub
+                conn["handler"](self, method, rt, ns, name, body)
+                return
+        if sub is not None and not ((sub == "status" and rt.has_status) or (sub == "scale" and rt.scale)):
+            raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
+        sim.local.sub = sub
         self.resource(method, rt, ns, name, sub, body, watch)
 
-    def api_group(self, g):
-        groups = self.server.sim.groups()
-        if g not in groups or g == "":
-            return None
-        vs = [{"groupVersion": g + "/" + v, "version": v} for v in groups[g]]
-        return {"name": g, "versions": vs, "preferredVersion": vs[0]}
-
-    def api_group_list(self):
-        groups = self.server.sim.groups()
-        out = []
-        for g in groups:
-            if g:
-                out.append(self.api_group(g))
-        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": out}
+    def discovery_root(self, core):
+        """/api or /apis: aggregated discovery (apidiscovery.k8s.io v2/v2beta1)
+        when the Accept header asks for it first, else the legacy document."""
+        srv = self.server
+        ver = ks_discovery.aggregated_wanted(self.headers.get("Accept"))
+        if ver is not None:
+            doc = ks_discovery.aggregated(srv.sim, core, ver, srv.connect, srv.faults.stale_gvs())
+            self.send(200, doc, ks_discovery.content_type(ver), headers=[("Vary", "Accept")])
+        elif core:
+            self.send(200, ks_discovery.api_versions(srv.hostport))
+        else:
+            self.send(200, ks_discovery.api_group_list(srv.sim))
 
     # ------------------------------------------------------------ openapi
     def openapi(self, path):
         sim = self.server.sim
         if path.rstrip("/") == "/openapi/v3":
             paths = {}
-            for g, vs in sim.groups().items():
+            for g, vs in ks_discovery.group_versions(sim):
                 for v in vs:
                     key = "apis/%s/%s" % (g, v) if g else "api/" + v
                     h = hashlib.sha512(json.dumps(self.gv_doc(g, v), sort_keys=True).encode()).hexdigest()[:64].upper()
@@ -732,7 +801,31 @@ class Handler(BaseHTTPRequestHandler):
                 return "json"
         return "json"
 
+    def verb_of(self, method, name, sub, watch):
+        if method == "GET":
+            if watch or self.q.get("watch") in ("1", "true", "True"):
+                return "watch"
+            return "get" if name is not None else "list"
+        if method == "POST":
+            return "create"
+        if method == "PUT":
+            return "update"
+        if method == "PATCH":
+            return "patch"
+        if method == "DELETE":
+            return "delete" if name is not None else "deletecollection"
+        return None
+
     def resource(self, method, rt, ns, name, sub, body, watch):
+        verb = self.verb_of(method, name, sub, watch)
+        if sub is None and verb not in rt.verbs:
+            if verb == "watch" and "list" in rt.verbs:
+                raise not_supported(rt, "watch")
+            raise method_not_allowed()
+        if rt.virtual:
+            return self.virtual_resource(verb, rt, ns, name)
+        if rt.alias:
+            return self.alias_resource(method, verb, rt, ns, name, sub, body, watch)
         sim = self.server.sim
         q = self.q
         dry = q.get("dryRun") == "All"
@@ -771,12 +864,11 @@ class Handler(BaseHTTPRequestHandler):
                 self.send(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
                                 "items": [partial_meta(loads(d)) for d in items]})
             else:
-                head = dumps({"apiVersion": rt.api_version, "kind": rt.list_kind, "metadata": meta})
-                self.send(200, head[:-1] + b',"items":[' + b",".join(items) + b"]}")
+                self.send(200, self.list_body(rt, meta, items))
             return
         if method == "POST":
             if name is not None:
-                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                raise method_not_allowed()
             if rt.namespaced and ns is None:
                 raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
             obj = self.parse_body(body)
@@ -785,14 +877,14 @@ class Handler(BaseHTTPRequestHandler):
             return
         if method == "PUT":
             if name is None:
-                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                raise method_not_allowed()
             obj = self.parse_body(body)
             code, out = sim.update(rt, ns, name, obj, sub, dry)
             self.send(code, out)
             return
         if method == "PATCH":
             if name is None:
-                raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                raise method_not_allowed()
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
             ptype = PATCH_TYPES.get(ctype)
             if ptype is None or (ptype == "strategic" and rt.custom and sub != "scale"):
@@ -813,16 +905,7 @@ class Handler(BaseHTTPRequestHandler):
             self.send(code, out)
             return
         if method == "DELETE":
-            opts = {}
-            if body.strip():
-                try:
-                    opts = json.loads(body)
-                except ValueError:
-                    raise bad_request("invalid DeleteOptions body")
-                if not isinstance(opts, dict):
-                    raise bad_request("invalid DeleteOptions body")
-            if q.get("propagationPolicy"):
-                opts["propagationPolicy"] = q["propagationPolicy"]
+            opts = self.delete_opts(body)
             if opts.get("dryRun") == ["All"]:
                 dry = True
             if name is None:
@@ -830,14 +913,144 @@ class Handler(BaseHTTPRequestHandler):
                 code, out = sim.delete_collection(rt, ns, lsel, fsel, opts, dry)
             else:
                 if sub is not None:
-                    raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+                    raise method_not_allowed()
                 code, out = sim.delete(rt, ns, name, opts, dry)
             self.send(code, out)
             return
-        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        raise method_not_allowed()
+
+    @staticmethod
+    def list_body(rt, meta, items):
+        """A list as the real server encodes it. Built-in (typed) lists:
+        kind, apiVersion, metadata, items, and the items carry no apiVersion or
+        kind (client-go's unstructured decoder puts them back). Custom resource
+        lists come from Go maps: keys sorted, so items before metadata, and
+        items keep apiVersion and kind."""
+        if rt.custom:
+            return (b'{"apiVersion":' + dumps(rt.api_version) + b',"items":[' + b",".join(items) +
+                    b'],"kind":' + dumps(rt.list_kind) + b',"metadata":' + dumps(meta) + b"}")
+        pre = rt.list_prefix
+        n = len(pre)
+        out = [b"{" + d[n:] if d.startswith(pre) else d for d in items]
+        return (b'{"kind":' + dumps(rt.list_kind) + b',"apiVersion":' + dumps(rt.api_version) +
+                b',"metadata":' + dumps(meta) + b',"items":[' + b",".join(out) + b"]}")
+
+    def virtual_resource(self, verb, rt, ns, name):
+        """componentstatuses and metrics.k8s.io (ks_virtual): get and list only."""
+        sim = self.server.sim
+        hdrs = []
+        if rt.virtual == "componentstatuses":
+            hdrs.append(("Warning", '299 - "v1 ComponentStatus is deprecated in v1.19+"'))
+        if verb == "get":
+            self.send(200, ks_virtual.virtual_get(sim, rt, ns, name), headers=hdrs)
+            return
+        lsel, fsel = self.selectors(rt)
+        lst = ks_virtual.virtual_list(sim, rt, ns, lsel, fsel)
+        if self.output_kind() == "table":
+            objs = [dict({"kind": rt.kind, "apiVersion": rt.api_version}, **o) for o in lst["items"]]
+            self.send(200, make_table(rt, objs, {}, self.q.get("includeObject", "Metadata")), headers=hdrs)
+            return
+        self.send(200, lst, headers=hdrs)
+
+    def alias_resource(self, method, verb, rt, ns, name, sub, body, watch):
+        """events.k8s.io/v1 events: the core events, converted both ways (ks_virtual)."""
+        sim = self.server.sim
+        core = sim.by_rkey[rt.alias]
+        q = self.q
+        dry = q.get("dryRun") == "All"
+        out = lambda data: ks_virtual.core_to_events(loads(data) if isinstance(data, (bytes, str)) else data)
+        if verb == "watch":
+            lsel, fsel = self.selectors(rt)
+            if name is not None:
+                fsel = (fsel or []) + [("metadata.name", "=", name)]
+            self.do_watch(core, ns, lsel, fsel, view=rt)
+            return
+        if verb == "get":
+            o = out(sim.get(core, ns, name))
+            if self.output_kind() == "table":
+                self.send(200, make_table(rt, [o], {"resourceVersion": o["metadata"].get("resourceVersion")},
+                                          q.get("includeObject", "Metadata")))
+            else:
+                self.send(200, o)
+            return
+        if verb == "list":
+            lsel, fsel = self.selectors(rt)
+            try:
+                limit = int(q.get("limit") or 0)
+            except ValueError:
+                raise bad_request("invalid limit")
+            meta, items = sim.list(core, ns, lsel, fsel, max(0, limit), q.get("continue") or None)
+            objs = [out(d) for d in items]
+            if self.output_kind() == "table":
+                self.send(200, make_table(rt, objs, meta, q.get("includeObject", "Metadata")))
+                return
+            for o in objs:
+                o.pop("kind", None)
+                o.pop("apiVersion", None)
+            self.send(200, {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": objs})
+            return
+        if verb in ("create", "update"):
+            obj = self.parse_body(body)
+            if isinstance(obj, dict) and obj.get("apiVersion") not in (None, rt.api_version):
+                raise bad_request("the API version in the data (%s) does not match the expected API version (%s)"
+                                  % (obj.get("apiVersion"), rt.api_version))
+            cobj = ks_virtual.events_to_core(obj)
+            if verb == "create":
+                code, res = sim.create(core, ns, cobj, dry)
+            else:
+                code, res = sim.update(core, ns, name, cobj, None, dry)
+            self.send(code, out(res))
+            return
+        if verb == "patch":
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            ptype = PATCH_TYPES.get(ctype)
+            if ptype is None:
+                raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                               "accepted media types include: application/json-patch+json, application/merge-patch+json, "
+                               "application/apply-patch+yaml, application/strategic-merge-patch+json")
+            patch = self.parse_body(body, allow_yaml=(ptype == "apply"))
+            code, res = sim.patch(core, ns, name, ptype, patch, None, dry,
+                                  view=(lambda o: ks_virtual.core_to_events(o), ks_virtual.events_to_core))
+            self.send(code, out(res))
+            return
+        if verb == "delete":
+            opts = self.delete_opts(body)
+            code, res = sim.delete(core, ns, name, opts, dry)
+            if res.get("kind") == "Status" and isinstance(res.get("details"), dict):
+                res["details"]["group"] = rt.group
+                res["details"]["kind"] = rt.plural
+                res["details"] = {k: res["details"][k] for k in ("name", "group", "kind", "uid") if k in res["details"]}
+            self.send(code, res)
+            return
+        if verb == "deletecollection":
+            lsel, fsel = self.selectors(rt)
+            code, res = sim.delete_collection(core, ns, lsel, fsel, self.delete_opts(body), dry)
+            res["apiVersion"], res["kind"] = rt.api_version, rt.list_kind
+            res["items"] = [ks_virtual.core_to_events(o) for o in res["items"]]
+            self.send(code, res)
+            return
+        raise method_not_allowed()
+
+    def delete_opts(self, body):
+        opts = {}
+        if body.strip():
+            try:
+                opts = json.loads(body)
+            except ValueError:
+                raise bad_request("invalid DeleteOptions body")
+            if not isinstance(opts, dict):
+                raise bad_request("invalid DeleteOptions body")
+        if self.q.get("propagationPolicy"):
+            opts["propagationPolicy"] = self.q["propagationPolicy"]
+        if self.q.get("gracePeriodSeconds"):
+            try:
+                opts["gracePeriodSeconds"] = int(self.q["gracePeriodSeconds"])
+            except ValueError:
+                raise bad_request("invalid gracePeriodSeconds")
+        return opts
 
     # ------------------------------------------------------------ watch
-    def do_watch(self, rt, ns, lsel, fsel):
+    def do_watch(self, rt, ns, lsel, fsel, view=None):
         sim = self.server.sim
         q = self.q
         table = self.output_kind() == "table"
@@ -854,11 +1067,14 @@ class Handler(BaseHTTPRequestHandler):
         self.log_entry["status"] = 200
         self.server.log.add(self.log_entry)
         first = [True]
+        vrt = view or rt
 
         def enc(etype, data):
+            if view is not None and etype in ("ADDED", "MODIFIED", "DELETED"):
+                data = dumps(ks_virtual.core_to_events(loads(data)))
             if table and etype in ("ADDED", "MODIFIED", "DELETED"):
                 o = loads(data)
-                t = make_table(rt, [o], {"resourceVersion": o["metadata"].get("resourceVersion")},
+                t = make_table(vrt, [o], {"resourceVersion": o["metadata"].get("resourceVersion")},
                                q.get("includeObject", "Metadata"), first[0])
                 if not first[0]:
                     t["columnDefinitions"] = []
@@ -873,7 +1089,7 @@ class Handler(BaseHTTPRequestHandler):
             md = {"resourceVersion": str(w.rv)}
             if extra:
                 md["annotations"] = extra
-            return enc("BOOKMARK", dumps({"kind": rt.kind, "apiVersion": rt.api_version, "metadata": md}))
+            return enc("BOOKMARK", dumps({"kind": vrt.kind, "apiVersion": vrt.api_version, "metadata": md}))
 
         try:
             self.wfile.write(("HTTP/1.1 200 OK\r\nCache-Control: no-cache, private\r\nContent-Type: application/json\r\n"
@@ -988,6 +1204,10 @@ def load_seeds(sim, paths):
         if rt is None:
             raise SystemExit("kubesim: seed: unknown apiVersion/kind %s/%s" % (o.get("apiVersion"), o.get("kind")))
         ns = (o.get("metadata") or {}).get("namespace") or "default"
+        if rt.virtual:
+            raise SystemExit("kubesim: seed: %s/%s cannot be created" % (o.get("apiVersion"), o.get("kind")))
+        if rt.alias:
+            rt, o = sim.by_rkey[rt.alias], ks_virtual.events_to_core(o)
         try:
             sim.create(rt, ns if rt.namespaced else None, o)
         except ApiError as e:
@@ -1042,6 +1262,9 @@ def main(argv=None):
             ca_pem = f.read()
 
     srv = Server((opts.host, opts.port), sim, {v: n for n, v in tokens}, ctx, opts)
+    srv.register_subresource("", "pods", "exec", "PodExecOptions", ["create", "get"],
+                             lambda h, method, rt, ns, name, body: ks_exec.serve(h, rt, ns, name, method,
+                                                                                 h.log_entry["query"]))
     port = srv.server_address[1]
     hostport = "%s:%d" % (opts.host if ":" not in opts.host else "[%s]" % opts.host, port)
     srv.hostport = hostport
