@@ -254,11 +254,14 @@ class Watcher:
 
 
 class Sim:
-    def __init__(self, history=10000):
+    def __init__(self, history=10000, continue_ttl=300.0):
         self.lock = threading.RLock()
         self.cond = threading.Condition(self.lock)
         self.rv = 0
         self.hist_max = max(100, history)
+        # etcd compaction: continue tokens and watch history older than this
+        # (seconds) are gone (0: never)
+        self.ttl = float(continue_ttl or 0)
         self.watchers = 0
         self.rbac_gen = 0       # bumped by every write of an RBAC object (authorizer cache key)
         self.admit_hook = None  # fn(rt, ns, new, old) for RBAC writes (ks_rbac escalation check)
@@ -282,6 +285,7 @@ class Sim:
         self.stores = {}      # (group, plural) -> RStore
         self.hist = []
         self.hist_rvs = []
+        self.hist_times = []
         self.watch_floor = self.rv
         self.compact_rv = self.rv
         self.cluster_ips = set()
@@ -305,6 +309,7 @@ class Sim:
             self.rv += 1
             self.hist = []
             self.hist_rvs = []
+            self.hist_times = []
             self.watch_floor = self.rv
             self.compact_rv = self.rv
             self.cond.notify_all()
@@ -363,12 +368,28 @@ class Sim:
         self.hist.append((rv, rt.rkey, key[0] if rt.namespaced else None, key[1], etype, data, labels,
                           old_data, old_labels))
         self.hist_rvs.append(rv)
+        now = time.time()
+        self.hist_times.append(now)
         if len(self.hist) > 2 * self.hist_max:
-            cut = len(self.hist) - self.hist_max
-            self.watch_floor = self.hist_rvs[cut - 1]
-            del self.hist[:cut]
-            del self.hist_rvs[:cut]
+            self._trim(len(self.hist) - self.hist_max)
+        elif self.ttl and self.hist_times[0] < now - self.ttl:
+            self._trim_old(now)
         self.cond.notify_all()
+
+    def _trim(self, cut):
+        self.watch_floor = self.hist_rvs[cut - 1]
+        del self.hist[:cut]
+        del self.hist_rvs[:cut]
+        del self.hist_times[:cut]
+
+    def _trim_old(self, now=None):
+        """Forget the events older than the compaction interval: a watch from
+        before them gets 410 (the real watch cache and etcd forget by time)."""
+        if not self.ttl or not self.hist_times:
+            return
+        cut = bisect.bisect_left(self.hist_times, (now or time.time()) - self.ttl)
+        if cut:
+            self._trim(cut)
 
     def _put(self, rt, key, obj, etype, old_entry=None):
         """Commit obj (dict). Bumps RV, stores, records event. Returns stored bytes."""
@@ -666,10 +687,14 @@ class Sim:
                     tok = json.loads(base64.urlsafe_b64decode(cont + "=" * (-len(cont) % 4)))
                     trv = int(tok["rv"])
                     start = tuple(tok["start"])
+                    issued = float(tok.get("t", 0))
                 except Exception:
                     raise bad_request("continue key is not valid: illegal base64 data")
-                if trv < self.compact_rv:
-                    newtok = self._token(self.rv, start)
+                if trv != -1 and (trv < self.compact_rv or (self.ttl and time.time() - issued > self.ttl)):
+                    # etcd compacted the snapshot: the storage's
+                    # handleCompactedErrorForPaging answers with a token at
+                    # resourceVersion -1 (continue at the latest, inconsistently)
+                    newtok = self._token(-1, start, 0)
                     raise ApiError(410, "Expired",
                                    "The provided continue parameter is too old to display a consistent list result. "
                                    "You can start a new list without the continue parameter, or use the continue token "
@@ -678,7 +703,12 @@ class Sim:
                                    "or deleted between the time the first chunk was returned and now may show up in the list.",
                                    meta={"continue": newtok})
                 pos = max(lo, bisect.bisect_right(st.keys, start))
-                list_rv = trv
+                if trv != -1:
+                    list_rv = trv
+                else:
+                    issued = time.time()
+            else:
+                issued = time.time()
             keys, objs = st.keys, st.objs
             filt = bool(lsel or fsel)
             items = []
@@ -699,14 +729,21 @@ class Sim:
                     break
             meta = {"resourceVersion": str(list_rv)}
             if last is not None and i < hi:
-                meta["continue"] = self._token(list_rv, last)
+                meta["continue"] = self._token(list_rv, last, issued)
                 if not filt:
                     meta["remainingItemCount"] = hi - i
         return meta, items
 
     @staticmethod
-    def _token(rv, start):
-        raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": list(start)}, separators=(",", ":"))
+    def _token(rv, start, issued):
+        """A continue token: opaque to clients. Besides what the real one holds
+        (version, resourceVersion, start key) it carries when its snapshot was
+        listed, for expiry: real clusters write all the time (leases), so etcd
+        compaction catches up with a snapshot about one interval after it."""
+        tok = {"v": "meta.k8s.io/v1", "rv": rv, "start": list(start)}
+        if rv != -1:
+            tok["t"] = round(issued, 3)
+        raw = json.dumps(tok, separators=(",", ":"))
         return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
     # ------------------------------------------------------------ create
@@ -1081,6 +1118,7 @@ class Sim:
                     n = int(rv_param)
                 except ValueError:
                     raise bad_request('invalid resource version: strconv.ParseUint: parsing "%s": invalid syntax' % rv_param)
+                self._trim_old()
                 if n < self.watch_floor:
                     w.expired = "too old resource version: %d (%d)" % (n, self.watch_floor)
                 w.rv = n

@@ -144,12 +144,14 @@ class Faults:
         with self.lock:
             return [{k: v for k, v in r.items() if not k.startswith("_")} for r in self.rules]
 
-    def match(self, method, path, query, token):
+    def match(self, method, path, query, token, watch=False):
         if not self.rules:
             return None
         with self.lock:
             for r in self.rules:
                 if r["remaining"] is not None and r["remaining"] <= 0:
+                    continue
+                if r.get("watchError") is not None and not watch:
                     continue
                 if r["_methods"] and method not in r["_methods"]:
                     continue
@@ -487,7 +489,14 @@ class Handler(BaseHTTPRequestHandler):
                      "contentType": self.headers.get("Content-Type") or "",
                      "userAgent": self.headers.get("User-Agent") or ""}
             self.log_entry = entry
-            fault = srv.faults.match(method, path, query, token_name)
+            is_watch = method == "GET" and (self.q.get("watch") in ("1", "true", "True") or "/watch/" in path)
+            fault = srv.faults.match(method, path, query, token_name, is_watch)
+            self.watch_fault = None
+            if fault and fault.get("watchError") is not None:
+                # the watch starts normally; do_watch ends it with an ERROR event
+                entry["fault"] = fault["id"]
+                self.watch_fault = fault
+                fault = None
             if fault:
                 entry["fault"] = fault["id"]
                 if fault.get("delay"):
@@ -1107,10 +1116,17 @@ class Handler(BaseHTTPRequestHandler):
             deadline = time.time() + timeout if timeout else None
             last_sent = time.time()
             interval = self.server.opts.bookmark_interval
+            wf = self.watch_fault
+            err_at = time.time() + float(wf.get("watchErrorAfter") or 0) if wf else None
             while True:
                 now = time.time()
+                if err_at is not None and now >= err_at:
+                    chunk(enc("ERROR", dumps(self.watch_error_status(wf))))
+                    break
                 wait = 1.0 if deadline is None else min(1.0, deadline - now)
-                if wait <= 0:
+                if err_at is not None:
+                    wait = min(wait, max(0.0, err_at - now))
+                if wait <= 0 and (err_at is None or deadline is not None and deadline <= now):
                     break
                 evs = sim.watch_wait(w, wait)
                 if w.expired:
@@ -1133,6 +1149,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def _end_chunks(self):
         self.wfile.write(b"0\r\n\r\n")
+
+    @staticmethod
+    def watch_error_status(rule):
+        """The Status of an injected watch ERROR event (a watchError fault rule)."""
+        code = int(rule["watchError"])
+        msg = rule.get("message") or {
+            500: "Internal error occurred: etcdserver: request timed out",
+            410: "too old resource version: 1 (2)",
+            429: "Too many requests, please try again later.",
+            503: "The server is currently unable to handle the request",
+            504: "Timeout: Too large resource version"}.get(code, "injected watch error")
+        return ApiError(code, rule.get("reason") or STATUS_REASONS.get(code, ""), msg).status()
 
 
 # ---------------------------------------------------------------- startup
@@ -1227,6 +1255,9 @@ def main(argv=None):
     ap.add_argument("--token", action="append", default=[], help="NAME=TOKEN (repeatable)")
     ap.add_argument("--seed", action="append", default=[], help="directory or file of manifests")
     ap.add_argument("--history", type=int, default=10000, help="watch event history length")
+    ap.add_argument("--continue-ttl", type=float, default=300.0,
+                    help="seconds after which continue tokens expire and watch history is forgotten, as etcd "
+                         "compaction (default 300, the kube-apiserver default; 0: never)")
     ap.add_argument("--bookmark-interval", type=float, default=5.0)
     ap.add_argument("--no-gzip", action="store_true")
     ap.add_argument("--exec-root", help="pods/exec runs commands in EXEC_ROOT/NS/POD/CONTAINER (default: a temp dir)")
@@ -1247,7 +1278,7 @@ def main(argv=None):
     signal.signal(signal.SIGINT, lambda *a: sys.exit(0))
 
     opts.exec_root = opts.exec_root or os.path.join(tmp, "exec")
-    sim = Sim(history=opts.history)
+    sim = Sim(history=opts.history, continue_ttl=opts.continue_ttl)
     if opts.seed:
         load_seeds(sim, opts.seed)
     ks_psa.install(sim)     # after the seeds: they are what existed before the labels
