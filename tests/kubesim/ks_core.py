@@ -97,6 +97,26 @@ def invalid(rt, name, field, detail, reason="FieldValueInvalid", by_resource=Fal
     return ApiError(422, "Invalid", '%s "%s" is invalid: %s: %s' % (what, name, field, detail), d)
 
 
+def invalid_many(rt, name, errs, by_resource=False):
+    """apierrors.NewInvalid of a field.ErrorList: errs = [(cause reason, field,
+    body)] with body as field.Error.ErrorBody() prints it ("Invalid value: ..:
+    detail", "Required value", ...). One error: "K "n" is invalid: f: body";
+    several: "[f: body, f2: body2]" (utilerrors aggregate)."""
+    d = {"name": name}
+    if rt.group:
+        d["group"] = rt.group
+    d["kind"] = rt.plural if by_resource else rt.kind
+    d["causes"] = [{"reason": r, "message": b, "field": f} for r, f, b in errs]
+    what = rt.qualified if by_resource else rt.qualified_kind
+    texts = []
+    for _, f, b in errs:
+        t = "%s: %s" % (f, b) if f else b
+        if t not in texts:
+            texts.append(t)
+    agg = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+    return ApiError(422, "Invalid", '%s "%s" is invalid: %s' % (what, name, agg), d)
+
+
 def bad_request(msg):
     return ApiError(400, "BadRequest", msg)
 
@@ -274,6 +294,7 @@ class Sim:
         # user (token NAME or None), manager (field manager), sub (subresource).
         self.admission = []
         self.local = threading.local()
+        self.ctl = None         # ks_controllers.Controllers: strategies, deletion, binder
         self._init_state()
 
     # ------------------------------------------------------------ setup
@@ -298,6 +319,8 @@ class Sim:
     def reset(self):
         with self.lock:
             self.rv += 1
+            if self.ctl is not None:
+                self.ctl.reset()
             self._init_state()
             self.watch_floor = self.rv
             self.compact_rv = self.rv
@@ -414,6 +437,8 @@ class Sim:
         self._record(self.rv, rt, key, "DELETED", data, obj["metadata"].get("labels") or None)
         if rt.kind == "CustomResourceDefinition":
             self._unregister_crd(obj)
+        if rt.kind == "Namespace" and self.ctl is not None:
+            self.ctl.forget_namespace(key[1])
         if rt.namespaced:
             self._maybe_finish_ns(key[0])
         if rt.kind == "Service":
@@ -440,19 +465,25 @@ class Sim:
                           "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]"
                           "([-a-z0-9]*[a-z0-9])?)*')" % name)
 
-    def _ns_check(self, rt, ns, for_create=True):
+    def _ns_check(self, rt, ns, for_create=True, name=None):
         if not rt.namespaced:
             return
         e = self.stores[("", "namespaces")].objs.get(("", ns))
         if e is None:
             raise ApiError(404, "NotFound", 'namespaces "%s" not found' % ns, {"name": ns, "kind": "namespaces"})
         if for_create and b'"deletionTimestamp"' in e[0]:
+            # NamespaceLifecycle admission: admission.NewForbidden names the object
+            # (its name, else generateName, else "Unknown") and adds the cause
+            name = name or "Unknown"
+            d = {"name": name}
+            if rt.group:
+                d["group"] = rt.group
+            d["kind"] = rt.plural
+            d["causes"] = [{"reason": "NamespaceTerminating", "message": "namespace %s is being terminated" % ns,
+                            "field": "metadata.namespace"}]
             raise ApiError(403, "Forbidden",
                            "%s \"%s\" is forbidden: unable to create new content in namespace %s because it is being terminated"
-                           % (rt.qualified, "", ns),
-                           {"name": "", "group": rt.group, "kind": rt.plural,
-                            "causes": [{"reason": "NamespaceTerminating", "message": "namespace %s is being terminated" % ns,
-                                        "field": "metadata.namespace"}]})
+                           % (rt.qualified, name, ns), d)
 
     def _body_meta(self, rt, ns, body, url_name=None):
         if not isinstance(body, dict):
@@ -538,6 +569,19 @@ class Sim:
                         p.setdefault("targetPort", p["port"])
         elif k == "CustomResourceDefinition":
             self._validate_crd(rt, obj)
+        elif k == "Namespace" and old is None:
+            # namespace strategy PrepareForCreate: the "kubernetes" finalizer
+            spec = obj.get("spec")
+            if not isinstance(spec, dict):
+                spec = obj["spec"] = {}
+            fins = spec.get("finalizers")
+            if not isinstance(fins, list):
+                fins = []
+            if "kubernetes" not in fins:
+                fins.append("kubernetes")
+            spec["finalizers"] = fins
+        if self.ctl is not None:
+            self.ctl.prepare(rt, obj, old)
 
     # ------------------------------------------------------------ CRDs
     def _validate_crd(self, rt, obj):
@@ -638,6 +682,8 @@ class Sim:
                 yield rt, st.keys[i]
 
     def _maybe_finish_ns(self, ns):
+        if self.ctl is not None and not self.ctl.ns_may_finish(ns):
+            return
         nst = self.stores[("", "namespaces")]
         e = nst.objs.get(("", ns))
         if e is None or b'"deletionTimestamp"' not in e[0]:
@@ -753,7 +799,7 @@ class Sim:
             md = self._body_meta(rt, ns, body)
             if rt.namespaced and not ns:
                 raise bad_request("the server could not find the requested resource")
-            self._ns_check(rt, ns)
+            self._ns_check(rt, ns, name=md.get("name") or md.get("generateName"))
             name = md.get("name")
             if not name:
                 gn = md.get("generateName")
@@ -1030,6 +1076,10 @@ class Sim:
                               "FieldValueNotSupported")
             if dry_run:
                 return 200, obj
+            if self.ctl is not None:
+                r = self.ctl.on_delete(rt, key, e, obj, opts)
+                if r is not None:
+                    return r
             if rt.kind == "Namespace":
                 if md.get("deletionTimestamp"):
                     return 200, obj

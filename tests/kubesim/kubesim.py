@@ -44,6 +44,7 @@ from ks_rbac import Authorizer, user_for  # noqa: E402
 import ks_exec  # noqa: E402
 import ks_psa  # noqa: E402
 import ks_discovery  # noqa: E402
+import ks_controllers  # noqa: E402
 import ks_virtual  # noqa: E402
 import ks_patch  # noqa: E402
 
@@ -1263,7 +1264,17 @@ def main(argv=None):
     ap.add_argument("--exec-root", help="pods/exec runs commands in EXEC_ROOT/NS/POD/CONTAINER (default: a temp dir)")
     ap.add_argument("--exec-protocols", default="v5.channel.k8s.io,v4.channel.k8s.io",
                     help="pods/exec WebSocket subprotocols served")
+    ap.add_argument("--controllers", default="all",
+                    help="light controllers to run: all (default), none, or a list of %s" % ",".join(ks_controllers.ALL))
+    ap.add_argument("--namespace-delete-seconds", type=float, default=2.0,
+                    help="how long a deleted namespace stays Terminating before its content goes (default 2)")
+    ap.add_argument("--pod-delete-seconds", type=float, default=2.0,
+                    help="longest a gracefully deleted pod stays before the kubelet removes it (default 2)")
     opts = ap.parse_args(argv)
+    try:
+        enabled = ks_controllers.parse_list(opts.controllers)
+    except ValueError as e:
+        ap.error(str(e))
 
     tokens = []
     for t in opts.token:
@@ -1279,9 +1290,12 @@ def main(argv=None):
 
     opts.exec_root = opts.exec_root or os.path.join(tmp, "exec")
     sim = Sim(history=opts.history, continue_ttl=opts.continue_ttl)
+    ctl = ks_controllers.Controllers(sim, enabled, opts.namespace_delete_seconds, opts.pod_delete_seconds)
+    sim.ctl = ctl if enabled else None
     if opts.seed:
         load_seeds(sim, opts.seed)
     ks_psa.install(sim)     # after the seeds: they are what existed before the labels
+    ctl.start()
 
     ctx, ca_pem = None, None
     if opts.tls:

@@ -131,7 +131,12 @@ class Proc:
 class Kubesim:
     """tests/kubesim started on a random port (contract of its command line)."""
 
-    def __init__(self, t, tls=True, tokens=None, seeds=(), name="kubesim", extra=()):
+    def __init__(self, t, tls=True, tokens=None, seeds=(), name="kubesim", extra=(), controllers=True,
+                 continue_ttl=None, namespace_delete_seconds=None, pod_delete_seconds=None):
+        """A strict kubesim by default. A test that needs a kinder world says so:
+        controllers=False (no namespace/pod/job/PV controllers: deletes at once,
+        no binder) or a list such as "namespace,pv"; continue_ttl seconds
+        (default 300); namespace_delete_seconds / pod_delete_seconds (default 2)."""
         self.dir = t.mkdir(name)
         ready = os.path.join(self.dir, "ready")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
@@ -146,6 +151,13 @@ class Kubesim:
             argv += ["--token", "%s=%s" % (k, v)]
         for s in seeds:
             argv += ["--seed", s]
+        if controllers is not True:
+            argv += ["--controllers", "none" if not controllers else
+                     controllers if isinstance(controllers, str) else ",".join(controllers)]
+        for flag, v in (("--continue-ttl", continue_ttl), ("--namespace-delete-seconds", namespace_delete_seconds),
+                        ("--pod-delete-seconds", pod_delete_seconds)):
+            if v is not None:
+                argv += [flag, str(v)]
         argv += list(extra)
         self.proc = t.spawn(argv, name=name)
         wait_for(lambda: os.path.exists(ready) or not self.proc.alive(), 30, "kubesim ready file")
