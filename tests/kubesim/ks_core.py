@@ -18,6 +18,7 @@ import uuid
 from ks_types import RType, builtin_types, now_rfc3339, parse_ts, format_micro
 from ks_select import label_match, field_match
 import ks_patch
+import ks_validate
 
 _enc = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _enc_sorted = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
@@ -300,6 +301,7 @@ class Sim:
     # ------------------------------------------------------------ setup
     def _init_state(self):
         self.rbac_gen += 1
+        self._schema_cache = {}  # (CRD name, version) -> (stored CRD bytes, schema)
         self.types = {}       # (group, version, plural) -> RType
         self.by_rkey = {}     # (group, plural) -> RType (storage version)
         self.by_gvk = {}      # (apiVersion, kind) -> RType
@@ -445,26 +447,6 @@ class Sim:
             self.cluster_ips.discard((obj.get("spec") or {}).get("clusterIP"))
         return obj
 
-    def _check_name(self, rt, name, gen=False):
-        field = "metadata.generateName" if gen else "metadata.name"
-        if rt.group == "rbac.authorization.k8s.io":
-            if name in (".", "..") or "/" in name or "%" in name:
-                raise invalid(rt, name, field, 'Invalid value: "%s": may not contain \'/\' or \'%%\'' % name)
-            return
-        if rt.kind == "Namespace":
-            if len(name) > 63 or not _LABEL.match(name):
-                raise invalid(rt, name, field,
-                              'Invalid value: "%s": a lowercase RFC 1123 label must consist of lower case alphanumeric '
-                              "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  "
-                              "or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')" % name)
-            return
-        if len(name) > 253 or not _SUBDOMAIN.match(name):
-            raise invalid(rt, name, field,
-                          'Invalid value: "%s": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric '
-                          "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
-                          "'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]"
-                          "([-a-z0-9]*[a-z0-9])?)*')" % name)
-
     def _ns_check(self, rt, ns, for_create=True, name=None):
         if not rt.namespaced:
             return
@@ -516,6 +498,9 @@ class Sim:
     def _type_fixups(self, rt, obj, old=None):
         """Per-type defaulting/normalisation done by the real registry strategies."""
         k = rt.kind
+        if rt.custom:
+            self._custom_resource(rt, obj, old)
+            return
         if k == "Secret":
             sd = obj.pop("stringData", None)
             if isinstance(sd, dict):
@@ -569,6 +554,10 @@ class Sim:
                         p.setdefault("targetPort", p["port"])
         elif k == "CustomResourceDefinition":
             self._validate_crd(rt, obj)
+        elif k == "Event" and rt.group == "":
+            errs = ks_validate.event_errors(obj, obj["metadata"].get("namespace", ""))
+            if errs:
+                raise invalid_many(rt, obj["metadata"].get("name", ""), errs)
         elif k == "Namespace" and old is None:
             # namespace strategy PrepareForCreate: the "kubernetes" finalizer
             spec = obj.get("spec")
@@ -582,6 +571,45 @@ class Sim:
             spec["finalizers"] = fins
         if self.ctl is not None:
             self.ctl.prepare(rt, obj, old)
+
+    # ------------------------------------------------------------ custom resources
+    def _cr_schema(self, rt):
+        """The openAPIV3Schema of rt's version in its CRD (None: none)."""
+        e = self.stores[("apiextensions.k8s.io", "customresourcedefinitions")].objs.get(("", rt.crd_name))
+        if e is None:
+            return None
+        hit = self._schema_cache.get((rt.crd_name, rt.version))
+        if hit is not None and hit[0] is e[0]:
+            return hit[1]
+        crd = loads(e[0])
+        schema = None
+        for v in (crd.get("spec") or {}).get("versions") or []:
+            if v.get("name") == rt.version:
+                schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        self._schema_cache[(rt.crd_name, rt.version)] = (e[0], schema)
+        return schema
+
+    def _custom_resource(self, rt, obj, old):
+        """Prune undeclared fields (a warning per field, or 400 with
+        fieldValidation=Strict), apply defaults, validate (422)."""
+        schema = self._cr_schema(rt)
+        if schema is None:
+            return
+        unknown = []
+        ks_validate.prune(schema, obj, "", unknown, root=True)
+        mode = getattr(self.local, "field_validation", None) or "Warn"
+        if unknown:
+            if mode == "Strict":
+                raise bad_request('%s in version "%s" cannot be handled as a %s: strict decoding error: %s'
+                                  % (rt.kind, rt.version, rt.kind,
+                                     ", ".join('unknown field "%s"' % u for u in unknown)))
+            if mode == "Warn":
+                w = getattr(self.local, "warnings", None)
+                if w is not None:
+                    w.extend('unknown field "%s"' % u for u in unknown)
+        errs = ks_validate.cr_errors(schema, obj, old)
+        if errs:
+            raise invalid_many(rt, obj["metadata"].get("name", ""), errs)
 
     # ------------------------------------------------------------ CRDs
     def _validate_crd(self, rt, obj):
@@ -606,6 +634,9 @@ class Sim:
             raise invalid(rt, name, "spec.versions", "Invalid value: null: must have exactly one version marked as storage version")
         if sum(1 for v in vers if v.get("storage")) != 1:
             raise invalid(rt, name, "spec.versions", "Invalid value: must have exactly one version marked as storage version")
+        errs = ks_validate.crd_errors(spec)
+        if errs:
+            raise invalid_many(rt, name, errs)
         for b in self.types.values():
             if b.group == group and b.plural == names["plural"] and b.crd_name != name:
                 raise invalid(rt, name, "spec.names.plural", 'Invalid value: "%s": already in use' % names["plural"])
@@ -801,17 +832,22 @@ class Sim:
                 raise bad_request("the server could not find the requested resource")
             self._ns_check(rt, ns, name=md.get("name") or md.get("generateName"))
             name = md.get("name")
+            errs = []
+            gn = md.get("generateName")
+            if gn:
+                errs += ks_validate.name_errors(rt, gn, "metadata.generateName", prefix=True)
             if not name:
-                gn = md.get("generateName")
                 if not gn:
                     raise invalid(rt, "", "metadata.name", "Required value: name or generateName is required", "FieldValueRequired")
-                self._check_name(rt, gn + "x", True)
                 for _ in range(20):
                     name = gn[:58] + "".join(random.choice(_GEN_CHARS) for _ in range(5))
                     if self._key(rt, ns, name) not in self._store(rt).objs:
                         break
                 md["name"] = name
-            self._check_name(rt, name)
+            errs += ks_validate.name_errors(rt, name)
+            errs += ks_validate.meta_errors(md)
+            if errs:
+                raise invalid_many(rt, name, errs)
             key = self._key(rt, ns, name)
             if key in self._store(rt).objs:
                 raise already_exists(rt, name)
@@ -874,6 +910,9 @@ class Sim:
         md, omd = res["metadata"], old["metadata"]
         name = omd["name"]
         md["name"] = name
+        errs = ks_validate.meta_errors(md)
+        if errs:
+            raise invalid_many(rt, name, errs)
         if self.admit_hook is not None and rt.group == "rbac.authorization.k8s.io":
             self.admit_hook(rt, key[0] if rt.namespaced else None, res, old)
         if self.admission:

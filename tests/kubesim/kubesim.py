@@ -435,6 +435,11 @@ class Handler(BaseHTTPRequestHandler):
             self.log_entry["audit"] = audit
         for k, v in headers:
             extra += "%s: %s\r\n" % (k, v)
+        warns = getattr(self.server.sim.local, "warnings", None)
+        if warns:
+            for w in warns:
+                extra += 'Warning: 299 - %s\r\n' % json.dumps(w)
+            del warns[:]
         if self.close_connection:
             extra += "Connection: close\r\n"
         head = ("HTTP/1.1 %d %s\r\nCache-Control: no-cache, private\r\nContent-Type: %s\r\n"
@@ -477,6 +482,7 @@ class Handler(BaseHTTPRequestHandler):
         method = self.command.upper()
         entry = None
         srv.authz.set_user(None)
+        srv.sim.local.warnings = []
         try:
             try:
                 body = self.read_body()
@@ -531,6 +537,8 @@ class Handler(BaseHTTPRequestHandler):
             loc.user_agent = self.headers.get("User-Agent") or ""
             loc.manager = self.q.get("fieldManager") or None
             loc.sub = None
+            loc.field_validation = self.q.get("fieldValidation") or "Warn"
+            loc.warnings = []
             if user is not None:
                 if not srv.authz.sa_exists(user):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
