@@ -10,7 +10,6 @@ the /_sim/ test API."""
 
 import argparse
 import atexit
-import base64
 import email.utils
 import gzip
 import hashlib
@@ -25,7 +24,6 @@ import signal
 import socket
 import ssl
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -45,6 +43,7 @@ import ks_exec  # noqa: E402
 import ks_psa  # noqa: E402
 import ks_discovery  # noqa: E402
 import ks_controllers  # noqa: E402
+import ks_auth  # noqa: E402
 import ks_virtual  # noqa: E402
 import ks_patch  # noqa: E402
 
@@ -205,6 +204,9 @@ class Server(ThreadingHTTPServer):
         self.sim = sim
         self.tokens = tokens            # token -> name
         self.users = {n: user_for(n) for n in tokens.values()}  # name -> restricted ks_rbac.User or None
+        self.minted = ks_auth.MintedTokens()   # /_sim/tokens (exec credential plugins)
+        self.cert_auth = False          # client certificates signed by kubesim's CA authenticate
+        self.auth_required = bool(tokens)
         self.authz = Authorizer(sim)
         self.ssl_ctx = ssl_ctx
         self.opts = opts
@@ -473,10 +475,19 @@ class Handler(BaseHTTPRequestHandler):
             path, query = url.path, url.query
         self.q = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()} if query else {}
         srv = self.server
-        token_name, auth_ok = None, not srv.tokens
+        token_name, auth_ok = None, not srv.auth_required
         authz = self.headers.get("Authorization") or ""
-        if authz.startswith("Bearer "):
-            token_name = srv.tokens.get(authz[7:].strip())
+        if srv.cert_auth and isinstance(self.connection, ssl.SSLSocket):
+            cu = ks_auth.cert_user(self.connection)
+            if cu is not None:
+                token_name, auth_ok = cu[0], True
+        if token_name is None and authz.startswith("Bearer "):
+            tok = authz[7:].strip()
+            token_name = srv.tokens.get(tok)
+            if token_name is None:
+                m = srv.minted.lookup(tok)
+                if m is not None and not m[1]:
+                    token_name = m[0]
             if token_name is not None:
                 auth_ok = True
         method = self.command.upper()
@@ -530,6 +541,8 @@ class Handler(BaseHTTPRequestHandler):
                     raise ApiError(code, fault.get("reason") or STATUS_REASONS.get(code, ""), msg, details, hdrs)
             if not auth_ok:
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            if token_name is not None and token_name not in srv.users:
+                srv.users[token_name] = user_for(token_name)
             user = srv.users.get(token_name) if token_name is not None else None
             srv.authz.set_user(user)
             loc = srv.sim.local
@@ -616,6 +629,13 @@ class Handler(BaseHTTPRequestHandler):
                 self.send_api_error(e)
             except (ValueError, KeyError, TypeError) as e:
                 self.send(400, {"error": str(e)})
+        elif p == "/_sim/tokens" and method == "POST":
+            try:
+                tok, exp = srv.minted.mint(str(data["name"]), float(data.get("ttl", 3600)))
+            except (TypeError, KeyError, ValueError) as e:
+                self.send(400, {"error": "want {\"name\": NAME, \"ttl\": SECONDS}: %s" % e})
+                return
+            self.send(200, {"token": tok, "expirationTimestamp": exp})
         elif p == "/_sim/health":
             self.send(200, b"ok", "text/plain")
         else:
@@ -1173,40 +1193,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 # ---------------------------------------------------------------- startup
-def gen_cert(tmp, host):
-    key, crt = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
-    san = "IP:127.0.0.1,DNS:localhost"
-    if host not in ("127.0.0.1", "localhost", "0.0.0.0", ""):
-        san += (",IP:" if re.match(r"^[0-9.]+$|:", host) else ",DNS:") + host
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", key, "-out", crt, "-days", "30", "-subj", "/CN=kubesim",
-                    "-addext", "subjectAltName=" + san],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return crt, key
-
-
 def atomic_write(path, text):
     d = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".kubesim-", dir=d)
     with os.fdopen(fd, "w") as f:
         f.write(text)
     os.replace(tmp, path)
-
-
-def kubeconfig(url, tokens, ca_pem):
-    cl = "    server: %s\n" % url
-    if ca_pem:
-        cl += "    certificate-authority-data: %s\n" % base64.b64encode(ca_pem).decode()
-    users = list(tokens) or [("kubesim", None)]
-    out = "apiVersion: v1\nkind: Config\npreferences: {}\nclusters:\n- name: kubesim\n  cluster:\n" + cl
-    out += "contexts:\n"
-    for i, (name, _) in enumerate(users):
-        out += "- name: %s\n  context:\n    cluster: kubesim\n    user: %s\n    namespace: default\n" % (
-            "kubesim" if i == 0 else "kubesim-" + name, name)
-    out += "current-context: kubesim\nusers:\n"
-    for name, tok in users:
-        out += "- name: %s\n  user:%s\n" % (name, "\n    token: %s" % tok if tok else " {}")
-    return out
 
 
 def load_seeds(sim, paths):
@@ -1262,6 +1254,12 @@ def main(argv=None):
     ap.add_argument("--ca-out", help="also write the CA certificate (PEM) here")
     ap.add_argument("--tls", action="store_true")
     ap.add_argument("--token", action="append", default=[], help="NAME=TOKEN (repeatable)")
+    ap.add_argument("--client-cert", action="append", default=[], metavar="NAME[=GROUP,...]",
+                    help="issue a client certificate (CN=NAME, O=GROUP...) signed by kubesim's CA and put it in the "
+                         "kubeconfig as k3s and kubeadm do; implies --tls (repeatable)")
+    ap.add_argument("--exec-user", action="append", default=[], metavar="NAME[=TTL]",
+                    help="a kubeconfig user whose credentials come from an exec plugin (exec_credential.py) with "
+                         "tokens valid TTL seconds (default 3600) (repeatable)")
     ap.add_argument("--seed", action="append", default=[], help="directory or file of manifests")
     ap.add_argument("--history", type=int, default=10000, help="watch event history length")
     ap.add_argument("--continue-ttl", type=float, default=300.0,
@@ -1305,19 +1303,41 @@ def main(argv=None):
     ks_psa.install(sim)     # after the seeds: they are what existed before the labels
     ctl.start()
 
-    ctx, ca_pem = None, None
+    clients = []
+    for c in opts.client_cert:
+        name, _, groups = c.partition("=")
+        if not name:
+            ap.error("--client-cert wants NAME[=GROUP,...]")
+        clients.append((name, [g for g in groups.split(",") if g]))
+    execs = []
+    for e in opts.exec_user:
+        name, _, ttl = e.partition("=")
+        try:
+            execs.append((name, float(ttl or 3600)))
+        except ValueError:
+            ap.error("--exec-user wants NAME[=SECONDS]")
+    if clients:
+        opts.tls = True
+    ctx, ca_pem, client_pems = None, None, {}
     if opts.tls:
-        crt, key = gen_cert(tmp, opts.host)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        if clients:
+            crt, key, ca_crt, ca_pem, client_pems = ks_auth.gen_ca_and_certs(tmp, opts.host, clients)
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+            ctx.load_verify_locations(ca_crt)
+        else:
+            crt, key = ks_auth.gen_self_signed(tmp, opts.host)
+            with open(crt, "rb") as f:
+                ca_pem = f.read()
         ctx.load_cert_chain(crt, key)
         ctx.set_alpn_protocols(["http/1.1"])
-        with open(crt, "rb") as f:
-            ca_pem = f.read()
 
     srv = Server((opts.host, opts.port), sim, {v: n for n, v in tokens}, ctx, opts)
     srv.register_subresource("", "pods", "exec", "PodExecOptions", ["create", "get"],
                              lambda h, method, rt, ns, name, body: ks_exec.serve(h, rt, ns, name, method,
                                                                                  h.log_entry["query"]))
+    srv.cert_auth = bool(clients)
+    srv.auth_required = bool(tokens or clients or execs)
     port = srv.server_address[1]
     hostport = "%s:%d" % (opts.host if ":" not in opts.host else "[%s]" % opts.host, port)
     srv.hostport = hostport
@@ -1326,7 +1346,9 @@ def main(argv=None):
     if opts.ca_out and ca_pem:
         atomic_write(opts.ca_out, ca_pem.decode())
     if opts.kubeconfig_out:
-        atomic_write(opts.kubeconfig_out, kubeconfig(url, tokens, ca_pem))
+        users = ([(n, {"token": v}) for n, v in tokens] + [(n, {"cert": client_pems[n]}) for n, _ in clients] +
+                 [(n, {"exec": ks_auth.exec_argv(url, n, ttl)}) for n, ttl in execs])
+        atomic_write(opts.kubeconfig_out, ks_auth.kubeconfig(url, users, ca_pem))
     if opts.ready_file:
         atomic_write(opts.ready_file, url)
     print("kubesim listening on %s" % url, flush=True)

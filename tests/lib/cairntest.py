@@ -132,23 +132,35 @@ class Kubesim:
     """tests/kubesim started on a random port (contract of its command line)."""
 
     def __init__(self, t, tls=True, tokens=None, seeds=(), name="kubesim", extra=(), controllers=True,
-                 continue_ttl=None, namespace_delete_seconds=None, pod_delete_seconds=None):
+                 continue_ttl=None, namespace_delete_seconds=None, pod_delete_seconds=None,
+                 client_certs=(), exec_users=()):
         """A strict kubesim by default. A test that needs a kinder world says so:
         controllers=False (no namespace/pod/job/PV controllers: deletes at once,
         no binder) or a list such as "namespace,pv"; continue_ttl seconds
-        (default 300); namespace_delete_seconds / pod_delete_seconds (default 2)."""
+        (default 300); namespace_delete_seconds / pod_delete_seconds (default 2).
+        client_certs: user names ("NAME" or "NAME=GROUP,...") that get a client
+        certificate from kubesim's CA (a k3s-style kubeconfig); exec_users:
+        names (or (name, ttl seconds)) whose kubeconfig user runs the
+        exec_credential.py plugin. Contexts: the first user is `kubesim`,
+        every other `kubesim-NAME` (kubeconfig_for)."""
         self.dir = t.mkdir(name)
         ready = os.path.join(self.dir, "ready")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         if tokens is None:
-            tokens = {"admin": "admin-token"} if tls else {}
+            tokens = {"admin": "admin-token"} if tls and not client_certs and not exec_users else {}
         self.tokens = dict(tokens)
+        execs = [(e, None) if isinstance(e, str) else tuple(e) for e in exec_users]
+        self.users = (list(self.tokens) + [c.split("=", 1)[0] for c in client_certs] + [n for n, _ in execs])
         argv = [sys.executable, os.path.join(SRCDIR, "tests/kubesim/kubesim.py"),
                 "--port", "0", "--ready-file", ready, "--kubeconfig-out", self.kubeconfig]
         if tls:
             argv.append("--tls")
         for k, v in self.tokens.items():
             argv += ["--token", "%s=%s" % (k, v)]
+        for c in client_certs:
+            argv += ["--client-cert", c]
+        for n, ttl in execs:
+            argv += ["--exec-user", n if ttl is None else "%s=%s" % (n, ttl)]
         for s in seeds:
             argv += ["--seed", s]
         if controllers is not True:
@@ -169,14 +181,31 @@ class Kubesim:
         self._ctx = ssl.create_default_context()
         self._ctx.check_hostname = False
         self._ctx.verify_mode = ssl.CERT_NONE
+        if client_certs and not self.token:
+            self._load_client_cert()
         self.cache_dir = os.path.join(self.dir, "kubectl-cache")
 
-    def kubeconfig_for(self, name, path=None):
-        """A kubeconfig whose current context uses token NAME (kubesim writes a context
-        `kubesim-NAME` for every token after the first). Returns its path."""
+    def _load_client_cert(self):
+        """request() authenticates with the first client certificate of the kubeconfig."""
+        import base64
+        import re
         with open(self.kubeconfig) as f:
             text = f.read()
-        if name != next(iter(self.tokens)):
+        crt = re.search(r"client-certificate-data: (\S+)", text).group(1)
+        key = re.search(r"client-key-data: (\S+)", text).group(1)
+        cp, kp = os.path.join(self.dir, "client.crt"), os.path.join(self.dir, "client.key")
+        with open(cp, "wb") as f:
+            f.write(base64.b64decode(crt))
+        with open(kp, "wb") as f:
+            f.write(base64.b64decode(key))
+        self._ctx.load_cert_chain(cp, kp)
+
+    def kubeconfig_for(self, name, path=None):
+        """A kubeconfig whose current context uses user NAME (kubesim writes a context
+        `kubesim-NAME` for every user after the first). Returns its path."""
+        with open(self.kubeconfig) as f:
+            text = f.read()
+        if name != self.users[0]:
             text = text.replace("current-context: kubesim\n", "current-context: kubesim-%s\n" % name)
         path = path or os.path.join(self.dir, "kubeconfig-" + name.replace(":", "_"))
         with open(path, "w") as f:
