@@ -19,6 +19,7 @@ from ks_types import RType, builtin_types, now_rfc3339, parse_ts, format_micro
 from ks_select import label_match, field_match
 import ks_patch
 import ks_validate
+import ks_managed
 
 _enc = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 _enc_sorted = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
@@ -128,7 +129,7 @@ _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 META_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
               "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-              "annotations", "ownerReferences", "finalizers"]
+              "annotations", "ownerReferences", "finalizers", "managedFields"]
 
 
 def normalize(obj):
@@ -137,7 +138,7 @@ def normalize(obj):
     md = obj.get("metadata") or {}
     m = {k: md[k] for k in META_ORDER if k in md}
     for k, v in md.items():
-        if k not in m and k != "managedFields":
+        if k not in m:
             m[k] = v
     out["metadata"] = m
     for k, v in obj.items():
@@ -491,7 +492,7 @@ class Sim:
             md.pop("namespace", None)
         if url_name is not None and md.get("name") and md["name"] != url_name:
             raise bad_request("the name of the object (%s) does not match the name on the URL (%s)" % (md["name"], url_name))
-        md.pop("managedFields", None)
+        self.local.req_managed = md.pop("managedFields", None)
         md.pop("selfLink", None)
         return md
 
@@ -571,6 +572,38 @@ class Sim:
             spec["finalizers"] = fins
         if self.ctl is not None:
             self.ctl.prepare(rt, obj, old)
+
+    # ------------------------------------------------------------ managedFields
+    def _track(self, rt, old, new, provided=None):
+        """Record the write in new's metadata.managedFields (ks_managed) for the
+        request's field manager; a server-side apply conflict is 409."""
+        loc = self.local
+        manager = getattr(loc, "manager", None)
+        if manager is None:
+            manager = ks_managed.manager_from_user_agent(getattr(loc, "user_agent", ""))
+        applied = getattr(loc, "applied", None)
+        schema = self._cr_schema(rt) if rt.custom else None
+        try:
+            ks_managed.track(rt, schema, old, new, provided, manager, "Apply" if applied is not None else "Update",
+                             getattr(loc, "sub", None), applied, getattr(loc, "force", False))
+        except ks_managed.Conflict as c:
+            causes, by = [], {}
+            for mgr, op, av, sub, path in c.conflicts:
+                # printManager: Update managers name their apiVersion
+                who = '"%s"' % mgr + (' with subresource "%s"' % sub if sub else "") + (
+                    " using %s" % av if op == "Update" else "")
+                causes.append({"reason": "FieldManagerConflict", "message": "conflict with " + who,
+                               "field": ks_managed.path_string(path)})
+                by.setdefault(who, []).append(ks_managed.path_string(path))
+            if len(causes) == 1:
+                msg = "Apply failed with 1 conflict: %s: %s" % (causes[0]["message"], causes[0]["field"])
+            else:
+                parts = []
+                for who in sorted(by):
+                    parts.append("conflicts with %s:" % who)
+                    parts.extend("- " + p for p in by[who])
+                msg = "Apply failed with %d conflicts: %s" % (len(causes), "\n".join(parts))
+            raise ApiError(409, "Conflict", msg, {"causes": causes})
 
     # ------------------------------------------------------------ custom resources
     def _cr_schema(self, rt):
@@ -873,6 +906,7 @@ class Sim:
                 self.psa_hook(rt, ns, body, None, None)
             if self.admission:
                 self._admit("CREATE", rt, ns, body, None)
+            self._track(rt, None, body, getattr(self.local, "req_managed", None))
             if rt.kind == "CustomResourceDefinition" and not dry_run:
                 self._register_crd(body)
             if dry_run:
@@ -933,6 +967,8 @@ class Sim:
             md.pop("annotations", None)
         if not md.get("finalizers"):
             md.pop("finalizers", None)
+        md.pop("managedFields", None)
+        self._track(rt, old, res, getattr(self.local, "req_managed", None))
         res = normalize(res)
         if res == normalize(old):
             return 200, res
@@ -1008,6 +1044,13 @@ class Sim:
     def patch(self, rt, ns, name, ptype, patch, sub=None, dry_run=False, view=None):
         """view: (to, back) converters when the patch is written against another
         representation of the stored object (events.k8s.io events)."""
+        self.local.applied = copy.deepcopy(patch) if ptype == "apply" and isinstance(patch, dict) else None
+        try:
+            return self._patch(rt, ns, name, ptype, patch, sub, dry_run, view)
+        finally:
+            self.local.applied = None
+
+    def _patch(self, rt, ns, name, ptype, patch, sub, dry_run, view):
         with self.lock:
             key = self._key(rt, ns, name)
             e = self._store(rt).objs.get(key)
@@ -1085,7 +1128,7 @@ class Sim:
                 raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
             if new.get("apiVersion") != old.get("apiVersion") or new.get("kind") != old.get("kind"):
                 raise bad_request("patch must not change apiVersion or kind")
-            md.pop("managedFields", None)
+            self.local.req_managed = md.pop("managedFields", None)
             res = self._merge_update(rt, old, new, sub)
             self._type_fixups(rt, res, old)
             if self.psa_hook is not None:
@@ -1168,7 +1211,18 @@ class Sim:
 
     # ------------------------------------------------------------ bulk
     def bulk_create(self, rt, ns, template, names):
-        """Fast create for benchmarks: same template, many names. Returns count."""
+        """Fast create for benchmarks: same template, many names. Returns count.
+        The objects carry the managedFields a `kubectl create` of the template
+        gets (computed once), unless the template brings its own."""
+        template = copy.deepcopy(template)
+        tmd = template.setdefault("metadata", {})
+        if not tmd.get("managedFields"):
+            probe = copy.deepcopy(template)
+            probe["apiVersion"], probe["kind"] = rt.api_version, rt.kind
+            ks_managed.track(rt, self._cr_schema(rt) if rt.custom else None, None, probe, None, "kubectl-create",
+                             "Update", None)
+            if probe["metadata"].get("managedFields"):
+                tmd["managedFields"] = probe["metadata"]["managedFields"]
         tmpl = dumps(template)
         n = 0
         with self.lock:

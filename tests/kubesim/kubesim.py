@@ -551,6 +551,8 @@ class Handler(BaseHTTPRequestHandler):
             loc.manager = self.q.get("fieldManager") or None
             loc.sub = None
             loc.field_validation = self.q.get("fieldValidation") or "Warn"
+            loc.force = self.q.get("force") in ("true", "1", "True")
+            loc.applied = None
             loc.warnings = []
             if user is not None:
                 if not srv.authz.sa_exists(user):
@@ -1228,6 +1230,7 @@ def load_seeds(sim, paths):
                 elif isinstance(o, dict):
                     objs.append(o)
     prio = lambda o: 0 if o.get("kind") in ("Namespace", "CustomResourceDefinition") else 1
+    sim.local.manager = "kubectl-create"   # seeds are objects created as `kubectl create -f` would
     for o in sorted(objs, key=prio):
         rt = sim.by_gvk.get((o.get("apiVersion"), o.get("kind")))
         if rt is None:
