@@ -272,8 +272,15 @@ def backup_validation_and_failures(t):
     srv = server(t, sim)
     create_backup(sim, "both", {"includedNamespaces": ["a", "b"], "excludedNamespaces": ["b"]})
     create_backup(sim, "badttl", {"ttl": "forever"})
+    # an operator outside the CRD's enum never reaches cairn: the API server refuses it
+    st, body, _ = sim.post(BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                                "metadata": {"name": "badop", "namespace": NS},
+                                "spec": {"labelSelector": {"matchExpressions": [
+                                    {"key": "app", "operator": "Like", "values": ["x"]}]}}})
+    t.check(st == 422 and 'spec.labelSelector.matchExpressions[0].operator: Unsupported value: "Like"'
+            in body.get("message", ""), "operator outside the schema: %s %s" % (st, body))
     create_backup(sim, "badsel", {"labelSelector": {"matchExpressions": [
-        {"key": "app", "operator": "Like", "values": ["x"]}]}})
+        {"key": "app", "operator": "In", "values": []}]}})
     create_backup(sim, "noloc", {"storageLocation": "nowhere"})
     for name, needle in (("both", "excludes list cannot contain an item in the includes list: b"),
                          ("badttl", "Invalid TTL"), ("badsel", "Invalid label selector"),

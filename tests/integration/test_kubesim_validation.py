@@ -86,6 +86,7 @@ def gadget_crd(schema, name="gadgets"):
 
 
 SCHEMA = {"type": "object", "properties": {
+    "metadata": {"type": "object"},
     "spec": {"type": "object", "required": ["size"], "properties": {
         "size": {"type": "integer", "minimum": 1},
         "mode": {"type": "string", "enum": ["fast", "safe"], "default": "safe"},
@@ -137,14 +138,18 @@ def custom_resources_are_pruned_and_validated(t):
     t.check(r.returncode != 0 and 'Gadget in version "v1" cannot be handled as a Gadget: strict decoding error: '
             'unknown field "spec.colour"' in r.stderr, "strict: %s" % r.stderr)
     # a client that does not ask: pruned, with a warning; defaults applied
-    st, body, hdrs = sim.post(GADGETS, gadget("g1", {"size": 2, "colour": "red", "extra": {"any": {"thing": 1}},
-                                                     "limits": {"cpu": 2}}, junk=1))
+    g1 = gadget("g1", {"size": 2, "colour": "red", "extra": {"any": {"thing": 1}}, "limits": {"cpu": 2}}, junk=1)
+    g1["metadata"].update({"labels": {"app": "x"}, "annotations": {"a": "b"}, "bogus": 1})
+    st, body, hdrs = sim.post(GADGETS, g1)
     t.eq(st, 201, "created: %s" % body)
+    t.eq((body["metadata"]["labels"], body["metadata"]["annotations"], "bogus" in body["metadata"]),
+         ({"app": "x"}, {"a": "b"}, False), "metadata is ObjectMeta, whatever the schema says of it")
     t.eq(body["spec"], {"size": 2, "mode": "safe", "extra": {"any": {"thing": 1}}, "limits": {"cpu": 2}},
          "pruned, defaulted, preserved subtree kept")
     t.check("junk" not in body, "undeclared top-level field pruned")
     warns = hdrs.get_all("Warning") or []
-    t.eq(sorted(warns), ['299 - "unknown field \\"junk\\""', '299 - "unknown field \\"spec.colour\\""'], "warnings")
+    t.eq(sorted(warns), ['299 - "unknown field \\"junk\\""', '299 - "unknown field \\"metadata.bogus\\""',
+                         '299 - "unknown field \\"spec.colour\\""'], "warnings")
     st, body, _ = sim.post(GADGETS + "?fieldValidation=Ignore", gadget("g2", {"size": 1, "colour": "red"}))
     t.eq((st, "colour" in body["spec"]), (201, False), "Ignore prunes silently")
     # 422 with the real messages

@@ -435,7 +435,9 @@ def prune(schema, obj, path, unknown, root=False):
             keep = {"apiVersion", "kind", "metadata"}
         for k in list(obj):
             sub = path + "." + k if path else k
-            if k in keep and k not in props:
+            if k in keep:
+                # apiVersion, kind and metadata of a (root or embedded) object are
+                # never pruned by the schema; metadata is coerced to ObjectMeta
                 if k == "metadata" and isinstance(obj[k], dict):
                     for mk in list(obj[k]):
                         if mk not in META_KEYS:
