@@ -285,20 +285,25 @@ def encode(managed):
 
 
 def _cap(managed):
-    """capManagers: at most 10 Update entries, the oldest merged per apiVersion."""
+    """capManagers: at most 10 Update entries; the oldest (by time, then name)
+    merge into an "ancient-changes" entry per apiVersion."""
     updates = sorted((k for k, (m, _) in managed.items() if m.get("operation") == "Update"),
-                     key=lambda k: managed[k][0].get("time", ""))
-    while len(updates) > MAX_UPDATE_MANAGERS:
-        k = updates.pop(0)
+                     key=lambda k: (managed[k][0].get("time") or "", k[0]))
+    count = len(updates)
+    for k in updates:
+        if count <= MAX_UPDATE_MANAGERS:
+            break
+        if k[0] == "ancient-changes":
+            continue
         meta, fields = managed.pop(k)
         bk = ("ancient-changes", "Update", meta.get("apiVersion", ""), "")
         if bk in managed:
             managed[bk][1] |= fields
+            managed[bk][0]["time"] = meta.get("time")
+            count -= 1
         else:
             managed[bk] = [{"manager": "ancient-changes", "operation": "Update", "apiVersion": meta.get("apiVersion"),
                             "time": meta.get("time")}, set(fields)]
-            updates.append(bk)
-            updates.sort(key=lambda x: managed[x][0].get("time", ""))
 
 
 class Conflict(Exception):
