@@ -227,6 +227,16 @@ def lists_are_encoded_as_the_real_server(t):
     t.check("kind" not in raw["items"][0] and "apiVersion" not in raw["items"][0],
             "typed list items carry no kind/apiVersion: %s" % raw["items"][0])
     t.eq(list(raw["items"][0]["metadata"])[:2], ["name", "namespace"], "ObjectMeta field order")
+    # items in etcd key order: the bytes of "namespace/name"
+    for n in ("app", "app-2"):
+        sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}})
+        sim.ok("POST", "/api/v1/namespaces/%s/configmaps" % n,
+               {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    got = [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in sim.ok("GET", "/api/v1/configmaps")["items"]]
+    t.eq(got, [("app-2", "x"), ("app", "x"), ("default", "c1")], "etcd key order")
+    page = sim.ok("GET", "/api/v1/configmaps?limit=1")
+    page2 = sim.ok("GET", "/api/v1/configmaps?limit=1&continue=" + page["metadata"]["continue"])
+    t.eq(page2["items"][0]["metadata"]["namespace"], "app", "continue follows the same order")
     sim.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd("widgets", "Widget", ["v1"]))
     sim.ok("POST", "/apis/example.io/v1/namespaces/default/widgets",
            {"apiVersion": "example.io/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"z": 1, "a": 2}})

@@ -149,8 +149,16 @@ def normalize(obj):
     return out
 
 
+def _skey(k):
+    """The order etcd keeps objects in: by the bytes of "namespace/name" (the
+    key under /registry/RESOURCE/), not by the (namespace, name) tuple: "a-b/x"
+    comes before "a/x"."""
+    return (k[0] + "/", k[1])
+
+
 class RStore:
-    """One resource: dict (ns, name) -> (json bytes, labels), sorted key list (lazily)."""
+    """One resource: dict (ns, name) -> (json bytes, labels), key list sorted as
+    etcd sorts (lazily)."""
     __slots__ = ("objs", "keys", "unsorted")
 
     def __init__(self):
@@ -162,10 +170,10 @@ class RStore:
         objs = self.objs
         if k not in objs:
             keys = self.keys
-            if not keys or k > keys[-1]:
+            if not keys or _skey(k) > _skey(keys[-1]):
                 keys.append(k)
             elif not self.unsorted and len(keys) < 20000:
-                bisect.insort(keys, k)
+                bisect.insort(keys, k, key=_skey)
             else:
                 keys.append(k)
                 self.unsorted = True
@@ -173,13 +181,13 @@ class RStore:
 
     def ensure_sorted(self):
         if self.unsorted:
-            self.keys.sort()
+            self.keys.sort(key=_skey)
             self.unsorted = False
 
     def remove(self, k):
         del self.objs[k]
         self.ensure_sorted()
-        i = bisect.bisect_left(self.keys, k)
+        i = bisect.bisect_left(self.keys, _skey(k), key=_skey)
         if i < len(self.keys) and self.keys[i] == k:
             del self.keys[i]
 
@@ -187,7 +195,13 @@ class RStore:
         self.ensure_sorted()
         if ns is None:
             return 0, len(self.keys)
-        return bisect.bisect_left(self.keys, (ns,)), bisect.bisect_left(self.keys, (ns + "\x00",))
+        return (bisect.bisect_left(self.keys, (ns + "/",), key=_skey),
+                bisect.bisect_left(self.keys, (ns + "/\x00",), key=_skey))
+
+    def after(self, k):
+        """Index of the first key after k (a continue token's start)."""
+        self.ensure_sorted()
+        return bisect.bisect_right(self.keys, _skey(k), key=_skey)
 
 
 def version_key(v):
@@ -812,7 +826,7 @@ class Sim:
                                    "provided token results in an inconsistent list - objects that were created, modified, "
                                    "or deleted between the time the first chunk was returned and now may show up in the list.",
                                    meta={"continue": newtok})
-                pos = max(lo, bisect.bisect_right(st.keys, start))
+                pos = max(lo, st.after(start))
                 if trv != -1:
                     list_rv = trv
                 else:
