@@ -307,7 +307,9 @@ def hooks_kill9_between_pre_and_post_restart(t):
     kill9_between_pre_and_post(t, takeover=False)
 
 
-@case
+@case(xfail="#21: on a real API server cairn's Backup CRD schema refuses the bad hook (onError outside its enum, "
+           "422 at create) and prunes undeclared fields (includeNamespaces, resourcePolicy, ...) before cairn's "
+           "unknown-field checks can see them")
 def backup_fields_not_implemented_refused_or_warned(t):
     sim, store = setup(t)
     srv = server(t, sim)
@@ -347,7 +349,8 @@ def wait_restore(sim, name, srv, timeout=90):
     return wait_for(done, timeout, "restore %s to finish" % name, interval=0.1)
 
 
-@case
+@case(xfail="#21: a real API server prunes a restore hook's undeclared exec.timeout, so cairn's "
+           "'unknown field' refusal of it never happens")
 def restore_init_containers_and_exec_hooks_after_ready(t):
     sim, store = setup(t)
     own_init = [{"name": "migrate", "image": "busybox", "command": ["true"]}]

@@ -123,8 +123,6 @@ def bad_request(msg):
     return ApiError(400, "BadRequest", msg)
 
 
-_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 META_ORDER = ["name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
@@ -371,29 +369,6 @@ class Sim:
 
     def lookup(self, group, version, plural):
         return self.types.get((group, version, plural))
-
-    # ------------------------------------------------------------ discovery
-    def groups(self):
-        """-> ordered {group: [versions]} (preferred first)."""
-        with self.lock:
-            out = {}
-            for (g, v, p) in self.types:
-                out.setdefault(g, [])
-                if v not in out[g]:
-                    out[g].append(v)
-            for g in out:
-                out[g].sort(key=version_key, reverse=True)
-            return out
-
-    def resources(self, group, version):
-        with self.lock:
-            rts = [rt for (g, v, p), rt in self.types.items() if g == group and v == version]
-        if not rts:
-            return None
-        res = []
-        for rt in rts:
-            res.extend(rt.discovery())
-        return res
 
     # ------------------------------------------------------------ helpers
     def _store(self, rt):

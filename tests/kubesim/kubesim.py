@@ -553,7 +553,6 @@ class Handler(BaseHTTPRequestHandler):
             loc.field_validation = self.q.get("fieldValidation") or "Warn"
             loc.force = self.q.get("force") in ("true", "1", "True")
             loc.applied = None
-            loc.warnings = []
             if user is not None:
                 if not srv.authz.sa_exists(user):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
