@@ -890,12 +890,7 @@ class Handler(BaseHTTPRequestHandler):
                 else:
                     self.send(200, data)
                 return
-            lsel, fsel = self.selectors(rt)
-            try:
-                limit = int(q.get("limit") or 0)
-            except ValueError:
-                raise bad_request("invalid limit")
-            meta, items = sim.list(rt, ns, lsel, fsel, max(0, limit), q.get("continue") or None)
+            meta, items = self.list_page(rt, rt, ns)
             ok = self.output_kind()
             if ok == "table":
                 self.send(200, make_table(rt, [loads(d) for d in items], meta, q.get("includeObject", "Metadata")))
@@ -958,6 +953,16 @@ class Handler(BaseHTTPRequestHandler):
             return
         raise method_not_allowed()
 
+    def list_page(self, rt, store_rt, ns):
+        """One page of a list request (selectors, limit, continue) of rt, read
+        from store_rt's objects. -> (list metadata, [stored bytes])."""
+        lsel, fsel = self.selectors(rt)
+        try:
+            limit = int(self.q.get("limit") or 0)
+        except ValueError:
+            raise bad_request("invalid limit")
+        return self.server.sim.list(store_rt, ns, lsel, fsel, max(0, limit), self.q.get("continue") or None)
+
     @staticmethod
     def list_body(rt, meta, items):
         """A list as the real server encodes it. Built-in (typed) lists:
@@ -1013,12 +1018,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.send(200, o)
             return
         if verb == "list":
-            lsel, fsel = self.selectors(rt)
-            try:
-                limit = int(q.get("limit") or 0)
-            except ValueError:
-                raise bad_request("invalid limit")
-            meta, items = sim.list(core, ns, lsel, fsel, max(0, limit), q.get("continue") or None)
+            meta, items = self.list_page(rt, core, ns)
             objs = [out(d) for d in items]
             if self.output_kind() == "table":
                 self.send(200, make_table(rt, objs, meta, q.get("includeObject", "Metadata")))
