@@ -75,6 +75,7 @@ class Walker:
     def __init__(self, rt, schema=None):
         self.rt = rt
         self.schema = schema
+        self._top = None
 
     def fieldset(self, obj, sub=None, has_status=False):
         out = {}
@@ -106,7 +107,8 @@ class Walker:
         ap = schema.get("additionalProperties")
         return ap if isinstance(ap, dict) else None
 
-    def _is_map(self, name, schema, parent_path):
+    def _is_map(self, name, schema, in_spec):
+        """in_spec: the node is a direct field of the object's spec."""
         if self.rt.custom:
             if not isinstance(schema, dict):
                 return True          # deduced (preserved unknown fields): maps are granular
@@ -115,14 +117,14 @@ class Walker:
             return True
         if name in MAP_FIELDS:
             return True
-        return (name == "selector" and parent_path == ("f:spec",) and self.rt.kind in ("Service", "ReplicationController"))
+        return name == "selector" and in_spec and self.rt.kind in ("Service", "ReplicationController")
 
     def _value(self, name, v, path, out, schema, parent):
         if isinstance(v, dict):
             if not v:
                 out[path] = {}
                 return
-            if self._is_map(name, schema, path[:-1]):
+            if self._is_map(name, schema, path[:-1] == ("f:spec",)):
                 out[path] = Walker.MEMBER
                 self._dict(v, path, out, schema, struct=False)
             else:
@@ -152,6 +154,66 @@ class Walker:
             sub = self._sub(schema, k) if isinstance(schema, dict) else None
             self._value(k, v, path + ("f:" + k,), out, sub, path)
 
+    # ---- the FieldsV1 tree of a whole object in one walk (creates)
+    def tree(self, obj, sub=None, has_status=False):
+        """to_fields_v1(fieldset(obj)) without the path sets: the create path."""
+        self._top = obj.get("spec")
+        out = {}
+        for k in sorted(obj):
+            if k in ("apiVersion", "kind"):
+                continue
+            if has_status and ((sub == "status") != (k == "status")):
+                continue
+            if sub not in (None, "status") and k != "spec":
+                continue
+            v = obj[k]
+            if k == "metadata" and isinstance(v, dict):
+                md = {mk: mv for mk, mv in v.items() if mk not in STRIP_META}
+                t = self._tdict(md, self._sub(self.schema, k), False)
+                if t:
+                    out["f:metadata"] = t
+                continue
+            out["f:" + k] = self._tval(k, v, self._sub(self.schema, k), False)
+        return out
+
+    def _tdict(self, d, schema, is_spec):
+        t = {}
+        sch = isinstance(schema, dict)
+        for k in sorted(d):
+            t["f:" + k] = self._tval(k, d[k], self._sub(schema, k) if sch else None, is_spec)
+        return t
+
+    def _tval(self, name, v, schema, in_spec):
+        if isinstance(v, dict):
+            if not v:
+                return {}
+            if self._is_map(name, schema, in_spec):
+                t = {".": {}}
+                t.update(self._tdict(v, schema, False))
+                return t
+            return self._tdict(v, schema, v is self._top)    # the object's spec: its fields are "in spec"
+        if isinstance(v, list):
+            keys, is_set = self._list_kind(name, schema, v)
+            if keys:
+                t = {".": {}} if v and (name not in NOT_MEMBER or self.rt.custom) else {}
+                item_schema = schema.get("items") if isinstance(schema, dict) else None
+                elems = []
+                for e in v:
+                    kv = {k: e[k] for k in keys if k in e}
+                    ek = "k:" + json.dumps(kv, separators=(",", ":"), sort_keys=True)
+                    et = {".": {}}
+                    et.update(self._tdict(e, item_schema, False))
+                    elems.append((ek, et))
+                for k, et in sorted(elems, key=lambda x: x[0]):
+                    t[k] = et
+                return t
+            if is_set:
+                t = {".": {}} if v else {}
+                for k in sorted("v:" + json.dumps(e, separators=(",", ":")) for e in v):
+                    t[k] = {}
+                return t
+        return {}
+
     def _list_kind(self, name, schema, v):
         if self.rt.custom and isinstance(schema, dict):
             lt = schema.get("x-kubernetes-list-type")
@@ -172,40 +234,27 @@ class Walker:
 
 
 def to_fields_v1(paths):
-    """A set of paths -> the FieldsV1 JSON tree ("." marks a node that is itself a member)."""
+    """A set of paths -> the FieldsV1 JSON tree, keys in order ("." marks a
+    node that is itself a member; it comes first, as the Go serializer writes
+    it). One pass over the sorted paths: a prefix sorts before its extensions."""
     root = {}
-    for p in sorted(paths, key=len):
+    members = set()
+    for p in sorted(paths):
         node = root
-        for i, pe in enumerate(p):
-            child = node.get(pe)
-            if child is None:
-                child = node[pe] = {}
-            if i == len(p) - 1:
-                pass
-            node = child
-    members = set(paths)
-
-    def mark(node, prefix):
-        for pe, child in node.items():
-            if pe == ".":
-                continue
-            p = prefix + (pe,)
-            if child:
-                mark(child, p)
-                if p in members:
-                    child["."] = {}
-        # sort keys as the Go serializer writes them ("." first, then by element)
-    mark(root, ())
-    return _sorted(root)
-
-
-def _sorted(node):
-    out = {}
-    if "." in node:
-        out["."] = {}
-    for k in sorted(x for x in node if x != "."):
-        out[k] = _sorted(node[k])
-    return out
+        for pe in p[:-1]:
+            nxt = node.get(pe)
+            if nxt is None:
+                nxt = node[pe] = {}
+            elif not nxt and id(nxt) in members:
+                nxt["."] = {}
+            node = nxt
+        if not node and id(node) in members:
+            node["."] = {}
+        leaf = node.get(p[-1])
+        if leaf is None:
+            leaf = node[p[-1]] = {}
+        members.add(id(leaf))
+    return root
 
 
 def from_fields_v1(tree, prefix=()):
@@ -250,8 +299,18 @@ def _ident(e):
             "" if e.get("operation") == "Apply" else e.get("apiVersion", ""), e.get("subresource", ""))
 
 
+_now_cache = [0, ""]
+
+
+def _now():
+    t = int(time.time())
+    if _now_cache[0] != t:
+        _now_cache[0], _now_cache[1] = t, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+    return _now_cache[1]
+
+
 def decode(entries):
-    """managedFields list -> {ident: [entry without fieldsV1, set]} or None when invalid."""
+    """managedFields list -> {ident: [entry without fieldsV1, set, entry]} or None when invalid."""
     if not isinstance(entries, list):
         return None
     out = {}
@@ -261,17 +320,28 @@ def decode(entries):
         if e.get("fieldsType", "FieldsV1") != "FieldsV1":
             return None
         meta = {k: v for k, v in e.items() if k != "fieldsV1"}
-        out[_ident(e)] = [meta, from_fields_v1(e.get("fieldsV1") or {})]
+        out[_ident(e)] = [meta, from_fields_v1(e.get("fieldsV1") or {}), e]
     return out
+
+
+def _take(rec, paths):
+    """Remove paths from a manager's set; its stored entry is stale if any went."""
+    n = len(rec[1])
+    rec[1] -= paths
+    if len(rec[1]) != n:
+        rec[2] = None
 
 
 def encode(managed):
     entries = []
-    for meta, fields in managed.values():
+    for meta, fields, entry in managed.values():
         if not fields:
             continue
+        if entry is not None:
+            entries.append(entry)
+            continue
         e = {}
-        for k in ("manager", "operation", "apiVersion", "time", "fieldsType"):
+        for k in ("manager", "operation", "apiVersion", "time"):
             if meta.get(k) is not None:
                 e[k] = meta[k]
         e["fieldsType"] = "FieldsV1"
@@ -287,7 +357,7 @@ def encode(managed):
 def _cap(managed):
     """capManagers: at most 10 Update entries; the oldest (by time, then name)
     merge into an "ancient-changes" entry per apiVersion."""
-    updates = sorted((k for k, (m, _) in managed.items() if m.get("operation") == "Update"),
+    updates = sorted((k for k, r in managed.items() if r[0].get("operation") == "Update"),
                      key=lambda k: (managed[k][0].get("time") or "", k[0]))
     count = len(updates)
     for k in updates:
@@ -295,15 +365,16 @@ def _cap(managed):
             break
         if k[0] == "ancient-changes":
             continue
-        meta, fields = managed.pop(k)
+        meta, fields, _ = managed.pop(k)
         bk = ("ancient-changes", "Update", meta.get("apiVersion", ""), "")
         if bk in managed:
             managed[bk][1] |= fields
             managed[bk][0]["time"] = meta.get("time")
+            managed[bk][2] = None
             count -= 1
         else:
             managed[bk] = [{"manager": "ancient-changes", "operation": "Update", "apiVersion": meta.get("apiVersion"),
-                            "time": meta.get("time")}, set(fields)]
+                            "time": meta.get("time")}, set(fields), None]
 
 
 class Conflict(Exception):
@@ -321,25 +392,44 @@ def track(rt, schema, old, new, provided, manager, operation, sub, applied=None,
     if provided == [{}] and sub is None and operation != "Apply":
         md.pop("managedFields", None)
         return
-    managed = None
-    if provided and sub is None:
-        managed = decode(provided)
-    if managed is None:
-        managed = decode((old or {}).get("metadata", {}).get("managedFields") or []) or {}
     w = Walker(rt, schema)
     has_status = rt.has_status
+    av = rt.api_version
+    if old is None and not provided and operation == "Update":
+        # a plain create: the creator owns every field
+        tree = w.tree(new, sub, has_status)
+        if tree:
+            e = {"manager": manager, "operation": "Update", "apiVersion": av, "time": _now(),
+                 "fieldsType": "FieldsV1", "fieldsV1": tree}
+            if sub:
+                e["subresource"] = sub
+            md["managedFields"] = [e]
+        else:
+            md.pop("managedFields", None)
+        return
+    stored = (old or {}).get("metadata", {}).get("managedFields") or []
     new_fs = w.fieldset(new, sub, has_status)
     old_fs = w.fieldset(old, sub, has_status) if old else {}
     added = {p for p in new_fs if p not in old_fs}
     removed = {p for p in old_fs if p not in new_fs}
     modified = {p for p in new_fs if p in old_fs and new_fs[p] is not Walker.MEMBER and new_fs[p] != old_fs[p]}
     taken = added | modified
-    av = rt.api_version
+    use_provided = bool(provided) and sub is None
+    if not taken and not removed and operation == "Update" and not use_provided:
+        # nothing changed hands (a no-op, or changes only to reset fields)
+        if stored:
+            md["managedFields"] = stored
+        else:
+            md.pop("managedFields", None)
+        return
+    managed = decode(provided) if use_provided else None
+    if managed is None:
+        managed = decode(stored) or {}
     me = (manager, operation, "" if operation == "Apply" else av, sub or "")
     if operation == "Apply":
         mine = set(w.fieldset(applied, sub, has_status)) if isinstance(applied, dict) else set()
         conflicts = []
-        for k, (meta, fields) in managed.items():
+        for k, (meta, fields, _) in managed.items():
             if k == me:
                 continue
             for p in sorted(fields & (mine & (modified | added))):
@@ -347,22 +437,20 @@ def track(rt, schema, old, new, provided, manager, operation, sub, applied=None,
                                   meta.get("subresource"), p))
         if conflicts and not force:
             raise Conflict(conflicts)
-        for k, (meta, fields) in list(managed.items()):
+        for k, rec in list(managed.items()):
             if k != me:
-                fields -= (mine & taken) | removed
-        managed[me] = [{"manager": manager, "operation": "Apply", "apiVersion": av,
-                        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, mine]
+                _take(rec, (mine & taken) | removed)
+        managed[me] = [{"manager": manager, "operation": "Apply", "apiVersion": av, "time": _now()}, mine, None]
     else:
-        for k, (meta, fields) in list(managed.items()):
-            fields -= taken | removed
+        for rec in managed.values():
+            _take(rec, taken | removed)
         if taken:
-            prev = managed.get(me, [None, set()])[1]
-            meta = {"manager": manager, "operation": "Update", "apiVersion": av,
-                    "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+            prev = managed[me][1] if me in managed else set()
+            meta = {"manager": manager, "operation": "Update", "apiVersion": av, "time": _now()}
             if sub:
                 meta["subresource"] = sub
-            managed[me] = [meta, (prev - removed) | taken]
-    for k in [k for k, (_, f) in managed.items() if not f]:
+            managed[me] = [meta, (prev - removed) | taken, None]
+    for k in [k for k, r in managed.items() if not r[1]]:
         del managed[k]
     _cap(managed)
     entries = encode(managed)

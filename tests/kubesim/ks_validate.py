@@ -190,12 +190,25 @@ def name_errors(rt, name, field="metadata.name", prefix=False):
 
 
 # ------------------------------------------------------------------ ObjectMeta
+# What nearly every valid key and label value looks like: one regex match
+# instead of the checks that name what is wrong
+_QKEY_FAST = re.compile("^(?:" + DNS1123_SUB_FMT + "/)?(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
+_LVAL_FAST = re.compile("^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+def _fast_ok(k, v=None):
+    return (isinstance(k, str) and len(k) <= 317 and _QKEY_FAST.match(k) is not None
+            and (v is None or (isinstance(v, str) and _LVAL_FAST.match(v) is not None)))
+
+
 def meta_errors(md):
     """Labels, annotations, finalizers, ownerReferences of an ObjectMeta."""
     errs = []
     labels = md.get("labels")
     if isinstance(labels, dict):
         for k, v in labels.items():
+            if _fast_ok(k, v) and ("/" not in k or len(k.split("/")[0]) <= 253):
+                continue
             for m in is_qualified_name(str(k)):
                 errs.append(_inv("metadata.labels", k, m))
             if isinstance(v, str):
@@ -205,8 +218,9 @@ def meta_errors(md):
     if isinstance(anns, dict):
         total = 0
         for k, v in anns.items():
-            for m in is_qualified_name(str(k).lower()):
-                errs.append(_inv("metadata.annotations", k, m))
+            if not (_fast_ok(k) and ("/" not in k or len(k.split("/")[0]) <= 253)):
+                for m in is_qualified_name(str(k).lower()):
+                    errs.append(_inv("metadata.annotations", k, m))
             total += len(str(k).encode()) + len(str(v if v is not None else "").encode())
         if total > ANNOTATIONS_MAX:
             errs.append(("FieldValueTooLong", "metadata.annotations",
