@@ -129,12 +129,6 @@ def make_app(sim):
 APP_RESOURCES = rt.RESOURCES + [("example.io", "v1", "widgets", True)]
 
 
-# These tests compare restored objects with their source field by field: the
-# PV binder's annotations and status (written on both sides at its own pace)
-# are not what they look at, so it does not run here.
-NO_BINDER = "namespace,pod,job"
-
-
 def backed_up_items(src):
     return rt.dump(src, APP_RESOURCES)
 
@@ -144,7 +138,7 @@ class World:
 
     def __init__(self, t, name="target", runner=True, store=None):
         self.t = t
-        self.sim = t.kubesim(name=name, controllers=NO_BINDER)
+        self.sim = t.kubesim(name=name)
         self.sim.install_crds(NS)
         self.store = store or t.mkdir(name + "-store")
         self.journal = t.path(name + "-journal.db")
@@ -237,7 +231,7 @@ def without_volume_names(items):
 
 
 def source_with_app(t):
-    src = t.kubesim(name="source", controllers=NO_BINDER)
+    src = t.kubesim(name="source")
     make_app(src)
     return src, backed_up_items(src)
 
@@ -517,7 +511,7 @@ def hostile_archives(t):
 
 @case
 def kill9_and_resume(t):
-    src = t.kubesim(name="source", controllers=NO_BINDER)
+    src = t.kubesim(name="source")
     post(src, "", "v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                        "metadata": {"name": "many"}})
     src.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v" * 100}}, 1500,
@@ -600,7 +594,7 @@ def takeover_with_empty_journal(t):
     """Another server takes an InProgress restore over (attempt+1, its own
     empty journal): items the first one created come back as AlreadyExists
     and equal, and count as done; nothing is created twice."""
-    src = t.kubesim(name="source", controllers=NO_BINDER)
+    src = t.kubesim(name="source")
     post(src, "", "v1", "namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                        "metadata": {"name": "many"}})
     src.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}, 600,
@@ -639,7 +633,7 @@ def round_trip_real_backup_engine(t):
     (`cairn server`), restored by the restore controller into a fresh
     cluster that shares the storage location."""
     store = t.mkdir("shared-store")
-    src = t.kubesim(name="source", controllers=NO_BINDER)
+    src = t.kubesim(name="source")
     src.install_crds(NS)
     src.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
         "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
