@@ -444,21 +444,12 @@ restore_filter_free(struct restore_filter *f)
 	free(f);
 }
 
-static int
-glob_any(char **v, const char *s)
-{
-	for (size_t i = 0; v[i] != NULL; i++)
-		if (str_glob(v[i], s))
-			return 1;
-	return 0;
-}
-
 int
 restore_filter_ns(const struct restore_filter *f, const char *ns)
 {
-	if (glob_any(f->exc_ns, ns))
+	if (strv_glob_any(f->exc_ns, ns))
 		return 0;
-	return f->inc_ns[0] == NULL || glob_any(f->inc_ns, ns);
+	return f->inc_ns[0] == NULL || strv_glob_any(f->inc_ns, ns);
 }
 
 /* Does a list entry name resgroup? "*", "res.group", or "res" alone. */
