@@ -51,8 +51,8 @@ static const struct mdef defs[METRIC__COUNT] = {
 
 /* Upper bounds of the duration histograms, in seconds (+Inf is implied). */
 static const double buckets_duration[] = {
-	1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400,
-	28800, 86400
+	1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
+	14400, 28800, 86400
 };
 #define NBUCKETS_DURATION (sizeof buckets_duration / sizeof buckets_duration[0])
 

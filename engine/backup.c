@@ -82,9 +82,11 @@
 #include "engine/bspec.h"
 #include "engine/claim.h"
 #include "engine/hooks_backup.h"
+#include "engine/itemlog.h"
 #include "engine/volumes.h"
 #include "engine/bsl.h"
 #include "engine/partsink.h"
+#include "engine/schedule.h"
 #include "engine/tarparts.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
@@ -152,6 +154,7 @@ struct bk {
 	int64_t res_items;		/* items the current resource wrote */
 	char *const *ordered;		/* its orderedResources (spec), or NULL */
 	int in_ordered;			/* ... being written first, by name */
+	int64_t res_deleting;		/* ... skipped: being deleted */
 	struct tarparts *tp;
 	struct partsink *ps;		/* spool and upload of the parts */
 	char *last_key;			/* last item written (owned) */
@@ -160,6 +163,7 @@ struct bk {
 	int64_t items_stored;		/* in stored parts */
 	int64_t bytes_stored;
 	int64_t total_items;
+	int64_t shown_total;		/* totalItems last written: never less */
 	int64_t last_progress_us;
 	int64_t start_us;
 	struct buf legacy, preferred;
@@ -189,6 +193,7 @@ struct bk {
 	int cur_rc;			/* first error inside a list callback */
 	struct cairn_err cur_err;
 	struct hooks_backup *hooks;	/* pre/post hooks around pods */
+	struct itemlog log;		/* the backup's log (journal events) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -230,15 +235,35 @@ bk_event(struct bk *b, const char *level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	if (strcmp(level, "error") == 0)
-		log_error("backup %s/%s: %s", b->ns, b->name, line);
-	else if (strcmp(level, "warning") == 0)
-		log_warn("backup %s/%s: %s", b->ns, b->name, line);
-	else
-		log_info("backup %s/%s: %s", b->ns, b->name, line);
-	if (b->jid > 0)
-		(void)journal_event(b->env->journal, b->jid, level, NULL, "%s",
-		    line);
+	b->log.jid = b->jid;
+	itemlog_event(&b->log, level, NULL, "%s", line);
+}
+
+/* A log line about one resource (and namespace: NULL for none). */
+static void
+bk_res_event(struct bk *b, const char *level, const struct kube_resource *r,
+	const char *ns, const char *fmt, ...) CAIRN_PRINTF(5, 6);
+
+static void
+bk_res_event(struct bk *b, const char *level, const struct kube_resource *r,
+	const char *ns, const char *fmt, ...)
+{
+	char line[JOURNAL_EVENT_MAX], res[600];
+	struct buf kv;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	snprintf(res, sizeof res, "%s%s%s", r->resource, r->group[0] ? "." :
+	    "", r->group);
+	buf_init(&kv, JOURNAL_EVENT_MAX - 1);
+	if (ns != NULL)
+		itemlog_kv(&kv, "namespace", ns);
+	itemlog_kv(&kv, "resource", res);
+	b->log.jid = b->jid;
+	itemlog_event(&b->log, level, buf_cstr(&kv), "%s", line);
+	buf_free(&kv);
 }
 
 static void
@@ -255,18 +280,68 @@ bk_record(struct bk *b, int is_error, const char *msg)
 	bk_event(b, is_error ? "error" : "warning", "%s", msg);
 }
 
+/*
+ * Compressed tarball bytes so far: the stored parts and what the open
+ * part holds (a closed part is in bytes_stored already). At the end, the
+ * tarball's size.
+ */
+static int64_t
+bk_bytes(const struct bk *b)
+{
+	int64_t bytes = b->bytes_stored;
+	int open = b->tp != NULL ? tarparts_current_part(b->tp) : 0;
+
+	/* while the sink stores a part, that part is still "open" there */
+	if (open != 0 && (b->nparts == 0 ||
+	    b->parts[b->nparts - 1].part_number != open))
+		bytes += (int64_t)tarparts_part_bytes(b->tp);
+	return bytes;
+}
+
+/*
+ * status.progress. While the backup runs totalItems never goes down (an
+ * estimate that gave way to a smaller count keeps the larger total until
+ * the end); final (Completed, PartiallyFailed): the items in the backup,
+ * as Velero writes it.
+ */
 static void
-bk_set_progress(struct bk *b)
+bk_set_progress_final(struct bk *b, int final)
 {
 	cJSON *p = cJSON_CreateObject();
 	int64_t total = b->total_items > b->items_done ? b->total_items :
 	    b->items_done;
 
+	if (final)
+		total = b->items_done;
+	else if (total < b->shown_total)
+		total = b->shown_total;
+	b->shown_total = total;
 	cJSON_AddNumberToObject(p, "totalItems", (double)total);
 	cJSON_AddNumberToObject(p, "itemsBackedUp", (double)b->items_done);
-	cJSON_AddNumberToObject(p, "bytesDone", (double)(b->bytes_stored +
-	    (int64_t)(b->tp ? tarparts_part_bytes(b->tp) : 0)));
+	cJSON_AddNumberToObject(p, "bytesDone", (double)bk_bytes(b));
 	json_set_item(b->status, "progress", p);
+}
+
+static void
+bk_set_progress(struct bk *b)
+{
+	bk_set_progress_final(b, 0);
+}
+
+/* The journal's copy of what status.progress and the counts say. */
+static int
+bk_journal_progress(struct bk *b, struct cairn_err *err)
+{
+	int rc;
+
+	rc = journal_begin(b->env->journal, err);
+	if (rc < 0)
+		return rc;
+	(void)journal_set_progress(b->env->journal, b->jid, b->shown_total,
+	    b->items_done, bk_bytes(b), NULL);
+	(void)journal_set_counts(b->env->journal, b->jid, b->nwarnings,
+	    b->nerrors, NULL);
+	return journal_commit(b->env->journal, err);
 }
 
 /* status.progress at most once a second. */
@@ -279,8 +354,7 @@ bk_progress(struct bk *b, int force, struct cairn_err *err)
 		return 0;
 	b->last_progress_us = now;
 	bk_set_progress(b);
-	(void)journal_set_progress(b->env->journal, b->jid, b->total_items,
-	    b->items_done, b->bytes_stored, NULL);
+	(void)bk_journal_progress(b, NULL);
 	return bk_status_write(b, err);
 }
 
@@ -486,8 +560,10 @@ item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
 	const cJSON *del = cJSON_GetObjectItemCaseSensitive(md,
 	    "deletionTimestamp");
 
-	if (del != NULL && !cJSON_IsNull(del))
+	if (del != NULL && !cJSON_IsNull(del)) {
+		b->res_deleting++;
 		return 0;	/* Velero: "being deleted" items are skipped */
+	}
 	if (is_ns)
 		return bspec_ns_included(b->spec, name);
 	if (r->namespaced && !bspec_ns_included(b->spec, ns))
@@ -1458,6 +1534,27 @@ bk_list_failed(struct bk *b, const struct kube_resource *r, const char *ns,
 		b->first_list_err = xstrdup(msg);
 }
 
+/* The log line of a walked resource: what it gave, skipped, retried. */
+static void
+bk_res_log(struct bk *b, const struct kube_resource *r,
+	const struct kube_stats *k0, const struct kube_stats *k1)
+{
+	char extra[256] = "";
+	size_t n = 0;
+
+	if (b->res_deleting > 0)
+		n += (size_t)snprintf(extra + n, sizeof extra - n, "; skipped "
+		    "%lld being deleted", (long long)b->res_deleting);
+	if (k1->retries > k0->retries && n < sizeof extra)
+		n += (size_t)snprintf(extra + n, sizeof extra - n, "; %llu "
+		    "API requests of this server were retried meanwhile "
+		    "(429, 5xx, dropped connections)",
+		    (unsigned long long)(k1->retries - k0->retries));
+	bk_res_event(b, "info", r, NULL, "backed up %lld items%s%s",
+	    (long long)b->res_items, b->per_ns && r->namespaced ?
+	    " (listed namespace by namespace)" : "", extra);
+}
+
 /*
  * Walk one resource: by name, namespace by namespace, or one list.
  * c: where it stands to the resume point (< 0 before, 0 the resource
@@ -1474,8 +1571,10 @@ bk_walk_res(struct bk *b, const struct bk_res *br, int c,
 	int is_ns = r->group[0] == '\0' && strcmp(r->resource, "namespaces") ==
 	    0;
 	int64_t est = br->est;
+	struct kube_stats ks0, ks1;
 	int rc = 0;
 
+	kube_stats(b->env->kube, &ks0);
 	memset(&lo, 0, sizeof lo);
 	lo.prefetch = 1;	/* the API server works while we tar */
 	lo.parse_only = feeds_related(b, r) && r->group[0] == '\0' ?
@@ -1486,7 +1585,7 @@ bk_walk_res(struct bk *b, const struct bk_res *br, int c,
 	lo.stop = b->env->stop;
 	lo.on_page = on_page;
 	b->cur = br;
-	b->res_items = 0;
+	b->res_items = b->res_deleting = 0;
 	b->observe_only = c < 0;
 	b->skipping = c == 0;
 	free(b->cur_gvk);
@@ -1563,6 +1662,10 @@ done:
 		return cairn_err_copy(err, &b->cur_err);
 	if (rc == CAIRN_ECANCELED)
 		return cairn_err_set(err, rc, "stopped");
+	if (!b->observe_only) {
+		kube_stats(b->env->kube, &ks1);
+		bk_res_log(b, r, &ks0, &ks1);
+	}
 	/* the estimate gives way to what the resource gave */
 	if (!b->observe_only) {
 		b->total_items += b->res_items - est;
@@ -1889,19 +1992,6 @@ put_gz(struct bk *b, enum layout_backup_file f, const char *text,
 	return put_file(b, f, text, strlen(text), 1, err);
 }
 
-static int
-log_line_cb(int64_t at_us, const char *level, const char *line, void *arg)
-{
-	struct buf *lb = arg;
-	char ts[TIME_STR_MAX];
-
-	time_format_micro(at_us, ts);
-	buf_printf(lb, "time=\"%s\" level=%s msg=", ts, level);
-	str_escape_json(lb, line);
-	buf_putc(lb, '\n');
-	return 0;
-}
-
 static cJSON *
 results_tree(const cJSON *list)
 {
@@ -2096,9 +2186,19 @@ bk_finish_status(struct bk *b, const char *phase, const char *reason,
 	char ts[TIME_STR_MAX];
 	char partial[CAIRN_ERR_MSG_MAX + 200];
 	const cJSON *first = cJSON_GetArrayItem(b->errors, 0);
+	int final = strcmp(phase, "Completed") == 0 ||
+	    strcmp(phase, "PartiallyFailed") == 0;
 	int rc;
 
-	rc = journal_finish(b->env->journal, b->jid, phase, reason, err);
+	/* The final numbers and phase in one journal transaction. */
+	bk_set_progress_final(b, final);
+	rc = journal_begin(b->env->journal, err);
+	if (rc == 0) {
+		(void)bk_journal_progress(b, NULL);
+		(void)journal_finish(b->env->journal, b->jid, phase, reason,
+		    NULL);
+		rc = journal_commit(b->env->journal, err);
+	}
 	if (rc < 0)
 		return rc;
 	json_set_str(b->status, "phase", phase);
@@ -2118,10 +2218,6 @@ bk_finish_status(struct bk *b, const char *phase, const char *reason,
 		json_set_str(b->status, "failureReason", reason);
 	json_set_int(b->status, "errors", b->nerrors);
 	json_set_int(b->status, "warnings", b->nwarnings);
-	if (b->total_items < b->items_done || strcmp(phase, "Completed") == 0 ||
-	    strcmp(phase, "PartiallyFailed") == 0)
-		b->total_items = b->items_done;
-	bk_set_progress(b);
 	rc = bk_status_write(b, err);
 	if (rc == 0)
 		log_info("backup %s/%s: %s%s%s (%lld items, %lld errors)",
@@ -2165,8 +2261,8 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 
 	buf_init(&lb, 64u << 20);
 	buf_init(&rl, 256u << 20);
-	(void)journal_events_foreach(b->env->journal, b->jid, log_line_cb, &lb,
-	    NULL);
+	b->log.jid = b->jid;
+	(void)itemlog_render(&b->log, &lb, NULL);
 	rc = put_gz(b, LAYOUT_BACKUP_LOGS, buf_cstr(&lb), err);
 	if (rc < 0)
 		goto done;
@@ -2202,6 +2298,7 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	json_set_int(final, "status.warnings", b->nwarnings);
 	json_set_int(final, "status.progress.totalItems", b->items_done);
 	json_set_int(final, "status.progress.itemsBackedUp", b->items_done);
+	json_set_int(final, "status.progress.bytesDone", bk_bytes(b));
 	free(text);
 	text = cJSON_PrintUnformatted(final);
 	rc = put_file(b, LAYOUT_BACKUP_METADATA, text, strlen(text), 0, err);
@@ -2311,6 +2408,10 @@ bk_init(struct bk *b, const struct engine_env *env, const cJSON *obj,
 	    b->attempt, b->uid);
 	b->errors = cJSON_CreateArray();
 	b->warnings = cJSON_CreateArray();
+	b->log.journal = env->journal;
+	b->log.kind = "backup";
+	b->log.namespace = b->ns;
+	b->log.name = b->name;
 	buf_init(&b->legacy, 4096);
 	buf_init(&b->preferred, 4096);
 	b->last_progress_us = time_mono_us();
@@ -2498,6 +2599,16 @@ bk_free(struct bk *b)
 	free(b->uid);
 }
 
+/* The schedule that made the backup (its label), or "". Borrowed. */
+static const char *
+bk_schedule(const struct bk *b)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(json_get(b->obj,
+	    "metadata.labels"), SCHEDULE_LABEL);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
 static int
 bk_journal_claim(struct bk *b, struct cairn_err *err)
 {
@@ -2511,6 +2622,8 @@ bk_journal_claim(struct bk *b, struct cairn_err *err)
 	it.attempt = b->attempt;
 	snprintf(it.holder, sizeof it.holder, "%s", b->env->server_id);
 	snprintf(it.worker, sizeof it.worker, "%s", b->worker);
+	/* metrics are labelled with the schedule that made the backup */
+	snprintf(it.schedule, sizeof it.schedule, "%s", bk_schedule(b));
 	if (journal_item_find(b->env->journal, JOURNAL_KIND_BACKUP, b->ns,
 	    b->name, b->uid, &it, NULL) == 0 && it.attempt == b->attempt &&
 	    it.finished_at == 0) {
@@ -2520,6 +2633,7 @@ bk_journal_claim(struct bk *b, struct cairn_err *err)
 	it.attempt = b->attempt;
 	snprintf(it.holder, sizeof it.holder, "%s", b->env->server_id);
 	snprintf(it.worker, sizeof it.worker, "%s", b->worker);
+	snprintf(it.schedule, sizeof it.schedule, "%s", bk_schedule(b));
 	snprintf(it.phase, sizeof it.phase, "InProgress");
 	it.claimed_at = 0;
 	return journal_claim(b->env->journal, &it, &b->jid, err);

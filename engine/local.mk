@@ -9,6 +9,7 @@ engine_libengine_a_SOURCES = \
 	engine/bspec.c engine/bspec.h \
 	engine/bsl.c engine/bsl.h \
 	engine/backup.c engine/backup.h \
+	engine/itemlog.c engine/itemlog.h \
 	engine/claim.c engine/claim.h \
 	engine/server.c engine/server.h
 

@@ -49,8 +49,10 @@
 #include "engine/bsl.h"
 #include "engine/claim.h"
 #include "engine/hooks_restore.h"
+#include "engine/itemlog.h"
 #include "engine/restore_int.h"
 #include "engine/restore_plan.h"
+#include "engine/schedule.h"
 #include "engine/volumes.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
@@ -94,15 +96,8 @@ rs_event(struct rs *rs, const char *level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	if (strcmp(level, "error") == 0)
-		log_error("restore %s/%s: %s", rs->ns, rs->name, line);
-	else if (strcmp(level, "warning") == 0)
-		log_warn("restore %s/%s: %s", rs->ns, rs->name, line);
-	else
-		log_info("restore %s/%s: %s", rs->ns, rs->name, line);
-	if (rs->jid > 0)
-		(void)journal_event(rs->env->journal, rs->jid, level, NULL,
-		    "%s", line);
+	rs->log.jid = rs->jid;
+	itemlog_event(&rs->log, level, NULL, "%s", line);
 }
 
 /*
@@ -202,6 +197,24 @@ rs_set_progress(struct rs *rs)
 /* Journal batches.                                                     */
 /* ------------------------------------------------------------------ */
 
+/* The journal's copy of status.progress and the counts. */
+static void
+rs_journal_progress(struct rs *rs)
+{
+	int64_t w, e;
+
+	pthread_mutex_lock(&rs->mu);
+	w = rs->nwarnings;
+	e = rs->nerrors;
+	pthread_mutex_unlock(&rs->mu);
+	if (journal_begin(rs->env->journal, NULL) < 0)
+		return;
+	(void)journal_set_progress(rs->env->journal, rs->jid, rs->total >
+	    rs->done ? rs->total : rs->done, rs->done, rs->bytes_read, NULL);
+	(void)journal_set_counts(rs->env->journal, rs->jid, w, e, NULL);
+	(void)journal_commit(rs->env->journal, NULL);
+}
+
 /* Write the pending marks in one transaction (main thread only). */
 static int
 rs_flush(struct rs *rs, int force, struct cairn_err *err)
@@ -234,8 +247,7 @@ rs_flush(struct rs *rs, int force, struct cairn_err *err)
 		rs->done += (int64_t)n;
 		free(rs->last_key);
 		rs->last_key = xstrdup(m[n - 1].key);
-		(void)journal_set_progress(rs->env->journal, rs->jid,
-		    rs->total, rs->done, 0, NULL);
+		rs_journal_progress(rs);
 	}
 	for (size_t i = 0; i < n; i++)
 		free(m[i].key);
@@ -633,18 +645,6 @@ put_gz(struct rs *rs, enum layout_restore_file f, const char *text,
 	return rc;
 }
 
-static int
-log_line_cb(int64_t at_us, const char *level, const char *line, void *arg)
-{
-	struct buf *lb = arg;
-	char ts[TIME_STR_MAX];
-
-	time_format_micro(at_us, ts);
-	(void)buf_printf(lb, "time=\"%s\" level=%s msg=", ts, level);
-	(void)str_escape_json(lb, line);
-	(void)buf_putc(lb, '\n');
-	return 0;
-}
 
 /* results, logs and the resource list; failures are warnings. */
 static void
@@ -672,9 +672,8 @@ rs_upload(struct rs *rs)
 		    rs->ns, rs->name, err.msg);
 	free(text);
 	buf_init(&lb, 256u << 20);
-	if (rs->jid > 0)
-		(void)journal_events_foreach(rs->env->journal, rs->jid,
-		    log_line_cb, &lb, NULL);
+	rs->log.jid = rs->jid;
+	(void)itemlog_render(&rs->log, &lb, NULL);
 	if (put_gz(rs, LAYOUT_RESTORE_LOGS, buf_cstr(&lb), &err) < 0)
 		log_warn("restore %s/%s: uploading logs: %s", rs->ns, rs->name,
 		    err.msg);
@@ -692,8 +691,17 @@ rs_finish(struct rs *rs, const char *phase, const char *reason,
 	char now[TIME_STR_MAX];
 	int rc;
 
+	rs_event(rs, "info", "restore ended %s%s%s", phase,
+	    reason ? ": " : "", reason ? reason : "");
 	rs_upload(rs);
-	rc = journal_finish(rs->env->journal, rs->jid, phase, reason, err);
+	/* the final numbers and phase in one journal transaction */
+	rc = journal_begin(rs->env->journal, err);
+	if (rc == 0) {
+		rs_journal_progress(rs);
+		(void)journal_finish(rs->env->journal, rs->jid, phase, reason,
+		    NULL);
+		rc = journal_commit(rs->env->journal, err);
+	}
 	if (rc < 0)
 		return rc;
 	time_format_rfc3339(time_now_us(), now);
@@ -702,8 +710,6 @@ rs_finish(struct rs *rs, const char *phase, const char *reason,
 	json_set_str(rs->status, "completionTimestamp", now);
 	if (reason != NULL)
 		json_set_str(rs->status, "failureReason", reason);
-	rs_event(rs, "info", "restore ended %s%s%s", phase,
-	    reason ? ": " : "", reason ? reason : "");
 	return rs_status_write(rs, err);
 }
 
@@ -869,6 +875,13 @@ rs_validate(struct rs *rs, struct cairn_err *err)
 			cairn_err_copy(err, &e2);
 			goto out;
 		} else {
+			const cJSON *sch = cJSON_GetObjectItemCaseSensitive(
+			    json_get(bk, "metadata.labels"), SCHEDULE_LABEL);
+
+			/* metrics: labelled with the backup's schedule (Velero) */
+			if (cJSON_IsString(sch))
+				(void)journal_set_schedule(rs->env->journal,
+				    rs->jid, sch->valuestring, NULL);
 			phase = json_str_or(bk, "status.phase", "");
 			if (strcmp(phase, "Completed") != 0 &&
 			    strcmp(phase, "PartiallyFailed") != 0) {
@@ -965,6 +978,10 @@ rs_init(struct rs *rs, const struct engine_env *env, const cJSON *obj,
 	    rs->attempt, rs->uid);
 	rs->warnings = results_new();
 	rs->errors = results_new();
+	rs->log.journal = env->journal;
+	rs->log.kind = "restore";
+	rs->log.namespace = rs->ns;
+	rs->log.name = rs->name;
 	rs->reslist = cJSON_CreateObject();
 }
 

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/err.h"
+#include "engine/itemlog.h"
 #include "engine/backup.h"
 #include "engine/claim.h"
 #include "engine/restore_actions.h"
@@ -95,6 +96,7 @@ struct rs {
 	int nworkers;
 	pthread_t *threads;
 	struct hooks_restore *hooks;	/* init containers, exec hooks */
+	struct itemlog log;		/* the restore's log (journal events) */
 };
 
 /* restore.c: an event in the journal and the log (any thread). */

@@ -203,21 +203,19 @@ seen_get(struct status *s, int64_t id)
 	return &s->seen[s->nseen++];
 }
 
-static const char *
-schedule_of(const cJSON *labels, const struct journal_item *it)
-{
-	char key[300];
-
-	snprintf(key, sizeof key, "%s/%s", it->kind, it->name);
-	return json_str_or(cJSON_GetObjectItemCaseSensitive(labels, key),
-	    SCHEDULE_LABEL, "");
-}
-
+/*
+ * One finished attempt, from the journal row its worker wrote with the
+ * same numbers as the object's final status (Velero's rules: items and
+ * tarball size of what was stored, errors as status.errors, a warning
+ * counted per backup that had any).
+ */
 static void
-count_outcome(const struct journal_item *it, const char *sched)
+count_outcome(const struct journal_item *it)
 {
 	int backup = strcmp(it->kind, JOURNAL_KIND_BACKUP) == 0;
-	const char *const *l = METRIC_LABELS(sched);
+	int stored = strcmp(it->phase, "Completed") == 0 ||
+	    strcmp(it->phase, "PartiallyFailed") == 0;
+	const char *const *l = METRIC_LABELS(it->schedule);
 	double secs = (double)(it->finished_at - it->claimed_at) /
 	    TIME_US_PER_SEC;
 
@@ -237,9 +235,17 @@ count_outcome(const struct journal_item *it, const char *sched)
 		    METRIC_RESTORE_FAILED_TOTAL, l);
 		return;
 	}
-	metrics_set(METRIC_BACKUP_ITEMS_TOTAL, (double)it->items_done, l);
-	metrics_set(METRIC_BACKUP_TARBALL_SIZE_BYTES, (double)it->bytes_done, l);
-	metrics_add(METRIC_BACKUP_BYTES_TOTAL, (double)it->bytes_done, NULL);
+	metrics_set(METRIC_BACKUP_ITEMS_ERRORS, (double)it->errors, l);
+	if (it->warnings > 0)
+		metrics_inc(METRIC_BACKUP_WARNING_TOTAL, l);
+	if (stored) {
+		metrics_set(METRIC_BACKUP_ITEMS_TOTAL, (double)it->total_items,
+		    l);
+		metrics_set(METRIC_BACKUP_TARBALL_SIZE_BYTES,
+		    (double)it->bytes_done, l);
+		metrics_add(METRIC_BACKUP_BYTES_TOTAL, (double)it->bytes_done,
+		    NULL);
+	}
 	if (strcmp(it->phase, "Completed") == 0) {
 		metrics_inc(METRIC_BACKUP_SUCCESS_TOTAL, l);
 		metrics_set(METRIC_BACKUP_LAST_SUCCESSFUL_TIMESTAMP,
@@ -259,7 +265,7 @@ count_outcome(const struct journal_item *it, const char *sched)
  * so a spec rejected at once is a validation failure only, as in Velero.
  */
 static void
-probe_metrics(struct status *s, const cJSON *labels)
+probe_metrics(struct status *s)
 {
 	static const char *const phases[] = { "InProgress",
 	    "WaitingForPluginOperations", "Finalizing" };
@@ -276,7 +282,7 @@ probe_metrics(struct status *s, const cJSON *labels)
 		int done = it[i].finished_at != 0;
 		int started = it[i].total_items > 0 || it[i].items_done > 0 ||
 		    (done && strcmp(it[i].phase, "FailedValidation") != 0);
-		const char *sched = schedule_of(labels, &it[i]);
+		const char *sched = it[i].schedule;
 
 		if (sn->attempt != it[i].attempt) {
 			sn->attempt = it[i].attempt;
@@ -289,7 +295,7 @@ probe_metrics(struct status *s, const cJSON *labels)
 			sn->attempt_counted = 1;
 		}
 		if (done && !sn->finished) {
-			count_outcome(&it[i], sched);
+			count_outcome(&it[i]);
 			sn->finished = 1;
 		}
 		if (!done && strcmp(it[i].holder, s->id) == 0)
@@ -350,7 +356,7 @@ probe_loop(void *arg)
 			(void)probe_items(s, &waiting, &labels, &security,
 			    NULL);
 		}
-		probe_metrics(s, labels);
+		probe_metrics(s);
 		pthread_mutex_lock(&s->mu);
 		if (s->ready != ready)
 			log_info("readiness: %s%s%s", ready ? "ready" : "not ready",
@@ -477,7 +483,7 @@ status_document(struct status *s)
 		op.claimed_us = it[i].claimed_at;
 		op.started_us = it[i].claimed_at;
 		op.labels = labels_of(s, &it[i]);
-		op.schedule = json_str(op.labels, SCHEDULE_LABEL);
+		op.schedule = it[i].schedule[0] ? it[i].schedule : NULL;
 		op.progress.total_items = it[i].total_items > 0 ?
 		    it[i].total_items : STATUS_UNKNOWN;
 		op.progress.items_done = it[i].items_done;

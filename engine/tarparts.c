@@ -13,11 +13,12 @@
  * entries each): deflate over the tar bytes, then libarchive. Hence:
  *  - Two libarchive writers share archive_cb: ustar for the common path
  *    (printable ASCII, <= 100 bytes: every item path of normal length),
- *    and pax_restricted with hdrcharset=BINARY, created on first need,
- *    for any other path. The ustar writer does no locale conversion and
- *    no extended header: a 512-byte header per entry where the pax
- *    writer with BINARY names wrote three blocks (pax header, its
- *    "hdrcharset=BINARY" record, the ustar header), i.e. half the tar
+ *    and pax_restricted, created on first need, for any other path (its
+ *    pax header carries the path as UTF-8; no "hdrcharset" record, which
+ *    GNU tar does not know and warns about on every such entry). The
+ *    ustar writer does no locale conversion and no extended header: a
+ *    512-byte header per entry where the pax writer wrote three blocks
+ *    (pax header, its records, the ustar header), i.e. half the tar
  *    bytes to deflate and a quarter of libarchive's time. Tar entries are
  *    self-contained, so entries of the two writers interleave freely.
  *    Only the ustar writer's end-of-archive blocks end the tarball; the
@@ -238,15 +239,21 @@ tp_deflate(struct tarparts *tp, const void *in, size_t n, int flush,
 static int
 tp_member(z_stream *z, struct tp_slot *sl, struct cairn_err *e)
 {
-	size_t bound = deflateBound(z, (uLong)sl->len);
+	size_t bound;
 
+	/*
+	 * The bound after the reset: on a stream that finished a member,
+	 * deflateBound() leaves the gzip header out and can be too small
+	 * for incompressible data (deflate then ends short of Z_STREAM_END).
+	 */
+	if (deflateReset(z) != Z_OK)
+		return cairn_err_set(e, CAIRN_EFAIL, "zlib deflateReset failed");
+	bound = deflateBound(z, (uLong)sl->len);
 	if (sl->outcap < bound) {
 		free(sl->out);
 		sl->out = xmalloc(bound);
 		sl->outcap = bound;
 	}
-	if (deflateReset(z) != Z_OK)
-		return cairn_err_set(e, CAIRN_EFAIL, "zlib deflateReset failed");
 	z->next_in = sl->in;
 	z->avail_in = (uInt)sl->len;
 	z->next_out = sl->out;
@@ -461,7 +468,7 @@ tp_cut(struct tarparts *tp)
 }
 
 /*
- * A tar writer into archive_cb: ustar (pax 0), restricted pax with binary
+ * A tar writer into archive_cb: ustar (pax 0), restricted pax with UTF-8
  * names (1), or full pax (2: sparse files, xattrs, ACLs, long links, the
  * names converted as libarchive does for files from disk).
  */
@@ -479,12 +486,12 @@ tp_writer(struct tarparts *tp, int pax, struct cairn_err *err)
 		r = archive_write_set_format_pax(a) != ARCHIVE_OK;
 	else if (pax)
 		/*
-		 * Names are UTF-8 already (Kubernetes names are ASCII):
-		 * hdrcharset BINARY skips libarchive's locale conversion.
+		 * Names are UTF-8 already (Kubernetes names are ASCII) and
+		 * are handed over as UTF-8 (tarparts_add), so the pax path
+		 * record is plain UTF-8 with no hdrcharset record: GNU tar
+		 * warns "Ignoring unknown extended header keyword" for one.
 		 */
-		r = archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-		    archive_write_set_format_option(a, "pax", "hdrcharset",
-		    "BINARY") != ARCHIVE_OK;
+		r = archive_write_set_format_pax_restricted(a) != ARCHIVE_OK;
 	else
 		r = archive_write_set_format_ustar(a) != ARCHIVE_OK;
 	if (r || archive_write_add_filter_none(a) != ARCHIVE_OK ||
@@ -674,7 +681,11 @@ tarparts_add(struct tarparts *tp, const char *path, const void *data,
 		a = tp->pax;
 	}
 	/* type, mode and mtime were set once (tarparts_open) */
-	archive_entry_set_pathname(tp->entry, path);
+	if (a == tp->ustar)
+		archive_entry_set_pathname(tp->entry, path);
+	else if (!archive_entry_update_pathname_utf8(tp->entry, path))
+		/* not UTF-8: libarchive then writes the bytes as BINARY */
+		archive_entry_set_pathname(tp->entry, path);
 	archive_entry_set_size(tp->entry, (la_int64_t)len);
 	if (archive_write_header(a, tp->entry) != ARCHIVE_OK) {
 		tp_set(tp, CAIRN_EFAIL, archive_error_string(a) ?

@@ -75,8 +75,9 @@ int tarparts_open(const struct tarparts_sink *sink, int first_part,
 /*
  * Append one regular-file entry (mode 0644) holding len bytes of data.
  * A path of printable ASCII up to 100 bytes (every Kubernetes item path
- * short enough) gets a plain ustar header; any other path a pax extended
- * header (hdrcharset=BINARY: the bytes as given) before the ustar one.
+ * short enough) gets a plain ustar header; any other path (UTF-8) a pax
+ * extended header with its path record before the ustar one, and no
+ * hdrcharset record (GNU tar warns about that keyword).
  * The data is copied before the call returns. The first entry opens part
  * first_part through the sink. Errors from the
  * sink, libarchive or zlib are returned; the writer is then unusable

@@ -12,6 +12,7 @@
  * objects and the other volumes are still good.
  */
 #include "config.h"
+#include "engine/schedule.h"
 #include "engine/volumes_int.h"
 
 #include <stdio.h>
@@ -382,8 +383,10 @@ vpb_object(const struct pv_walk *w, const cJSON *pv, const char *name,
 	const char *pvname = json_str_or(pv, "metadata.name", "");
 	const char *bname = json_str_or(w->backup, "metadata.name", "");
 	const char *path, *type = vol_pv_type(pv, &path);
+	/* the schedule label too: volume metrics are labelled with it */
 	const char *const labels[] = { VOLUMES_LABEL_BACKUP, bname,
-	    VOLUMES_LABEL_VOLUME, pvname, VOLUMES_LABEL_NODE, node, NULL };
+	    VOLUMES_LABEL_VOLUME, pvname, VOLUMES_LABEL_NODE, node,
+	    SCHEDULE_LABEL, vol_label_of(w->backup, SCHEDULE_LABEL), NULL };
 	cJSON *spec, *o;
 
 	o = vol_op_new("VolumePluginBackup", name, w->c->namespace, labels,

@@ -36,6 +36,7 @@
  * volumes_ctx: nothing here is global.
  */
 #include "config.h"
+#include "engine/schedule.h"
 #include "engine/volumes_int.h"
 
 #include <stdio.h>
@@ -134,13 +135,18 @@ volumes_ctx_env(struct volumes_ctx *c, const struct engine_env *env,
  * phase (Completed, Failed) with the bytes this process moved.
  */
 static void
-vol_count(int restore, const char *event, int64_t bytes)
+vol_count(int restore, const cJSON *obj, const char *event, int64_t bytes)
 {
 	const char *kind = restore ? "restore" : "backup";
+	const char *sched = vol_label_of(obj, SCHEDULE_LABEL);
+	/* Velero's volume_snapshot_* carry the schedule label */
+	const char *const *sl = METRIC_LABELS(sched != NULL ? sched : "");
 
 	if (strcmp(event, "attempt") == 0) {
-		metrics_inc(restore ? METRIC_VOLUME_RESTORE_ATTEMPT_TOTAL :
-		    METRIC_VOLUME_SNAPSHOT_ATTEMPT_TOTAL, NULL);
+		if (restore)
+			metrics_inc(METRIC_VOLUME_RESTORE_ATTEMPT_TOTAL, NULL);
+		else
+			metrics_inc(METRIC_VOLUME_SNAPSHOT_ATTEMPT_TOTAL, sl);
 		metrics_add(METRIC_VOLUME_OPERATIONS_IN_PROGRESS, 1,
 		    METRIC_LABELS(kind));
 		return;
@@ -150,12 +156,14 @@ vol_count(int restore, const char *event, int64_t bytes)
 	if (bytes > 0)
 		metrics_add(METRIC_VOLUME_BYTES_TOTAL, (double)bytes,
 		    METRIC_LABELS(kind));
-	if (strcmp(event, "Completed") == 0)
-		metrics_inc(restore ? METRIC_VOLUME_RESTORE_SUCCESS_TOTAL :
-		    METRIC_VOLUME_SNAPSHOT_SUCCESS_TOTAL, NULL);
+	if (restore)
+		metrics_inc(strcmp(event, "Completed") == 0 ?
+		    METRIC_VOLUME_RESTORE_SUCCESS_TOTAL :
+		    METRIC_VOLUME_RESTORE_FAILURE_TOTAL, NULL);
 	else
-		metrics_inc(restore ? METRIC_VOLUME_RESTORE_FAILURE_TOTAL :
-		    METRIC_VOLUME_SNAPSHOT_FAILURE_TOTAL, NULL);
+		metrics_inc(strcmp(event, "Completed") == 0 ?
+		    METRIC_VOLUME_SNAPSHOT_SUCCESS_TOTAL :
+		    METRIC_VOLUME_SNAPSHOT_FAILURE_TOTAL, sl);
 }
 
 /* ---- Small helpers ------------------------------------------------------ */
@@ -403,7 +411,7 @@ vop_claim(struct vop *v, const struct volumes_ctx *c,
 		v->attempt = json_int(obj, "status.claim.attempt", 1);
 		log_info("%s %s: resuming (attempt %lld)", what, v->name,
 		    (long long)v->attempt);
-		vol_count(gvr == &vol_vpr_gvr, "attempt", 0);
+		vol_count(gvr == &vol_vpr_gvr, v->obj, "attempt", 0);
 		return 0;	/* the fence re-reads before the first write */
 	}
 	if (strcmp(phase, "InProgress") == 0) {
@@ -451,7 +459,7 @@ vop_claim(struct vop *v, const struct volumes_ctx *c,
 	else
 		log_info("%s %s: claimed (attempt %lld)", what, v->name,
 		    (long long)v->attempt);
-	vol_count(gvr == &vol_vpr_gvr, "attempt", 0);
+	vol_count(gvr == &vol_vpr_gvr, v->obj, "attempt", 0);
 	return 0;
 }
 
@@ -524,7 +532,8 @@ vop_finish(struct vop *v, const char *phase, const char *message,
 	if (message != NULL)
 		json_set_str(v->status, "message", message);
 	vop_set_progress(v);
-	vol_count(v->gvr == &vol_vpr_gvr, phase, (int64_t)v->done);
+	vol_count(v->gvr == &vol_vpr_gvr, v->obj, phase,
+	    (int64_t)v->done);
 	log_info("%s %s: %s%s%s (%llu of %llu bytes)", v->what, v->name,
 	    phase, message ? ": " : "", message ? message : "",
 	    (unsigned long long)v->done, (unsigned long long)v->total);

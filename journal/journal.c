@@ -68,6 +68,8 @@ enum stmt_id {
 	ST_COUNTER_ADD,
 	ST_SET_PHASE,
 	ST_SET_PROGRESS,
+	ST_SET_COUNTS,
+	ST_SET_SCHEDULE,
 	ST_FINISH,
 	ST_ITEM_GET,
 	ST_ITEM_FIND,
@@ -91,14 +93,16 @@ enum stmt_id {
 
 #define ITEM_COLS "id, kind, namespace, name, uid, attempt, phase, holder, " \
 	"worker, claimed_at, updated_at, finished_at, total_items, items_done, " \
-	"bytes_done, message"
+	"bytes_done, message, warnings, errors, schedule"
 
 static const char *const stmt_sql[ST__COUNT] = {
 	[ST_CLAIM] = "INSERT INTO items (kind, namespace, name, uid, attempt, "
-	    "phase, holder, worker, claimed_at, updated_at) "
-	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+	    "phase, holder, worker, claimed_at, updated_at, schedule) "
+	    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
 	    "ON CONFLICT (kind, namespace, name, uid) DO UPDATE SET "
 	    "attempt = excluded.attempt, phase = excluded.phase, "
+	    "schedule = CASE WHEN excluded.schedule = '' THEN schedule "
+	    "ELSE excluded.schedule END, "
 	    "holder = excluded.holder, worker = excluded.worker, "
 	    "claimed_at = excluded.claimed_at, "
 	    "updated_at = excluded.updated_at, finished_at = NULL, "
@@ -110,6 +114,9 @@ static const char *const stmt_sql[ST__COUNT] = {
 	    "WHERE id = ?1",
 	[ST_SET_PROGRESS] = "UPDATE items SET total_items = ?2, "
 	    "items_done = ?3, bytes_done = ?4, updated_at = ?5 WHERE id = ?1",
+	[ST_SET_COUNTS] = "UPDATE items SET warnings = ?2, errors = ?3, "
+	    "updated_at = ?4 WHERE id = ?1",
+	[ST_SET_SCHEDULE] = "UPDATE items SET schedule = ?2 WHERE id = ?1",
 	[ST_FINISH] = "UPDATE items SET phase = ?2, message = ?3, "
 	    "finished_at = ?4, updated_at = ?4 WHERE id = ?1 RETURNING kind",
 	[ST_ITEM_GET] = "SELECT " ITEM_COLS " FROM items WHERE id = ?1",
@@ -146,9 +153,10 @@ static const char *const stmt_sql[ST__COUNT] = {
 	[ST_VOLUMES] = "SELECT volume, phase, bytes_done, bytes_total, "
 	    "files_done, files_total, last_file, updated_at FROM volume_ops "
 	    "WHERE item_id = ?1 ORDER BY volume",
-	[ST_EVENT_ADD] = "INSERT INTO events (item_id, at, level, line) "
-	    "VALUES (?1, ?2, ?3, ?4)",
-	[ST_EVENTS] = "SELECT at, level, line FROM events WHERE item_id = ?1 "
+	[ST_EVENT_ADD] = "INSERT INTO events (item_id, at, level, line, "
+	    "fields) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_EVENTS] = "SELECT at, level, line, fields FROM events "
+	    "WHERE item_id = ?1 "
 	    "ORDER BY id",
 	[ST_COUNTERS] = "SELECT kind, outcome, n FROM counters "
 	    "ORDER BY kind, outcome",
@@ -929,6 +937,7 @@ journal_claim(struct journal *j, const struct journal_item *it, int64_t *id,
 	bind_text(st, 8, it->worker);
 	sqlite3_bind_int64(st, 9, it->claimed_at != 0 ? it->claimed_at : now);
 	sqlite3_bind_int64(st, 10, now);
+	bind_text(st, 11, it->schedule);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		if (id != NULL)
@@ -1004,6 +1013,55 @@ journal_set_progress(struct journal *j, int64_t id, int64_t total_items,
 		sqlite3_bind_int64(st, 4, bytes_done);
 		sqlite3_bind_int64(st, 5, time_now_us());
 		rc = update_item(j, st, id, err, "setting progress");
+	}
+	return wdone(j, rc, err);
+}
+
+int
+journal_set_counts(struct journal *j, int64_t id, int64_t warnings,
+    int64_t errors, struct cairn_err *err)
+{
+	struct cairn_err local = CAIRN_ERR_INIT;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	rc = journal_begin(j, err);
+	if (rc < 0)
+		return rc;
+	rc = stmt(j, &j->w, ST_SET_COUNTS, &st, err);
+	if (rc == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		sqlite3_bind_int64(st, 2, warnings);
+		sqlite3_bind_int64(st, 3, errors);
+		sqlite3_bind_int64(st, 4, time_now_us());
+		rc = update_item(j, st, id, err, "setting counts");
+	}
+	return wdone(j, rc, err);
+}
+
+int
+journal_set_schedule(struct journal *j, int64_t id, const char *schedule,
+    struct cairn_err *err)
+{
+	struct cairn_err local = CAIRN_ERR_INIT;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	rc = check_text(j, schedule, JOURNAL_NAME_MAX, "schedule", err);
+	if (rc < 0)
+		return rc;
+	rc = journal_begin(j, err);
+	if (rc < 0)
+		return rc;
+	rc = stmt(j, &j->w, ST_SET_SCHEDULE, &st, err);
+	if (rc == 0) {
+		sqlite3_bind_int64(st, 1, id);
+		bind_text(st, 2, schedule);
+		rc = update_item(j, st, id, err, "setting the schedule");
 	}
 	return wdone(j, rc, err);
 }
@@ -1089,6 +1147,7 @@ static const struct col item_cols[] = {
 	COL_I(IT, claimed_at), COL_I(IT, updated_at), COL_I(IT, finished_at),
 	COL_I(IT, total_items), COL_I(IT, items_done), COL_I(IT, bytes_done),
 	COL_T(IT, message),
+	COL_I(IT, warnings), COL_I(IT, errors), COL_T(IT, schedule),
 };
 static const struct rowshape items_shape = SHAPE(ST_ITEMS, IT, item_cols,
     "listing items");
@@ -1647,24 +1706,16 @@ journal_hooks_get(struct journal *j, int64_t id, char **out,
 
 /* ---- Event log -------------------------------------------------------------- */
 
-int
-journal_event(struct journal *j, int64_t id, const char *level,
-    struct cairn_err *err, const char *fmt, ...)
+static int
+event_add(struct journal *j, int64_t id, const char *level,
+    const char *fields, const char *line, struct cairn_err *err)
 {
-	struct cairn_err local = CAIRN_ERR_INIT;
-	char line[JOURNAL_EVENT_MAX];
 	sqlite3_stmt *st = NULL;
-	va_list ap;
 	int rc;
 
-	if (err == NULL)
-		err = &local;
 	rc = check_text(j, level, JOURNAL_PHASE_MAX, "event level", err);
 	if (rc < 0)
 		return rc;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);	/* cut at the cap */
-	va_end(ap);
 	rc = journal_begin(j, err);
 	if (rc < 0)
 		return rc;
@@ -1674,9 +1725,39 @@ journal_event(struct journal *j, int64_t id, const char *level,
 		sqlite3_bind_int64(st, 2, time_now_us());
 		bind_text(st, 3, level);
 		bind_text(st, 4, line);
+		bind_text(st, 5, fields != NULL ? fields : "");
 		rc = step_done(j, &j->w, st, err, "recording an event");
 	}
 	return wdone(j, rc, err);
+}
+
+int
+journal_event(struct journal *j, int64_t id, const char *level,
+    struct cairn_err *err, const char *fmt, ...)
+{
+	struct cairn_err local = CAIRN_ERR_INIT;
+	char line[JOURNAL_EVENT_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);	/* cut at the cap */
+	va_end(ap);
+	return event_add(j, id, level, NULL, line, err ? err : &local);
+}
+
+int
+journal_event_kv(struct journal *j, int64_t id, const char *level,
+    const char *fields, struct cairn_err *err, const char *fmt, ...)
+{
+	struct cairn_err local = CAIRN_ERR_INIT;
+	char line[JOURNAL_EVENT_MAX], kv[JOURNAL_EVENT_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);	/* cut at the cap */
+	va_end(ap);
+	snprintf(kv, sizeof kv, "%s", fields != NULL ? fields : "");
+	return event_add(j, id, level, kv, line, err ? err : &local);
 }
 
 /* The callback of a journal_events_foreach() walk. */
@@ -1691,10 +1772,12 @@ event_row(sqlite3_stmt *st, void *arg)
 	const struct event_walk *w = arg;
 	const unsigned char *lvl = sqlite3_column_text(st, 1);
 	const unsigned char *line = sqlite3_column_text(st, 2);
+	const unsigned char *kv = sqlite3_column_text(st, 3);
 
 	return w->fn(sqlite3_column_int64(st, 0),
 	    lvl != NULL ? (const char *)lvl : "",
-	    line != NULL ? (const char *)line : "", w->arg) != 0;
+	    line != NULL ? (const char *)line : "",
+	    kv != NULL ? (const char *)kv : "", w->arg) != 0;
 }
 
 int

@@ -68,6 +68,13 @@ struct journal_item {
 	int64_t	items_done;
 	int64_t	bytes_done;
 	char	message[JOURNAL_TEXT_MAX];	/* why it ended so; "" */
+	int64_t	warnings;			/* status.warnings so far */
+	int64_t	errors;				/* status.errors so far */
+	/*
+	 * Schedule its metrics are labelled with ("" none); journal_claim()
+	 * keeps an earlier one when given "".
+	 */
+	char	schedule[JOURNAL_NAME_MAX];
 };
 
 /* One stored tarball part of a backup: a checkpoint. */
@@ -124,9 +131,12 @@ struct journal_filter {
 	size_t	limit;			/* 0: no limit */
 };
 
-/* Called for each event line in order; return non-zero to stop early. */
+/*
+ * Called for each event line in order (fields: its logfmt fields, "" for
+ * none); return non-zero to stop early.
+ */
 typedef int (*journal_event_fn)(int64_t at_us, const char *level,
-    const char *line, void *arg);
+    const char *line, const char *fields, void *arg);
 
 /* ---- Opening and closing ------------------------------------------------ */
 
@@ -194,6 +204,12 @@ int	journal_set_phase(struct journal *j, int64_t id, const char *phase,
 /* Progress shown in status and on /status. */
 int	journal_set_progress(struct journal *j, int64_t id, int64_t total_items,
 	    int64_t items_done, int64_t bytes_done, struct cairn_err *err);
+/* Warnings and errors recorded so far (as status.warnings/.errors say). */
+int	journal_set_counts(struct journal *j, int64_t id, int64_t warnings,
+	    int64_t errors, struct cairn_err *err);
+/* The schedule its metrics are labelled with (a Restore learns it late). */
+int	journal_set_schedule(struct journal *j, int64_t id,
+	    const char *schedule, struct cairn_err *err);
 /*
  * The item ended: phase (Completed, PartiallyFailed, Failed...), message
  * (may be NULL), finished_at = now; bumps the counter (kind, phase).
@@ -274,6 +290,13 @@ int	journal_hooks_get(struct journal *j, int64_t id, char **out,
 /* Append a timestamped line (cut at JOURNAL_EVENT_MAX) to item id's log. */
 int	journal_event(struct journal *j, int64_t id, const char *level,
 	    struct cairn_err *err, const char *fmt, ...) CAIRN_PRINTF(5, 6);
+/*
+ * journal_event() with fields: logfmt text ("resource=pods namespace=a")
+ * written after the message in the uploaded log (cut at JOURNAL_EVENT_MAX).
+ */
+int	journal_event_kv(struct journal *j, int64_t id, const char *level,
+	    const char *fields, struct cairn_err *err, const char *fmt, ...)
+	    CAIRN_PRINTF(6, 7);
 /*
  * Call fn for each event of item id, oldest first. fn runs with a journal
  * lock held and must not call into the journal. Strings are borrowed for

@@ -132,3 +132,17 @@ CREATE TABLE hook_state (
 -- any encryption), recorded with the backup so that `cairn backup verify`
 -- and restores can check each stored part ('' for parts recorded before).
 ALTER TABLE parts ADD COLUMN sha256 TEXT NOT NULL DEFAULT '';
+
+-- @version 6
+
+-- The warnings and errors an item recorded (status.warnings/.errors) and
+-- the schedule its metrics are labelled with (a Backup's
+-- cairn.io/schedule-name label; a Restore's: its backup's), so that
+-- /status and /metrics read the same numbers as the object's status.
+ALTER TABLE items ADD COLUMN warnings INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE items ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE items ADD COLUMN schedule TEXT NOT NULL DEFAULT '';
+-- Velero-style fields of an event line (logfmt text such as
+-- 'resource=configmaps namespace=app'), written after its message in the
+-- uploaded log.
+ALTER TABLE events ADD COLUMN fields TEXT NOT NULL DEFAULT '';

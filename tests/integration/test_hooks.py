@@ -138,7 +138,9 @@ def backup_log(store, name):
             when = datetime.datetime.strptime(ts[:26], "%Y-%m-%dT%H:%M:%S.%f").replace(
                 tzinfo=datetime.timezone.utc).timestamp()
             level = line.split("level=", 1)[1].split(" ", 1)[0]
-            out.append((when, level, json.loads(line.split(" msg=", 1)[1])))
+            # msg is a JSON string; the line's fields (backup=...) follow it
+            msg = json.JSONDecoder().raw_decode(line.split(" msg=", 1)[1])[0]
+            out.append((when, level, msg))
     return out
 
 

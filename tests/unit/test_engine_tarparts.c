@@ -489,6 +489,23 @@ test_long_path_uses_pax(void)
 			found = 1;
 	archive_read_free(a);
 	CHECK(found);
+	/*
+	 * The pax header holds a UTF-8 path record and no hdrcharset
+	 * record: GNU tar warns "Ignoring unknown extended header keyword
+	 * 'hdrcharset'" for every entry that has one.
+	 */
+	{
+		gzFile gz = gzopen(all, "rb");
+		static char tar[64 << 10];
+		int n;
+
+		REQUIRE(gz != NULL);
+		n = gzread(gz, tar, sizeof tar);
+		gzclose(gz);
+		REQUIRE(n > 0);
+		CHECK(memmem(tar, (size_t)n, "hdrcharset", 10) == NULL);
+		CHECK(memmem(tar, (size_t)n, " path=resources/xxx", 19) != NULL);
+	}
 }
 
 /* Short item paths get a plain ustar header: no pax extended header. */

@@ -366,21 +366,58 @@ struct ev_seen {
 	int	n;
 	int	stop_at;
 	char	first[64];
+	char	last_fields[64];
 	size_t	longest;
 };
 
 static int
-ev_cb(int64_t at, const char *level, const char *line, void *arg)
+ev_cb(int64_t at, const char *level, const char *line, const char *fields,
+    void *arg)
 {
 	struct ev_seen *s = arg;
 
 	if (s->n == 0)
 		snprintf(s->first, sizeof s->first, "%s %s", level, line);
+	snprintf(s->last_fields, sizeof s->last_fields, "%s", fields);
 	if (strlen(line) > s->longest)
 		s->longest = strlen(line);
 	if (at <= 0)
 		return 1;
 	return ++s->n == s->stop_at;
+}
+
+/* Warnings, errors and the schedule label live with the item (v6). */
+static void
+test_counts_schedule(void)
+{
+	struct journal *j = NULL;
+	struct journal_item it, got;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	int64_t id = 0, id2 = 0;
+
+	OPEN(tpath("counts"), &j);
+	fill_item(&it, "Backup", "ns", "nightly-1", 1);
+	snprintf(it.schedule, sizeof it.schedule, "nightly");
+	REQUIRE(journal_claim(j, &it, &id, &err) == 0);
+	CHECK_INT(journal_set_progress(j, id, 10, 10, 4096, &err), 0);
+	CHECK_INT(journal_set_counts(j, id, 2, 1, &err), 0);
+	CHECK_INT(journal_item_get(j, id, &got, &err), 0);
+	CHECK_INT(got.warnings, 2);
+	CHECK_INT(got.errors, 1);
+	CHECK_STR(got.schedule, "nightly");
+	/* a later claim without a schedule keeps it */
+	it.attempt = 2;
+	it.schedule[0] = '\0';
+	REQUIRE(journal_claim(j, &it, &id2, &err) == 0);
+	CHECK_INT(id2, id);
+	CHECK_INT(journal_item_get(j, id, &got, &err), 0);
+	CHECK_STR(got.schedule, "nightly");
+	CHECK_INT(got.warnings, 2);
+	CHECK_INT(journal_set_schedule(j, id, "weekly", &err), 0);
+	CHECK_INT(journal_item_get(j, id, &got, &err), 0);
+	CHECK_STR(got.schedule, "weekly");
+	CHECK_INT(journal_set_counts(j, 9999, 1, 1, &err), CAIRN_ENOTFOUND);
+	journal_close(j);
 }
 
 static void
@@ -405,9 +442,12 @@ test_events(void)
 	big[3 * JOURNAL_EVENT_MAX - 1] = '\0';
 	CHECK_INT(journal_event(j, id, "warning", &err, "%s", big), 0);
 	free(big);
+	CHECK_INT(journal_event_kv(j, id, "info", "resource=pods namespace=a",
+	    &err, "listed %d items", 3), 0);
 	memset(&seen, 0, sizeof seen);
 	CHECK_INT(journal_events_foreach(j, id, ev_cb, &seen, &err), 0);
-	CHECK_INT(seen.n, 21);
+	CHECK_INT(seen.n, 22);
+	CHECK_STR(seen.last_fields, "resource=pods namespace=a");
 	CHECK_STR(seen.first, "info line 0 of b1");
 	CHECK_INT(seen.longest, JOURNAL_EVENT_MAX - 1);
 	memset(&seen, 0, sizeof seen);
@@ -1128,6 +1168,7 @@ main(void)
 	RUN(test_restore_progress);
 	RUN(test_volumes);
 	RUN(test_events);
+	RUN(test_counts_schedule);
 	RUN(test_finish_counters_prune);
 	RUN(test_batches);
 	RUN(test_threads);
