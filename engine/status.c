@@ -204,6 +204,32 @@ seen_get(struct status *s, int64_t id)
 }
 
 /*
+ * Every schedule-labelled series of a schedule at zero, as Velero's
+ * InitSchedule does: a dashboard sees "0 failures" for a schedule, not
+ * a missing series. Idempotent (adding 0).
+ */
+static void
+init_schedule_series(const char *sched)
+{
+	static const enum metric_id ids[] = {
+		METRIC_BACKUP_ATTEMPT_TOTAL, METRIC_BACKUP_SUCCESS_TOTAL,
+		METRIC_BACKUP_PARTIAL_FAILURE_TOTAL, METRIC_BACKUP_FAILURE_TOTAL,
+		METRIC_BACKUP_VALIDATION_FAILURE_TOTAL,
+		METRIC_BACKUP_WARNING_TOTAL, METRIC_BACKUP_ITEMS_TOTAL,
+		METRIC_BACKUP_ITEMS_ERRORS, METRIC_BACKUP_LAST_STATUS,
+		METRIC_RESTORE_ATTEMPT_TOTAL, METRIC_RESTORE_SUCCESS_TOTAL,
+		METRIC_RESTORE_PARTIAL_FAILURE_TOTAL, METRIC_RESTORE_FAILED_TOTAL,
+		METRIC_RESTORE_VALIDATION_FAILED_TOTAL,
+		METRIC_VOLUME_SNAPSHOT_ATTEMPT_TOTAL,
+		METRIC_VOLUME_SNAPSHOT_SUCCESS_TOTAL,
+		METRIC_VOLUME_SNAPSHOT_FAILURE_TOTAL,
+	};
+
+	for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
+		metrics_add(ids[i], 0, METRIC_LABELS(sched));
+}
+
+/*
  * One finished attempt, from the journal row its worker wrote with the
  * same numbers as the object's final status (Velero's rules: items and
  * tarball size of what was stored, errors as status.errors, a warning
@@ -284,6 +310,7 @@ probe_metrics(struct status *s)
 		    (done && strcmp(it[i].phase, "FailedValidation") != 0);
 		const char *sched = it[i].schedule;
 
+		init_schedule_series(sched);
 		if (sn->attempt != it[i].attempt) {
 			sn->attempt = it[i].attempt;
 			sn->attempt_counted = !s->primed;
@@ -490,6 +517,8 @@ status_document(struct status *s)
 		op.progress.bytes_done = it[i].bytes_done;
 		op.progress.total_bytes = STATUS_UNKNOWN;
 		op.progress.since_us = it[i].claimed_at;
+		op.errors = (int)it[i].errors;
+		op.warnings = (int)it[i].warnings;
 		op.security = security_of(s, &it[i]);
 		status_doc_add_op(doc, strcmp(it[i].kind, JOURNAL_KIND_RESTORE) == 0 ?
 		    STATUS_RESTORE : STATUS_BACKUP, &op, now);
@@ -513,6 +542,8 @@ status_document(struct status *s)
 		r.total_items = it[i].total_items > 0 ? it[i].total_items :
 		    STATUS_UNKNOWN;
 		r.bytes_done = it[i].bytes_done;
+		r.errors = (int)it[i].errors;
+		r.warnings = (int)it[i].warnings;
 		r.labels = labels_of(s, &it[i]);
 		r.messages = it[i].message[0] ? msgs : NULL;
 		r.security = security_of(s, &it[i]);
