@@ -15,6 +15,12 @@ Goals (issue 7): ratio to the plain list <= 1.3, at least 3x faster than
 kubectl | gzip, peak RSS under 32 MiB and growing less than 20% from 10k
 to 100k.
 
+First (issue 17; $CAIRN_BENCH_ONE_NS=0 skips it): a backup of one
+namespace of $CAIRN_BENCH_ONE_NS ConfigMaps (default 2000) on a cluster
+with $CAIRN_BENCH_ELSEWHERE (default 100k) in other namespaces, next to a
+plain list of that namespace, with the count of requests about anything
+else.
+
 The machine is shared, so each figure is the median of
 $CAIRN_BENCH_REPS runs (default 3), and each backup is paired with a plain
 list measured right before it. To compare two builds in the same run, set
@@ -25,6 +31,7 @@ $CAIRN_BENCH_KUBECTL=0 skips the (slow) kubectl baseline.
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -75,9 +82,9 @@ def perf_read(path):
     return None
 
 
-def plain_list(t, sim, tag, prefetch=False):
+def plain_list(t, sim, tag, prefetch=False, ns="-"):
     """The baseline: the same paged list through the same client."""
-    argv = [TOOL, "--kubeconfig", sim.kubeconfig, "list", "core", "v1", "configmaps", "-",
+    argv = [TOOL, "--kubeconfig", sim.kubeconfig, "list", "core", "v1", "configmaps", ns,
             "limit=500"] + (["prefetch"] if prefetch else [])
     pf = t.path("perf-list-%s.txt" % tag)
     if PERF:
@@ -123,7 +130,11 @@ def watch_final(sim, name, rv):
         return None
 
 
-def backup(t, sim, binary, name):
+BULK_SPEC = {"includedResources": ["configmaps"], "includeClusterResources": False,
+             "includedNamespaces": ["bench-*"]}
+
+
+def backup(t, sim, binary, name, spec=None):
     """One backup by a fresh server: wall time Backup created -> final phase."""
     srv = t.spawn([binary, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
                    "--server-id", "bench", "--journal", t.path("j-%s.db" % name),
@@ -142,8 +153,7 @@ def backup(t, sim, binary, name):
     t0 = time.monotonic()
     created = sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
         "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": name, "namespace": NS},
-        "spec": {"includedResources": ["configmaps"], "includeClusterResources": False,
-                 "includedNamespaces": ["bench-*"]}})
+        "spec": spec or BULK_SPEC})
     # A watch sees the final phase at once and puts no polling load on kubesim.
     b = watch_final(sim, name, created["metadata"]["resourceVersion"])
     if b is None:
@@ -245,6 +255,59 @@ def one(t, n, bins):
     return {label: med(runs[label], "rss") for label, _ in bins}
 
 
+ONE_NS = int(os.environ.get("CAIRN_BENCH_ONE_NS", "2000"))
+ELSEWHERE = int(os.environ.get("CAIRN_BENCH_ELSEWHERE", "100000"))
+
+
+def one_namespace(t, bins):
+    """Issue 17: a backup of one namespace (ONE_NS ConfigMaps) on a cluster
+    with ELSEWHERE ConfigMaps in other namespaces, next to a plain list of
+    that namespace; the request log says whether anything else was asked."""
+    sim = Kubesim(t, name="kubesim-one-ns")
+    sim.install_crds(NS)
+    root = t.mkdir("store-one-ns")
+    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+        "metadata": {"name": "default", "namespace": NS},
+        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root},
+                 "default": True}})
+    for ns in ("app", "other-a", "other-b"):
+        sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": ns}})
+    tmpl = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"app": "bench"}},
+            "data": {"config.yaml": "server:\n  port: 8080\n  replicas: 3\n" * 4}}
+    for ns in ("other-a", "other-b"):
+        sim.bulk(tmpl, ELSEWHERE // 2, name="cm-{i:07d}", namespace=ns)
+    sim.bulk(tmpl, ONE_NS, name="cm-{i:07d}", namespace="app")
+    spec = {"includedNamespaces": ["app"]}
+    lists, runs = [], {label: [] for label, _ in bins}
+    outside = {}
+    for rep in range(REPS):
+        for label, binary in bins:
+            lists.append(plain_list(t, sim, "one-%d-%s" % (rep, label), ns="app"))
+            seq = sim.requests()[-1]["seq"]
+            r = backup(t, sim, binary, "one-%d-%s" % (rep, label), spec)
+            r["ratio"] = r["wall"] / lists[-1]["wall"]
+            r["requests"] = [q for q in sim.requests() if q["seq"] > seq and
+                             not q["path"].startswith("/_sim")]
+            outside[label] = len([q for q in r["requests"] if q["method"] == "GET" and
+                                  "/namespaces/other-" in q["path"] or
+                                  re.match(r"^/api/v1/(configmaps|secrets|pods)$", q["path"])])
+            runs[label].append(r)
+            shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+    sim.proc.stop()
+    print("one namespace of %d ConfigMaps, %d ConfigMaps elsewhere, medians of %d runs" %
+          (ONE_NS, ELSEWHERE, REPS))
+    print("  plain paged list of the namespace (kube_tool): %.3fs" % med(lists, "wall"))
+    for label, _ in bins:
+        rs = runs[label]
+        print("  %s: phase=%s items=%s: backup %.3fs, ratio to the list %.2f, %d requests, "
+              "%d of them about other namespaces or the whole cluster" % (
+                  label, rs[-1]["phase"], rs[-1]["items"], med(rs, "wall"), med(rs, "ratio"),
+                  len(rs[-1]["requests"]), outside[label]))
+        print("    runs: %s" % " ".join("%.3fs" % r["wall"] for r in rs))
+
+
 def main():
     t = Case("bench_backup")
     bins = [("cairn", BIN)]
@@ -252,6 +315,8 @@ def main():
         bins = [("base", BASE_BIN), ("cairn", BIN)]
     rss = []
     try:
+        if os.environ.get("CAIRN_BENCH_ONE_NS", "1") != "0":
+            one_namespace(t, bins)
         for n in SIZES:
             rss.append((n, one(t, n, bins)))
     finally:
