@@ -140,4 +140,225 @@ def one_namespace_asks_only_about_it(t):
           (took, len(app), sorted(set(totals))))
 
 
+def crd(sim, group, plural, kind, version, scope="Namespaced"):
+    sim.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "%s.%s" % (plural, group)},
+        "spec": {"group": group, "scope": scope,
+                 "names": {"plural": plural, "singular": plural[:-1], "kind": kind,
+                           "listKind": kind + "List"},
+                 "versions": [{"name": version, "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    wait_for(lambda: sim.get("/apis/%s/%s/%s" % (group, version, plural))[0] == 200, 10,
+             "CRD %s.%s served" % (plural, group))
+
+
+def backupable(sim, failed=()):
+    """What a complete backup holds, from the API alone: client-go's
+    ServerPreferredResources (each resource in its group's preferred
+    version, else the first version serving it), resources with list,
+    create, get and delete (Velero), core events for both events groups.
+    {legacy tarball path: object}."""
+    groups = [{"name": "", "versions": [{"version": "v1"}], "preferredVersion": {"version": "v1"}}]
+    groups += sim.ok("GET", "/apis")["groups"]
+    chosen = {}
+    for g in groups:
+        pref = g["preferredVersion"]["version"]
+        for v in g["versions"]:
+            gv = "%s/%s" % (g["name"], v["version"]) if g["name"] else v["version"]
+            if gv in failed:
+                continue
+            rl = sim.ok("GET", "/apis/" + gv if g["name"] else "/api/v1")
+            for r in rl["resources"]:
+                if "/" in r["name"]:
+                    continue
+                key = (g["name"], r["name"])
+                if key not in chosen or v["version"] == pref:
+                    chosen[key] = (v["version"], r)
+    want = {}
+    for (g, res), (v, r) in chosen.items():
+        if not {"list", "create", "get", "delete"} <= set(r["verbs"]):
+            continue
+        if (g, res) == ("events.k8s.io", "events"):
+            continue
+        items = sim.ok("GET", "/apis/%s/%s/%s" % (g, v, res) if g else "/api/v1/" + res)["items"]
+        for o in items:
+            md = o["metadata"]
+            if md.get("deletionTimestamp"):
+                continue
+            base = "resources/%s%s/" % (res, "." + g if g else "")
+            path = base + ("namespaces/%s/%s.json" % (md["namespace"], md["name"])
+                           if r["namespaced"] else "cluster/%s.json" % md["name"])
+            want[path] = o
+    return want
+
+
+def same_object(got, api):
+    """The tarball's item is the API's object (kind/apiVersion aside: real
+    API servers leave them out of list items)."""
+    a = {k: v for k, v in api.items() if k not in ("kind", "apiVersion")}
+    g = {k: v for k, v in got.items() if k not in ("kind", "apiVersion")}
+    return a == g
+
+
+def check_entry_by_entry(t, items, want, changing=("backups.cairn.io", "leases.coordination")):
+    t.eq(sorted(set(items) - set(want)), [], "in the backup, not backup-able from the API")
+    t.eq(sorted(set(want) - set(items)), [], "backup-able from the API, not in the backup")
+    for path, obj in want.items():
+        if any(c in path for c in changing):
+            continue	# written while the backup ran
+        t.check(same_object(items[path], obj), "%s differs from the API's:\n%s\n%s" %
+                (path, json.dumps(items[path])[:600], json.dumps(obj)[:600]))
+
+
+@case
+def every_backupable_object_once(t):
+    """A non-preferred-only kind, metrics.k8s.io (list-only), both events
+    groups, componentstatuses, an API group answering 503: every object a
+    backup can restore is in it once, entry by entry as the API serves it;
+    the skipped ones are named; the unavailable group makes it
+    PartiallyFailed, named (Completed before the group went down)."""
+    sim, root = world(t)
+    ns(sim, "shop")
+    sim.ok("POST", "/api/v1/namespaces/shop/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "b"}})
+    sim.ok("POST", "/api/v1/namespaces/shop/pods", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    sim.ok("POST", "/api/v1/namespaces/shop/events", {
+        "apiVersion": "v1", "kind": "Event", "metadata": {"name": "web.1"},
+        "involvedObject": {"kind": "Pod", "name": "web", "namespace": "shop"},
+        "reason": "Started", "message": "started", "type": "Normal"})
+    # one group, two versions: gateways in v1 (preferred), envoyfilters only in v1alpha3
+    crd(sim, "mesh.example.io", "gateways", "Gateway", "v1")
+    crd(sim, "mesh.example.io", "envoyfilters", "EnvoyFilter", "v1alpha3")
+    sim.ok("POST", "/apis/mesh.example.io/v1/namespaces/shop/gateways", {
+        "apiVersion": "mesh.example.io/v1", "kind": "Gateway", "metadata": {"name": "gw"}})
+    sim.ok("POST", "/apis/mesh.example.io/v1alpha3/namespaces/shop/envoyfilters", {
+        "apiVersion": "mesh.example.io/v1alpha3", "kind": "EnvoyFilter", "metadata": {"name": "ef"}})
+    # a group whose API service will go down
+    crd(sim, "custom.metrics.example.io", "widgets", "Widget", "v1")
+    sim.ok("POST", "/apis/custom.metrics.example.io/v1/namespaces/shop/widgets", {
+        "apiVersion": "custom.metrics.example.io/v1", "kind": "Widget", "metadata": {"name": "w"}})
+    srv = server(t, sim)
+
+    b = run_backup(t, sim, srv, "whole", {})
+    t.eq(b["status"]["phase"], "Completed", "phase with every group up (%s)" %
+         b["status"].get("conditions"))
+    items = tar_items(root, "whole")
+    check_entry_by_entry(t, items, backupable(sim))
+    t.check("resources/envoyfilters.mesh.example.io/namespaces/shop/ef.json" in items,
+            "the kind served only in v1alpha3")
+    with tarfile.open(find_file(root, "whole.tar.gz"), "r:gz") as tf:
+        names = tf.getnames()
+    t.check("resources/envoyfilters.mesh.example.io/v1alpha3-preferredversion/namespaces/shop/ef.json"
+            in names, "its version folder")
+    t.check("resources/events/namespaces/shop/web.1.json" in items, "the event, once (core)")
+    t.check(not [k for k in items if "metrics.k8s.io" in k or "componentstatuses" in k or
+                 "events.events.k8s.io" in k], "list-only types and the events twin")
+    log = backup_log(root, "whole")
+    t.check(re.search(r"not backed up: .*componentstatuses \(list get\).*pods\.metrics\.k8s\.io "
+                      r"\(list get\).*list, create, get and delete", log),
+            "log names the list-only types: %s" % log[-3000:])
+    t.check("events.events.k8s.io (the same objects as events)" in log, "log names the twin")
+
+    # The aggregated API's service goes down: its group-version answers 503.
+    sim.faults({"groupVersion": "custom.metrics.example.io/v1", "status": 503})
+    t0 = time.monotonic()
+    b = run_backup(t, sim, srv, "degraded", {})
+    took = time.monotonic() - t0
+    st = b["status"]
+    t.eq(st["phase"], "PartiallyFailed", "phase with a group down")
+    ready = [c for c in st.get("conditions", []) if c["type"] == "Ready"][0]
+    t.check("custom.metrics.example.io/v1" in ready["message"], "Ready names the group: %s" % ready)
+    t.check(st.get("warnings", 0) >= 1 and st.get("errors", 0) >= 1, "counts: %s" % st)
+    res = results(root, "degraded")
+    t.check(any("custom.metrics.example.io/v1" in w for w in res["warnings"]["velero"]),
+            "warning: %s" % res["warnings"])
+    t.check("custom.metrics.example.io/v1 is unavailable" in backup_log(root, "degraded"),
+            "log names the group")
+    items = tar_items(root, "degraded")
+    check_entry_by_entry(t, items, backupable(sim, failed={"custom.metrics.example.io/v1"}))
+    print("# the degraded backup took %.2fs" % took)
+
+
+class Churn:
+    """Creates and deletes ConfigMaps of a namespace on a thread while a
+    backup runs: new names fall between the existing ones (key order),
+    deleted ones are picked across the whole range."""
+
+    def __init__(self, sim, ns, names, period=0.03):
+        self.sim, self.ns, self.names, self.period = sim, ns, list(names), period
+        self.created, self.deleted = set(), set()
+        self.stop = threading.Event()
+        self.th = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        i = 0
+        while not self.stop.is_set():
+            name = "%s-new" % self.names[(i * 37) % len(self.names)]
+            victim = self.names[(i * 53 + 11) % len(self.names)]
+            self.sim.request("POST", "/api/v1/namespaces/%s/configmaps" % self.ns, {
+                "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+                "data": {"k": "new"}})
+            self.created.add(name)
+            if victim not in self.deleted:
+                self.sim.request("DELETE", "/api/v1/namespaces/%s/configmaps/%s" % (self.ns, victim))
+                self.deleted.add(victim)
+            i += 1
+            self.stop.wait(self.period)
+
+    def __enter__(self):
+        self.th.start()
+        return self
+
+    def __exit__(self, *a):
+        self.stop.set()
+        self.th.join()
+
+
+def check_churned(t, items, ns, initial, churn):
+    """Every object that existed throughout is in the backup once, and
+    nothing is there that never existed."""
+    got = {k.rsplit("/", 1)[1][:-5] for k in items
+           if k.startswith("resources/configmaps/namespaces/%s/" % ns)}
+    throughout = set(initial) - churn.deleted
+    t.eq(sorted(throughout - got), [], "objects that existed throughout, missing")
+    t.eq(sorted(got - set(initial) - churn.created), [], "objects that never existed")
+    t.check(len(churn.deleted) > 20 and len(churn.created) > 20,
+            "churn during the backup: %d created, %d deleted" % (len(churn.created),
+                                                                 len(churn.deleted)))
+
+
+@case
+def lists_slower_than_the_token_lifetime(t):
+    """Continue tokens live 1 s and every list page takes 0.5 s while
+    ConfigMaps come and go: the lists go on past each 410, nothing that
+    existed throughout is lost, nothing is there twice."""
+    sim, root = world(t, extra=["--continue-ttl", "1"])
+    ns(sim, "bulk")
+    n = 4000
+    initial = ["cm-%06d" % i for i in range(n)]
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}, n,
+             name="cm-{i:06d}", namespace="bulk")
+    sim.faults({"method": "GET", "path": "^/api/v1/namespaces/bulk/configmaps$",
+                "query": "limit=500", "delay": 0.5, "count": 1000})
+    srv = server(t, sim)
+    seq = sim.requests()[-1]["seq"]
+    with Churn(sim, "bulk", initial) as churn:
+        b = run_backup(t, sim, srv, "slow", {"includedNamespaces": ["bulk"]}, timeout=120)
+    t.eq(b["status"]["phase"], "Completed", "phase (%s)" % b["status"].get("conditions"))
+    items = tar_items(root, "slow")	# fails on an entry written twice
+    check_churned(t, items, "bulk", initial, churn)
+    gone = [q for q in sim.requests() if q["seq"] > seq and q["status"] == 410 and
+            "configmaps" in q["path"]]
+    t.check(gone, "no continue token expired: the case tests nothing")
+    log = backup_log(root, "slow")
+    t.check("expired" in log and "nothing is lost or written twice" in log, "log: %s" % log[-2000:])
+    print("# %d tokens expired; %d created and %d deleted during the backup" %
+          (len(gone), len(churn.created), len(churn.deleted)))
+
+
 main()
