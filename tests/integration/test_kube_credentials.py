@@ -1,5 +1,6 @@
-"""Credentials users have (issue 17): kubeconfig exec plugins, for the CLI,
-`install` and the server, against TLS kubesim with tokens.
+"""Credentials users have (issue 17): kubeconfig exec plugins and client
+certificates (k3s, kubeadm), for the CLI, `install` and the server, against
+TLS kubesim.
 
 The plugin is a shell script that prints a client.authentication.k8s.io/v1
 ExecCredential carrying kubesim's token with an expirationTimestamp a few
@@ -152,6 +153,48 @@ def exec_plugin_server_renews_expired_token(t):
     t.check(n <= 3 * (elapsed / 2 + 2), "plugin runs %d in %.1fs: more than once per expiry" %
             (n, elapsed))
     t.check(n * 5 < len(reqs), "plugin runs %d for %d requests: not cached" % (n, len(reqs)))
+
+
+
+@case
+def client_certificate_kubeconfig(t):
+    """A k3s-style kubeconfig: the user is a client certificate and key
+    (client-certificate-data / client-key-data), no token. kubesim is the
+    CA and authenticates the certificate's CN."""
+    sim = t.kubesim(client_certs=["admin"])
+    with open(sim.kubeconfig) as f:
+        text = f.read()
+    t.check("client-certificate-data" in text and "token:" not in text,
+            "the kubeconfig is certificate-only: %s" % text)
+    env = dict(os.environ)
+    env.pop("KUBECONFIG", None)
+    r = subprocess.run([TOOL, "--kubeconfig", sim.kubeconfig, "get", "core", "v1", "namespaces",
+                        "-", "default"], capture_output=True, text=True, env=env, timeout=60)
+    t.eq(r.returncode, 0, "kube_tool get: %s %s" % (r.stdout, r.stderr))
+    seq = sim.requests()[-1]["seq"]
+    r = subprocess.run([BIN, "install", "--kubeconfig", sim.kubeconfig, "--wait"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    t.eq(r.returncode, 0, "cairn install: %s %s" % (r.stdout[-800:], r.stderr[-800:]))
+    reqs = api_requests(sim, seq)
+    t.eq(sorted({q["token"] for q in reqs}), ["admin"], "who install's requests came as")
+    # the server backs up with it (to a location of its own: install made one)
+    root = t.mkdir("store")
+    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+        "metadata": {"name": "here", "namespace": NS},
+        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root}}})
+    t.spawn([BIN, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS, "--server-id",
+             "s1", "--journal", t.path("journal.db"), "--retry-period", "200ms"], name="server")
+    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": "b1", "namespace": NS},
+        "spec": {"includedNamespaces": [NS], "storageLocation": "here"}})
+
+    def done():
+        b = sim.ok("GET", "/apis/cairn.io/v1/namespaces/%s/backups/b1" % NS)
+        return b if b.get("status", {}).get("phase") in ("Completed", "PartiallyFailed",
+                                                          "Failed") else None
+    b = wait_for(done, 60, "backup b1", interval=0.2)
+    t.eq(b["status"]["phase"], "Completed", "phase (%s)" % b["status"])
 
 
 main()
