@@ -361,4 +361,54 @@ def lists_slower_than_the_token_lifetime(t):
           (len(gone), len(churn.created), len(churn.deleted)))
 
 
+
+@case
+def names_that_match_nothing_warn(t):
+    """includedNamespaces naming a namespace that does not exist, a pattern
+    matching none, includedResources naming no served resource: the backup
+    says so in status, results and log instead of being silently empty."""
+    sim, root = world(t)
+    ns(sim, "shop")
+    sim.ok("POST", "/api/v1/namespaces/shop/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}})
+    srv = server(t, sim)
+    b = run_backup(t, sim, srv, "typos", {"includedNamespaces": ["shop", "shoop", "prod-*"],
+                                          "includedResources": ["configmaps", "namespaces",
+                                                                "confgimaps"]})
+    st = b["status"]
+    t.eq(st["phase"], "Completed", "phase")
+    t.eq(st.get("warnings"), 3, "warnings (%s)" % st)
+    warns = results(root, "typos")["warnings"]["velero"]
+    for want in ('namespace "shoop" does not exist', 'pattern "prod-*" matches no namespace',
+                 'entry "confgimaps" names no resource'):
+        t.check(any(want in w for w in warns), "warning %r: %s" % (want, warns))
+        # the log's msg= is a JSON string: quotes escaped
+        t.check(json.dumps(want)[1:-1] in backup_log(root, "typos"), "log line %r" % want)
+    items = tar_items(root, "typos")
+    t.eq(sorted(items), ["resources/configmaps/namespaces/shop/cfg.json",
+                         "resources/namespaces/cluster/shop.json"], "items")
+
+
+@case
+def server_watches_back_off_and_resume(t):
+    """The server's watches of Backups ask for bookmarks, start again at the
+    last resourceVersion, and back off after ERROR events (a 500 of the
+    watch cache) instead of reconnecting at once."""
+    sim, root = world(t)
+    sim.faults({"watchError": 500, "path": "/backups$", "count": 1000})
+    seq = sim.requests()[-1]["seq"]
+    srv = server(t, sim)
+    time.sleep(4)
+    watches = [q for q in sim.requests() if q["seq"] > seq and q.get("watch") and
+               q["path"].endswith("/backups")]
+    t.check(2 <= len(watches) <= 12, "watches of Backups in 4 s with an ERROR each: %d" %
+            len(watches))
+    t.check(all("allowWatchBookmarks=true" in q["query"] for q in watches),
+            "bookmarks asked: %s" % [q["query"] for q in watches])
+    # once the API server is well again, a new Backup is still picked up
+    sim.clear_faults()
+    b = run_backup(t, sim, srv, "after", {"includedNamespaces": [NS]}, timeout=60)
+    t.eq(b["status"]["phase"], "Completed", "phase")
+
+
 main()
