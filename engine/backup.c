@@ -1331,11 +1331,16 @@ res_selector(const struct bk *b, const struct kube_resource *r)
  * be listed (each included namespace, not the whole cluster). Related
  * cluster-scoped items are added once they are known (bk_walk), and each
  * resource's estimate is replaced by what it gave once it is walked.
+ * At most BK_COUNT_MAX requests (many namespaces: the rest is counted as
+ * it is walked), none under a label selector (no count is given there).
  */
+#define BK_COUNT_MAX 400
 static void
 bk_estimate_total(struct bk *b)
 {
 	int64_t total = b->items_stored;
+	/* API servers count nothing under a label selector */
+	int64_t budget = b->spec->selector_text != NULL ? 0 : BK_COUNT_MAX;
 
 	for (size_t i = 0; i < b->nres; i++) {
 		struct bk_res *br = &b->res[i];
@@ -1352,12 +1357,14 @@ bk_estimate_total(struct bk *b)
 		if (b->per_ns && r->group[0] == '\0' &&
 		    strcmp(r->resource, "namespaces") == 0)
 			br->est = (int64_t)b->nns;
-		else if (b->per_ns && r->namespaced)
-			for (size_t j = 0; j < b->nns; j++)
+		else if (b->per_ns && r->namespaced && (int64_t)b->nns <= budget)
+			for (size_t j = 0; j < b->nns; j++, budget--)
 				br->est += count_items(b, &g, b->nslist[j],
 				    res_selector(b, r));
-		else
+		else if (!(b->per_ns && r->namespaced) && budget > 0) {
 			br->est = count_items(b, &g, NULL, res_selector(b, r));
+			budget--;
+		}
 		total += br->est;
 	}
 	b->total_items = total;
