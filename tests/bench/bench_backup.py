@@ -42,6 +42,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from bkworld import World  # noqa: E402
 from cairntest import BIN, BUILDDIR, Case, Kubesim, wait_for, vmhwm_kib  # noqa: E402
 
 NS = "cairn-system"
@@ -175,6 +176,14 @@ def backup(t, sim, binary, name, spec=None):
     return r
 
 
+def fs_world(t, sim, store):
+    """cairn's CRDs and a default fs location in directory store; its path."""
+    w = World(t, sim=sim)
+    root = t.mkdir(store)
+    w.fs_location(root)
+    return root
+
+
 def med(rows, key):
     v = [r[key] for r in rows if r.get(key) is not None]
     return statistics.median(v) if v else None
@@ -186,13 +195,7 @@ def fmt_insn(x):
 
 def one(t, n, bins):
     sim = Kubesim(t, name="kubesim-%d" % n)
-    sim.install_crds(NS)
-    root = t.mkdir("store-%d" % n)
-    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
-        "metadata": {"name": "default", "namespace": NS},
-        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root},
-                 "default": True}})
+    root = fs_world(t, sim, "store-%d" % n)
     for ns in ("bench-a", "bench-b"):
         sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                "metadata": {"name": ns}})
@@ -264,13 +267,7 @@ def one_namespace(t, bins):
     with ELSEWHERE ConfigMaps in other namespaces, next to a plain list of
     that namespace; the request log says whether anything else was asked."""
     sim = Kubesim(t, name="kubesim-one-ns")
-    sim.install_crds(NS)
-    root = t.mkdir("store-one-ns")
-    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
-        "metadata": {"name": "default", "namespace": NS},
-        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root},
-                 "default": True}})
+    root = fs_world(t, sim, "store-one-ns")
     for ns in ("app", "other-a", "other-b"):
         sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                "metadata": {"name": ns}})

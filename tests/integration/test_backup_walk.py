@@ -13,50 +13,31 @@ import tarfile
 import threading
 import time
 
-from cairntest import BIN, case, main, wait_for, CheckFailed
-
-NS = "cairn-system"
-BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
-FINAL = ("Completed", "PartiallyFailed", "Failed", "FailedValidation")
+from bkworld import World
+from cairntest import case, main, wait_for, CheckFailed
 
 
 def world(t, extra=()):
-    sim = t.kubesim(extra=list(extra))
-    sim.install_crds(NS)
+    """kubesim (with extra flags), cairn's CRDs, an fs location; (World, root)."""
+    w = World(t, sim=t.kubesim(extra=list(extra)))
     root = t.mkdir("store")
-    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
-        "metadata": {"name": "default", "namespace": NS},
-        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root},
-                 "default": True}})
-    return sim, root
+    w.fs_location(root)
+    return w, root
 
 
-def server(t, sim, extra=()):
-    return t.spawn([BIN, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
-                    "--server-id", "s1", "--journal", t.path("journal.db"),
-                    "--retry-period", "200ms", "--log-level", "info"] + list(extra),
-                   name="server")
-
-
-def ns(sim, name):
-    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": name}})
-
-
-def run_backup(t, sim, srv, name, spec, timeout=120, on_status=None):
+def run_backup(w, srv, name, spec, timeout=120, on_status=None):
     """Create a Backup and poll it to a final phase; on_status sees each status."""
-    sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
-                        "metadata": {"name": name, "namespace": NS}, "spec": spec})
+    w.create_backup(name, spec)
 
     def done():
         if not srv.alive():
             raise CheckFailed("server exited: %s" % srv.output()[-3000:])
-        b = sim.ok("GET", "%s/%s" % (BK, name))
+        b = w.backup(name)
         st = b.get("status", {})
         if on_status is not None:
             on_status(st)
-        return b if st.get("phase") in FINAL else None
+        return b if st.get("phase") in ("Completed", "PartiallyFailed", "Failed",
+                                        "FailedValidation") else None
     return wait_for(done, timeout, "backup %s" % name, interval=0.05)
 
 
@@ -94,9 +75,10 @@ def results(root, name):
 def one_namespace_asks_only_about_it(t):
     """100k ConfigMaps elsewhere: a backup of namespace app lists only app,
     and its progress total is its item count from the first write on."""
-    sim, root = world(t)
+    w, root = world(t)
+    sim = w.sim
     for n in ("app", "big-a", "big-b"):
-        ns(sim, n)
+        w.namespace(n)
     for n in ("big-a", "big-b"):
         sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}, 50000,
                  name="cm-{i:06d}", namespace=n)
@@ -104,8 +86,8 @@ def one_namespace_asks_only_about_it(t):
              name="cm-{i:04d}", namespace="app")
     sim.bulk({"apiVersion": "v1", "kind": "Secret", "data": {"k": "dg=="}}, 7,
              name="s-{i:02d}", namespace="app")
-    srv = server(t, sim)
-    wait_for(lambda: sim.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/cairn-s1" % NS)[0]
+    srv = w.server()
+    wait_for(lambda: sim.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/cairn-s1" % "cairn-system")[0]
              == 200, 20, "the server's Lease")
     seq = sim.requests()[-1]["seq"]
     totals = []
@@ -114,7 +96,7 @@ def one_namespace_asks_only_about_it(t):
         if st.get("phase") == "InProgress" and "progress" in st:
             totals.append(st["progress"].get("totalItems"))
     t0 = time.monotonic()
-    b = run_backup(t, sim, srv, "app-only", {"includedNamespaces": ["app"]}, on_status=seen)
+    b = run_backup(w, srv, "app-only", {"includedNamespaces": ["app"]}, on_status=seen)
     took = time.monotonic() - t0
     t.eq(b["status"]["phase"], "Completed", "phase")
     items = tar_items(root, "app-only")
@@ -128,7 +110,7 @@ def one_namespace_asks_only_about_it(t):
     t.check(totals, "no InProgress status with progress was seen")
     t.eq(sorted(set(totals)), [n], "totalItems while InProgress (always the item count)")
     # What the server asked: discovery, its own objects, and app.
-    mine = re.compile(r"^/(api|apis/[^/]+)/[^/]+/namespaces/(%s|app)(/|$)" % NS)
+    mine = re.compile(r"^/(api|apis/[^/]+)/[^/]+/namespaces/(cairn-system|app)(/|$)")
     disc = re.compile(r"^/(api|apis)(/[^/]+){0,2}$")
     other = [(q["method"], q["path"], q["query"]) for q in sim.requests()
              if q["seq"] > seq and not q["path"].startswith("/_sim") and
@@ -220,8 +202,9 @@ def every_backupable_object_once(t):
     backup can restore is in it once, entry by entry as the API serves it;
     the skipped ones are named; the unavailable group makes it
     PartiallyFailed, named (Completed before the group went down)."""
-    sim, root = world(t)
-    ns(sim, "shop")
+    w, root = world(t)
+    sim = w.sim
+    w.namespace("shop")
     sim.ok("POST", "/api/v1/namespaces/shop/configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "b"}})
     sim.ok("POST", "/api/v1/namespaces/shop/pods", {
@@ -242,9 +225,9 @@ def every_backupable_object_once(t):
     crd(sim, "custom.metrics.example.io", "widgets", "Widget", "v1")
     sim.ok("POST", "/apis/custom.metrics.example.io/v1/namespaces/shop/widgets", {
         "apiVersion": "custom.metrics.example.io/v1", "kind": "Widget", "metadata": {"name": "w"}})
-    srv = server(t, sim)
+    srv = w.server()
 
-    b = run_backup(t, sim, srv, "whole", {})
+    b = run_backup(w, srv, "whole", {})
     t.eq(b["status"]["phase"], "Completed", "phase with every group up (%s)" %
          b["status"].get("conditions"))
     items = tar_items(root, "whole")
@@ -267,7 +250,7 @@ def every_backupable_object_once(t):
     # The aggregated API's service goes down: its group-version answers 503.
     sim.faults({"groupVersion": "custom.metrics.example.io/v1", "status": 503})
     t0 = time.monotonic()
-    b = run_backup(t, sim, srv, "degraded", {})
+    b = run_backup(w, srv, "degraded", {})
     took = time.monotonic() - t0
     st = b["status"]
     t.eq(st["phase"], "PartiallyFailed", "phase with a group down")
@@ -337,18 +320,19 @@ def lists_slower_than_the_token_lifetime(t):
     """Continue tokens live 1 s and every list page takes 0.5 s while
     ConfigMaps come and go: the lists go on past each 410, nothing that
     existed throughout is lost, nothing is there twice."""
-    sim, root = world(t, extra=["--continue-ttl", "1"])
-    ns(sim, "bulk")
+    w, root = world(t, extra=["--continue-ttl", "1"])
+    sim = w.sim
+    w.namespace("bulk")
     n = 4000
     initial = ["cm-%06d" % i for i in range(n)]
     sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}, n,
              name="cm-{i:06d}", namespace="bulk")
     sim.faults({"method": "GET", "path": "^/api/v1/namespaces/bulk/configmaps$",
                 "query": "limit=500", "delay": 0.5, "count": 1000})
-    srv = server(t, sim)
+    srv = w.server()
     seq = sim.requests()[-1]["seq"]
     with Churn(sim, "bulk", initial) as churn:
-        b = run_backup(t, sim, srv, "slow", {"includedNamespaces": ["bulk"]}, timeout=120)
+        b = run_backup(w, srv, "slow", {"includedNamespaces": ["bulk"]}, timeout=120)
     t.eq(b["status"]["phase"], "Completed", "phase (%s)" % b["status"].get("conditions"))
     items = tar_items(root, "slow")	# fails on an entry written twice
     check_churned(t, items, "bulk", initial, churn)
@@ -367,12 +351,13 @@ def names_that_match_nothing_warn(t):
     """includedNamespaces naming a namespace that does not exist, a pattern
     matching none, includedResources naming no served resource: the backup
     says so in status, results and log instead of being silently empty."""
-    sim, root = world(t)
-    ns(sim, "shop")
+    w, root = world(t)
+    sim = w.sim
+    w.namespace("shop")
     sim.ok("POST", "/api/v1/namespaces/shop/configmaps", {
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}})
-    srv = server(t, sim)
-    b = run_backup(t, sim, srv, "typos", {"includedNamespaces": ["shop", "shoop", "prod-*"],
+    srv = w.server()
+    b = run_backup(w, srv, "typos", {"includedNamespaces": ["shop", "shoop", "prod-*"],
                                           "includedResources": ["configmaps", "namespaces",
                                                                 "confgimaps"]})
     st = b["status"]
@@ -394,10 +379,11 @@ def server_watches_back_off_and_resume(t):
     """The server's watches of Backups ask for bookmarks, start again at the
     last resourceVersion, and back off after ERROR events (a 500 of the
     watch cache) instead of reconnecting at once."""
-    sim, root = world(t)
+    w, root = world(t)
+    sim = w.sim
     sim.faults({"watchError": 500, "path": "/backups$", "count": 1000})
     seq = sim.requests()[-1]["seq"]
-    srv = server(t, sim)
+    srv = w.server()
     time.sleep(4)
     watches = [q for q in sim.requests() if q["seq"] > seq and q.get("watch") and
                q["path"].endswith("/backups")]
@@ -407,7 +393,7 @@ def server_watches_back_off_and_resume(t):
             "bookmarks asked: %s" % [q["query"] for q in watches])
     # once the API server is well again, a new Backup is still picked up
     sim.clear_faults()
-    b = run_backup(t, sim, srv, "after", {"includedNamespaces": [NS]}, timeout=60)
+    b = run_backup(w, srv, "after", {"includedNamespaces": ["cairn-system"]}, timeout=60)
     t.eq(b["status"]["phase"], "Completed", "phase")
 
 
@@ -420,13 +406,14 @@ def streamed_page_cut_while_objects_change(t):
     given is deleted, or a new one is created among them: skipping the
     retried page by count would lose one object or write one twice; by key
     every object that existed throughout is there once."""
-    sim, root = world(t)
-    ns(sim, "bulk")
+    w, root = world(t)
+    sim = w.sim
+    w.namespace("bulk")
     n = 1200
     initial = ["cm-%06d" % i for i in range(n)]
     sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "x" * 10240}}, n,
              name="cm-{i:06d}", namespace="bulk")
-    srv = server(t, sim)
+    srv = w.server()
     path = "^/api/v1/namespaces/bulk/configmaps$"
     for case_name, change in (("deleted", ("DELETE", "cm-000520")),
                               ("inserted", ("POST", "cm-000520x"))):
@@ -451,7 +438,7 @@ def streamed_page_cut_while_objects_change(t):
                         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": change[1]}})
                 done["at"] = time.monotonic()
         name = "cut-" + case_name
-        b = run_backup(t, sim, srv, name, {"includedNamespaces": ["bulk"],
+        b = run_backup(w, srv, name, {"includedNamespaces": ["bulk"],
                                            "includedResources": ["configmaps"]}, on_status=act)
         t.eq(b["status"]["phase"], "Completed", "%s: phase" % case_name)
         t.check(done, "%s: the page was never cut" % case_name)

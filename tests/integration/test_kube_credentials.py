@@ -13,10 +13,10 @@ import os
 import subprocess
 import time
 
-from cairntest import BIN, BUILDDIR, case, main, wait_for
+from bkworld import World, NS
+from cairntest import BIN, BUILDDIR, case, main
 
 TOOL = os.path.join(BUILDDIR, "tests/helpers/kube_tool")
-NS = "cairn-system"
 
 PLUGIN = r"""#!/bin/sh
 # an exec credential plugin: logs its run, prints kubesim's token
@@ -55,6 +55,13 @@ def exec_world(t, ttl):
     with open(kc, "w") as f:
         json.dump(doc, f)
     return sim, kc, d
+
+
+def server_as(t, kubeconfig):
+    """cairn server with this kubeconfig."""
+    return t.spawn([BIN, "server", "--kubeconfig", kubeconfig, "--namespace", NS,
+                    "--server-id", "s1", "--journal", t.path("journal.db"),
+                    "--retry-period", "200ms", "--log-level", "info"], name="server")
 
 
 def runs(d):
@@ -118,27 +125,13 @@ def exec_plugin_server_renews_expired_token(t):
     """The server runs a backup with an exec kubeconfig whose credential
     expires every 2 s: the plugin runs again after expiry, not per request."""
     sim, kc, d = exec_world(t, ttl=2)
-    sim.install_crds(NS)
-    root = t.mkdir("store")
-    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
-        "metadata": {"name": "default", "namespace": NS},
-        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root},
-                 "default": True}})
+    w = World(t, sim=sim)
+    w.fs_location(t.mkdir("store"))
     seq = sim.requests()[-1]["seq"]
     t0 = time.time()
-    srv = t.spawn([BIN, "server", "--kubeconfig", kc, "--namespace", NS, "--server-id", "s1",
-                   "--journal", t.path("journal.db"), "--retry-period", "200ms",
-                   "--log-level", "info"], name="server")
-    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": "b1", "namespace": NS},
-        "spec": {}})
-
-    def done():
-        b = sim.ok("GET", "/apis/cairn.io/v1/namespaces/%s/backups/b1" % NS)
-        return b if b.get("status", {}).get("phase") in ("Completed", "PartiallyFailed",
-                                                          "Failed") else None
-    b = wait_for(done, 60, "backup b1", interval=0.2)
+    srv = server_as(t, kc)
+    w.create_backup("b1")
+    b = w.wait_backup("b1", srv=srv, timeout=60)
     t.eq(b["status"]["phase"], "Completed", "phase (%s)" % b["status"])
     # keep the server up past a few expiries (Lease renewals go on)
     time.sleep(max(0, 7 - (time.time() - t0)))
@@ -178,22 +171,11 @@ def client_certificate_kubeconfig(t):
     reqs = api_requests(sim, seq)
     t.eq(sorted({q["token"] for q in reqs}), ["admin"], "who install's requests came as")
     # the server backs up with it (to a location of its own: install made one)
-    root = t.mkdir("store")
-    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
-        "metadata": {"name": "here", "namespace": NS},
-        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root}}})
-    t.spawn([BIN, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS, "--server-id",
-             "s1", "--journal", t.path("journal.db"), "--retry-period", "200ms"], name="server")
-    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": "b1", "namespace": NS},
-        "spec": {"includedNamespaces": [NS], "storageLocation": "here"}})
-
-    def done():
-        b = sim.ok("GET", "/apis/cairn.io/v1/namespaces/%s/backups/b1" % NS)
-        return b if b.get("status", {}).get("phase") in ("Completed", "PartiallyFailed",
-                                                          "Failed") else None
-    b = wait_for(done, 60, "backup b1", interval=0.2)
+    w = World(t, sim=sim)
+    w.fs_location(t.mkdir("store"), name="here", default=False)
+    srv = server_as(t, sim.kubeconfig)
+    w.create_backup("b1", {"includedNamespaces": [NS], "storageLocation": "here"})
+    b = w.wait_backup("b1", srv=srv, timeout=60)
     t.eq(b["status"]["phase"], "Completed", "phase (%s)" % b["status"])
 
 
