@@ -246,6 +246,13 @@ def every_backupable_object_once(t):
                       r"\(list get\).*list, create, get and delete", log),
             "log names the list-only types: %s" % log[-3000:])
     t.check("events.events.k8s.io (the same objects as events)" in log, "log names the twin")
+    # restores resolve the kind the same way: the EnvoyFilter comes back
+    sim.ok("DELETE", "/apis/mesh.example.io/v1alpha3/namespaces/shop/envoyfilters/ef")
+    w.create_restore("back", "whole", {"includedResources": ["envoyfilters"]})
+    r = w.wait_restore("back", srv=srv)
+    t.eq(r["status"]["phase"], "Completed", "restore of the v1alpha3-only kind (%s)" % r["status"])
+    t.eq(sim.get("/apis/mesh.example.io/v1alpha3/namespaces/shop/envoyfilters/ef")[0], 200,
+         "the EnvoyFilter restored")
 
     # The aggregated API's service goes down: its group-version answers 503.
     sim.faults({"groupVersion": "custom.metrics.example.io/v1", "status": 503})
