@@ -320,6 +320,36 @@ def faults_fire_for_named_token_only(t):
 
 
 @case
+def fault_cuts_a_list_after_n_items(t):
+    """cutAfterItems: a 200 whose Content-Length is the whole list, the body
+    cut right after item N, the connection closed (logged as dropped)."""
+    sim = t.kubesim()
+    for i in range(5):
+        sim.ok("POST", CM, {"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "cm-%d" % i}})
+    whole = len(json.dumps(sim.ok("GET", CM + "?limit=4"), separators=(",", ":")))
+    sim.faults({"path": "/configmaps$", "cutAfterItems": 2, "count": 1})
+    c = conn(sim)
+    c.request("GET", CM + "?limit=4", headers={"Authorization": "Bearer " + sim.token,
+                                                "Accept-Encoding": "gzip"})
+    r = c.getresponse()
+    t.eq((r.status, r.getheader("Content-Encoding")), (200, None), "status, uncompressed")
+    announced = int(r.getheader("Content-Length"))
+    got = b""
+    try:
+        got = r.read()
+    except http.client.IncompleteRead as e:
+        got = e.partial
+    t.check(abs(announced - whole) < 64, "announced %d, the list is %d" % (announced, whole))
+    text = got.decode()
+    t.check(text.count('"name":"cm-') == 2 and text.endswith("}"), "cut after two items: %s" %
+            text[-200:])
+    t.check(len(got) < announced, "partial: %d of %d" % (len(got), announced))
+    t.check(sim.requests()[-1].get("dropped"), "logged as dropped")
+    t.eq(sim.get(CM + "?limit=4")[0], 200, "count exhausted")
+
+
+@case
 def request_log_and_keepalive_connections(t):
     sim = t.kubesim(tokens={"admin": "admin-token", "other": "other-token"})
     sim.ok("DELETE", "/_sim/requests")

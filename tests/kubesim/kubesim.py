@@ -510,6 +510,14 @@ class Handler(BaseHTTPRequestHandler):
             is_watch = method == "GET" and (self.q.get("watch") in ("1", "true", "True") or "/watch/" in path)
             fault = srv.faults.match(method, path, query, token_name, is_watch)
             self.watch_fault = None
+            self.cut_fault = None
+            if fault and fault.get("cutAfterItems") is not None and not is_watch:
+                # the list answers normally; route() cuts its body after N items
+                entry["fault"] = fault["id"]
+                self.cut_fault = fault
+                if fault.get("delay"):
+                    time.sleep(float(fault["delay"]))
+                fault = None
             if fault and fault.get("watchError") is not None:
                 # the watch starts normally; do_watch ends it with an ERROR event
                 entry["fault"] = fault["id"]
@@ -897,6 +905,8 @@ class Handler(BaseHTTPRequestHandler):
             elif ok == "partial":
                 self.send(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
                                 "items": [partial_meta(loads(d)) for d in items]})
+            elif self.cut_fault is not None:
+                self.send_cut(self.list_parts(rt, meta, items), int(self.cut_fault["cutAfterItems"]))
             else:
                 self.send(200, self.list_body(rt, meta, items))
             return
@@ -964,20 +974,39 @@ class Handler(BaseHTTPRequestHandler):
         return self.server.sim.list(store_rt, ns, lsel, fsel, max(0, limit), self.q.get("continue") or None)
 
     @staticmethod
-    def list_body(rt, meta, items):
-        """A list as the real server encodes it. Built-in (typed) lists:
-        kind, apiVersion, metadata, items, and the items carry no apiVersion or
-        kind (client-go's unstructured decoder puts them back). Custom resource
-        lists come from Go maps: keys sorted, so items before metadata, and
-        items keep apiVersion and kind."""
+    def list_parts(rt, meta, items):
+        """A list as the real server encodes it, as (head, [item bytes],
+        tail) around the items' commas. Built-in (typed) lists: kind,
+        apiVersion, metadata, items, and the items carry no apiVersion or
+        kind (client-go's unstructured decoder puts them back). Custom
+        resource lists come from Go maps: keys sorted, so items before
+        metadata, and items keep apiVersion and kind."""
         if rt.custom:
-            return (b'{"apiVersion":' + dumps(rt.api_version) + b',"items":[' + b",".join(items) +
+            return (b'{"apiVersion":' + dumps(rt.api_version) + b',"items":[', list(items),
                     b'],"kind":' + dumps(rt.list_kind) + b',"metadata":' + dumps(meta) + b"}")
         pre = rt.list_prefix
         n = len(pre)
         out = [b"{" + d[n:] if d.startswith(pre) else d for d in items]
         return (b'{"kind":' + dumps(rt.list_kind) + b',"apiVersion":' + dumps(rt.api_version) +
-                b',"metadata":' + dumps(meta) + b',"items":[' + b",".join(out) + b"]}")
+                b',"metadata":' + dumps(meta) + b',"items":[', out, b"]}")
+
+    @classmethod
+    def list_body(cls, rt, meta, items):
+        head, out, tail = cls.list_parts(rt, meta, items)
+        return head + b",".join(out) + tail
+
+    def send_cut(self, parts, n):
+        """The cutAfterItems fault: a 200 list reply whose headers announce
+        the whole body (uncompressed) but whose connection closes right
+        after its first n items, as a connection dropped mid-body."""
+        head, out, tail = parts
+        whole = len(head) + sum(len(x) for x in out) + max(len(out) - 1, 0) + len(tail)
+        cut = head + b",".join(out[:n])
+        self.wfile.write(("HTTP/1.1 200 OK\r\nCache-Control: no-cache, private\r\n"
+                          "Content-Type: application/json\r\nDate: %s\r\nContent-Length: %d\r\n\r\n"
+                          % (self.date_time_string(), whole)).encode("latin-1") + cut)
+        self.wfile.flush()
+        raise DropConnection()
 
     def virtual_resource(self, verb, rt, ns, name):
         """componentstatuses and metrics.k8s.io (ks_virtual): get and list only."""
