@@ -141,6 +141,37 @@ void kube_disc_lock(struct kube *k);
 void kube_disc_unlock(struct kube *k);
 void kube_disc_ref(struct kube_discovery *d);
 
+/* ---- flow.c: backing off per flow when the server pushes back ---- */
+
+struct kube_flows;
+struct kube_flows *kube_flows_new(void);
+void kube_flows_free(struct kube_flows *f);
+/*
+ * The flow class of a request: "POST /secrets", "GET apps/deployments",
+ * "PUT /pods/status", "GET (discovery)" (method, group, resource,
+ * subresource; namespace and name left out). Truncated to cap.
+ */
+void kube_flow_key(const char *method, const char *path, char *out,
+	size_t cap);
+/*
+ * Before sending: wait until the request's flow is not held (a 429's
+ * Retry-After) and, when counted, has room in its window. Returns the
+ * flow's slot for kube_flow_leave(), or CAIRN_ECANCELED when stop was set
+ * meanwhile. Watches pass counted = 0.
+ */
+int kube_flow_enter(struct kube_flows *f, const char *method,
+	const char *path, int counted, const atomic_int *stop);
+/*
+ * After the reply (http 0: none). A 429 holds the flow (and every flow
+ * seen under the same priority level, pl from X-Kubernetes-PF-
+ * PriorityLevel-UID) for hold_us from now and narrows its window;
+ * another reply widens a narrowed window.
+ */
+void kube_flow_leave(struct kube_flows *f, int slot, int counted, long http,
+	int64_t hold_us, const char *pl);
+void kube_flows_stats(struct kube_flows *f, uint64_t *pushed_back,
+	uint64_t *held_us);
+
 /* Query-string helpers: append "&k=v" (v escaped) to b. */
 void kube_query_add(struct buf *b, const char *key, const char *value);
 

@@ -10,10 +10,16 @@
  *   Easy handles come from a small pool and go back after each request,
  *   so keep-alive connections survive between requests and threads: 1,000
  *   sequential GETs ride one TCP connection.
- * - Rate limit. A token bucket (qps, burst) as client-go's; a request
- *   reserves a token and sleeps outside the lock until it is due.
+ * - Rate limit. None by default: the server says when it is too much
+ *   (429 with Retry-After from API Priority and Fairness) and flow.c
+ *   holds that request's flow until then, and narrows how many of its
+ *   requests may be in flight. A fixed token bucket (qps, burst) as
+ *   client-go's is there for those who ask (--qps): a request reserves a
+ *   token and sleeps outside the lock until it is due.
  * - Retries. 429 is always retried (the server refused before doing
- *   anything), honouring Retry-After; 5xx with Retry-After likewise (as
+ *   anything), never before its Retry-After (one longer than
+ *   KUBE_RETRY_AFTER_MAX_S fails the request instead: CAIRN_EBUSY);
+ *   5xx with Retry-After likewise (as
  *   client-go, up to max_retries); 5xx without it and connection failures
  *   after the request may have been sent are retried only for idempotent
  *   requests (GET, watch, PUT carrying a resourceVersion), with capped
@@ -62,7 +68,7 @@
 #define KUBE_BACKOFF_CAP_US (5 * TIME_US_PER_SEC)
 /* Failing to connect at all: retried this long (kubectl answers at once). */
 #define KUBE_CONNECT_WAIT_US (2 * TIME_US_PER_SEC)
-#define KUBE_RETRY_AFTER_CAP_S 60
+#define KUBE_RETRY_AFTER_MAX_S 600
 #define KUBE_ERROR_BODY_CAP (1u << 20)	/* a non-2xx reply, streamed calls */
 
 struct kube_discovery;
@@ -88,6 +94,7 @@ struct kube {
 
 	pthread_mutex_t stats_lock;
 	struct kube_stats stats;
+	struct kube_flows *flows;	/* push-back per flow (flow.c) */
 
 	pthread_mutex_t disc_lock;	/* guards disc, disc_at */
 	struct kube_discovery *disc;	/* one reference held here */
@@ -269,6 +276,7 @@ kube_new(struct kube_config *cfg, const struct kube_client_opts *opts,
 	pthread_mutex_init(&k->rl_lock, NULL);
 	pthread_mutex_init(&k->stats_lock, NULL);
 	pthread_mutex_init(&k->disc_lock, NULL);
+	k->flows = kube_flows_new();
 	k->share = curl_share_init();
 	if (k->share == NULL) {
 		rc = cairn_err_set(err, CAIRN_EFAIL, "curl_share_init failed");
@@ -339,6 +347,7 @@ kube_free(struct kube *k)
 	pthread_mutex_destroy(&k->rl_lock);
 	pthread_mutex_destroy(&k->stats_lock);
 	pthread_mutex_destroy(&k->disc_lock);
+	kube_flows_free(k->flows);
 	kube_config_free(k->cfg);
 	free(k->base_url);
 	free(k->user_agent);
@@ -369,6 +378,7 @@ kube_stats(struct kube *k, struct kube_stats *out)
 	pthread_mutex_lock(&k->stats_lock);
 	*out = k->stats;
 	pthread_mutex_unlock(&k->stats_lock);
+	kube_flows_stats(k->flows, &out->pushed_back, &out->held_us);
 }
 
 /* ---- discovery cache slots (used by discovery.c) ---- */
@@ -482,6 +492,7 @@ struct xfer {
 	int streaming;		/* body goes to the sink */
 	int toobig;
 	int64_t retry_after_s;	/* from the header, -1 none */
+	char pl[64];		/* X-Kubernetes-PF-PriorityLevel-UID, "" none */
 	int64_t idle_us;	/* idle limit (c->idle_timeout), 0 none */
 	int64_t last_us;	/* monotonic time of the last progress */
 	curl_off_t last_dn;	/* bytes received at last_us */
@@ -525,11 +536,26 @@ header_cb(char *p, size_t size, size_t nmemb, void *arg)
 	struct xfer *x = arg;
 	size_t n = size * nmemb;
 	const char *name = "retry-after:";
-	size_t nl = strlen(name);
+	const char *plh = "x-kubernetes-pf-prioritylevel-uid:";
+	size_t nl = strlen(name), pll = strlen(plh);
 
-	if (n >= 5 && strncmp(p, "HTTP/", 5) == 0)
+	if (n >= 5 && strncmp(p, "HTTP/", 5) == 0) {
 		x->retry_after_s = -1;	/* a new response (after 100) */
-	else if (n > nl && strncasecmp(p, name, nl) == 0) {
+		x->pl[0] = '\0';
+	} else if (n > pll && strncasecmp(p, plh, pll) == 0) {
+		size_t m = 0;
+
+		for (p += pll, n -= pll; n > 0 && (*p == ' ' || *p == '\t');
+		    p++, n--)
+			;
+		while (m < n && m < sizeof x->pl - 1 && p[m] > ' ' &&
+		    p[m] < 0x7f) {
+			x->pl[m] = p[m];
+			m++;
+		}
+		x->pl[m] = '\0';
+		return size * nmemb;
+	} else if (n > nl && strncasecmp(p, name, nl) == 0) {
 		char tmp[32];
 		size_t m = n - nl < sizeof tmp - 1 ? n - nl : sizeof tmp - 1;
 		char *end;
@@ -814,8 +840,9 @@ curl_retryable(CURLcode cc)
 /*
  * After a non-2xx reply: microseconds to wait before retrying, or -1 for no
  * retry. 429 and 5xx with Retry-After: every verb (the server did not act,
- * or asked to be asked again); other 5xx: idempotent requests only; 401:
- * once, with the token file re-read.
+ * or asked to be asked again), never sooner than Retry-After, and not at
+ * all when that is over KUBE_RETRY_AFTER_MAX_S; other 5xx: idempotent
+ * requests only; 401: once, with the token file re-read.
  */
 static int64_t
 http_retry_delay(const struct kube_call *c, const struct xfer *x, int attempt,
@@ -826,8 +853,8 @@ http_retry_delay(const struct kube_call *c, const struct xfer *x, int attempt,
 	if (c->http == 429 || (c->http >= 500 && ra >= 0)) {
 		if (ra < 0)
 			return backoff_us(attempt);
-		if (ra > KUBE_RETRY_AFTER_CAP_S)
-			ra = KUBE_RETRY_AFTER_CAP_S;
+		if (ra > KUBE_RETRY_AFTER_MAX_S)
+			return -1;
 		return ra * TIME_US_PER_SEC;
 	}
 	if (c->http >= 500 && c->http != 501 && c->idempotent)
@@ -849,6 +876,7 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 	struct curl_slist *hdrs = NULL;
 	struct kube_auth auth;
 	int attempt = 0, rc = 0, token_retry = 0, force_token = 0;
+	int flow, counted = c->timeout_us >= 0;
 	int64_t t0, delay, refused_since = 0;
 	long nconn;
 	CURLcode cc;
@@ -862,6 +890,14 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 		if (rc < 0) {
 			cairn_err_set(err, rc, "%s %s: canceled", c->method,
 			    c->path);
+			kube_status_set(0, rc, "", "canceled", -1);
+			break;
+		}
+		flow = kube_flow_enter(k->flows, c->method, c->path, counted,
+		    c->stop);
+		if (flow < 0) {
+			rc = cairn_err_set(err, flow, "%s %s: canceled",
+			    c->method, c->path);
 			kube_status_set(0, rc, "", "canceled", -1);
 			break;
 		}
@@ -879,6 +915,7 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 		/* the token now: a rotated file re-read, a plugin run */
 		rc = kube_auth_get(k, force_token, &auth, err);
 		if (rc < 0) {
+			kube_flow_leave(k->flows, flow, counted, 0, 0, NULL);
 			kube_status_set(0, rc, "", err != NULL ? err->msg :
 			    "credentials", -1);
 			break;
@@ -896,6 +933,12 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->http);
 		nconn = 0;
 		curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &nconn);
+		/* a 429 leaves its flow below, once its Retry-After is known */
+		if (c->http != 429 || cc != CURLE_OK) {
+			kube_flow_leave(k->flows, flow, counted, cc == CURLE_OK ?
+			    c->http : 0, 0, x.pl);
+			flow = -1;
+		}
 		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 		pool_put(k, h);
@@ -984,6 +1027,15 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 			    x.retry_after_s);
 			delay = c->no_retry ? -1 : http_retry_delay(c, &x,
 			    attempt, &token_retry, &force_token);
+			if (flow >= 0)
+				kube_flow_leave(k->flows, flow, counted, 429,
+				    x.retry_after_s >= 0 ? x.retry_after_s *
+				    TIME_US_PER_SEC : delay >= 0 ? delay :
+				    backoff_us(attempt), x.pl);
+			if (c->http == 429 && x.retry_after_s >
+			    KUBE_RETRY_AFTER_MAX_S)
+				cairn_err_prefix(err, "not retried (Retry-After "
+				    "%lld s)", (long long)x.retry_after_s);
 		}
 		if (delay < 0 || attempt >= k->o.max_retries ||
 		    (c->max_retries > 0 && attempt >= c->max_retries) ||

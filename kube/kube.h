@@ -82,7 +82,8 @@ cJSON *kube_config_describe(const struct kube_config *cfg);
 /* ------------------------------------------------------------------ */
 
 struct kube_client_opts {
-	double qps;		/* client-side rate limit; <= 0: none */
+	double qps;		/* client-side rate limit; <= 0: none (the
+				   server's 429s still hold flows: flow.c) */
 	int burst;		/* token bucket size; < 1: max(1, qps) */
 	int64_t timeout_us;	/* one request (one list page); 0: 30 s */
 	int max_retries;	/* 429 / 5xx / connection retries; 0: 10;
@@ -126,6 +127,8 @@ struct kube_stats {
 	uint64_t retries;	/* attempts that were retries */
 	uint64_t throttled_us;	/* time spent waiting for the rate limiter */
 	uint64_t connections;	/* new TCP connections libcurl opened */
+	uint64_t pushed_back;	/* 429 replies (the server's push-back) */
+	uint64_t held_us;	/* time requests waited on a held flow */
 };
 void kube_stats(struct kube *k, struct kube_stats *out);
 

@@ -7,6 +7,7 @@ kube_libkube_a_SOURCES = \
 	kube/kube.h kube/internal.h \
 	kube/config.c \
 	kube/kube.c \
+	kube/flow.c \
 	kube/stream.c \
 	kube/discovery.c \
 	kube/objects.c \
@@ -52,3 +53,7 @@ tests_helpers_kube_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
 check_PROGRAMS += tests/helpers/exec_tool
 tests_helpers_exec_tool_SOURCES = tests/helpers/exec_tool.c
 tests_helpers_exec_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/unit/test_kube_flow
+tests_unit_test_kube_flow_SOURCES = tests/unit/test_kube_flow.c tests/unit/unit.h
+tests_unit_test_kube_flow_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)

@@ -625,11 +625,14 @@ main(int argc, char **argv)
 
 		kube_stats(k, &s);
 		fprintf(stderr, "stats: requests=%llu retries=%llu "
-		    "connections=%llu throttled_ms=%llu peak_rss_kb=%ld\n",
+		    "connections=%llu throttled_ms=%llu pushed_back=%llu "
+		    "held_ms=%llu peak_rss_kb=%ld\n",
 		    (unsigned long long)s.requests,
 		    (unsigned long long)s.retries,
 		    (unsigned long long)s.connections,
-		    (unsigned long long)(s.throttled_us / 1000), peak_rss_kb());
+		    (unsigned long long)(s.throttled_us / 1000),
+		    (unsigned long long)s.pushed_back,
+		    (unsigned long long)(s.held_us / 1000), peak_rss_kb());
 	}
 	cJSON_Delete(obj);
 	cJSON_Delete(res);

@@ -29,6 +29,7 @@ import tempfile
 import threading
 import time
 import traceback
+import zlib
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit, parse_qs, unquote
@@ -506,6 +507,8 @@ class Handler(BaseHTTPRequestHandler):
                      "query": query, "status": 0,
                      "contentType": self.headers.get("Content-Type") or "",
                      "userAgent": self.headers.get("User-Agent") or ""}
+            if body:
+                entry["bodyCrc"] = zlib.crc32(body)  # a re-sent request has the same
             self.log_entry = entry
             is_watch = method == "GET" and (self.q.get("watch") in ("1", "true", "True") or "/watch/" in path)
             fault = srv.faults.match(method, path, query, token_name, is_watch)
@@ -541,6 +544,8 @@ class Handler(BaseHTTPRequestHandler):
                         ra = int(fault.get("retryAfter", 1))
                         hdrs.append(("Retry-After", str(ra)))
                         details = {"retryAfterSeconds": ra}
+                        entry["retryAfter"] = ra
+                    hdrs.extend((fault.get("headers") or {}).items())
                     msg = fault.get("message") or {
                         429: "Too many requests, please try again later.",
                         500: "Internal error occurred: injected fault",
