@@ -24,6 +24,7 @@
   the released PV as an external provisioner would), plus the defaulting of
   reclaim policy / volumeMode and the DefaultStorageClass admission."""
 
+import bisect
 import copy
 import threading
 import time
@@ -313,7 +314,8 @@ class Controllers:
                         if not o["metadata"].get("finalizers"):
                             sim._del(sim.by_rkey[("", "pods")], key, o)
             if self.on("pv") and sim.rv != self.pv_rv:
-                self._sync_volumes()
+                if self._volumes_changed():
+                    self._sync_volumes()
                 self.pv_rv = sim.rv
         finally:
             loc.manager, loc.user_agent, loc.sub, loc.user = saved
@@ -441,6 +443,18 @@ class Controllers:
         want = ((cs.get("resources") or {}).get("requests") or {}).get("storage")
         have = (ps.get("capacity") or {}).get("storage")
         return want is None or _qty(have) >= _qty(want)
+
+    def _volumes_changed(self):
+        """Whether a PV or PVC changed since the binder last looked (the event
+        history; when it was trimmed past that point, assume so)."""
+        sim = self.sim
+        if not sim.hist_rvs or sim.hist_rvs[0] > self.pv_rv + 1:
+            return True
+        i = bisect.bisect_right(sim.hist_rvs, self.pv_rv)
+        for ev in sim.hist[i:]:
+            if ev[1] in (("", "persistentvolumes"), ("", "persistentvolumeclaims")):
+                return True
+        return False
 
     def _sync_volumes(self):
         for _ in range(4):          # until nothing moves (each pass may bind)
