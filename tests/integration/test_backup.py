@@ -504,7 +504,10 @@ def backup_kill9_before_first_part(t):
 @case
 def backup_sigterm_then_resume(t):
     n = 2000
-    root, sim = slow_bulk(t, n, 0.3, "y")
+    # Pages of 500 items a second apart: the signal lands while the backup
+    # runs even on a loaded machine (0.3 s pages made the whole backup
+    # shorter than the test's reaction to its first checkpoint).
+    root, sim = slow_bulk(t, n, 1.0, "y")
     journal = t.path("journal.db")
     srv = server(t, sim, part_size=8192, journal=journal)
     create_backup(sim, "term", {"includedNamespaces": ["bulk"]})
