@@ -2332,6 +2332,10 @@ bk_complete(struct bk *b, struct cairn_err *err)
 		struct volumes_result vr;
 
 		volumes_ctx_env(&vc, b->env, b->jid);
+		/* the items are all in: say so before the volumes take long */
+		rc = bk_progress(b, 1, err);
+		if (rc < 0)
+			return rc;
 
 		struct cairn_err herr = CAIRN_ERR_INIT;
 		int hrc;

@@ -69,8 +69,7 @@ engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h \
 	engine/hostpath.c engine/hostpath.h \
 	engine/volumes.h engine/volumes_int.h engine/volumes_op.c \
-	engine/volumes_backup.c engine/volumes_restore.c engine/volumes_agent.c \
-	engine/volumes_status.c
+	engine/volumes_backup.c engine/volumes_restore.c engine/volumes_agent.c
 
 check_PROGRAMS += tests/unit/test_plugin
 tests_unit_test_plugin_SOURCES = tests/unit/test_plugin.c
@@ -95,11 +94,16 @@ tests_helpers_volume_tool_LDADD = engine/libengine.a storage/libstorage.a \
 # builders, readiness probes, outcome metrics from the journal. cmd/ wires
 # it to web/; the engine does not include web/.
 engine_libengine_a_SOURCES += engine/status.c engine/status.h \
-	engine/status_doc.c engine/status_doc.h
+	engine/status_doc.c engine/status_doc.h \
+	engine/status_cache.c engine/status_cache.h
 
 check_PROGRAMS += tests/unit/test_status_doc
 tests_unit_test_status_doc_SOURCES = tests/unit/test_status_doc.c tests/unit/unit.h
 tests_unit_test_status_doc_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/unit/test_status_cache
+tests_unit_test_status_cache_SOURCES = tests/unit/test_status_cache.c tests/unit/unit.h
+tests_unit_test_status_cache_LDADD = engine/libengine.a kube/libkube.a base/libbase.a $(DEPS_LIBS)
 
 # Leases and claims (issue 8): the Lease against an in-process fake API.
 check_PROGRAMS += tests/unit/test_lease

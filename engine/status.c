@@ -25,14 +25,13 @@
 #include "kube/kube.h"
 #include "storage/store.h"
 #include "base/metrics.h"
+#include "engine/status_cache.h"
 #include "engine/status_doc.h"
 
 #define STATUS_RECENT_MAX	20		/* finished items on the page */
-#define STATUS_WAITING_MAX	100		/* waiting items on the page */
 #define STATUS_SLOW_PROBE_US	(10 * TIME_US_PER_SEC)	/* journal, storage */
 #define STATUS_STALE_US		(60 * TIME_US_PER_SEC)	/* /healthz limit */
 #define STATUS_PROBE_TIMEOUT_US	(3 * TIME_US_PER_SEC)	/* one probe request */
-#define SCHEDULE_LABEL		"cairn.io/schedule-name"
 
 /* What the metrics pass remembers of one journal row. */
 struct seen {
@@ -44,6 +43,8 @@ struct seen {
 
 struct status {
 	struct kube *kube;		/* owned: the probes' own client */
+	struct kube *watch_kube;	/* owned: the cache's watches' client */
+	struct status_cache *cache;	/* the cluster's work */
 	struct journal *journal;
 	char *id;
 	char *ns;
@@ -62,9 +63,6 @@ struct status {
 	char why[512];
 	int64_t last_pass_mono;		/* /healthz: the probe loop is alive */
 	cJSON *peers;			/* lease_watch_servers() */
-	cJSON *waiting;			/* [{kind,name,namespace,created}] */
-	cJSON *labels;			/* {"Backup/name": {labels}} */
-	cJSON *security;		/* {"name": {encryption, verification}} */
 
 	/* Probe thread only. */
 	int journal_ok, storage_ok;
@@ -96,97 +94,21 @@ probe_slow(struct status *s)
 	bsl_free(l);
 }
 
-struct scan {
-	struct status *s;
-	const char *kind;	/* "Backup" | "Restore" */
-	cJSON *waiting;
-	cJSON *labels;
-	cJSON *security;		/* Backups: status.encryption, .verification */
-	int64_t count, nwaiting;
-};
-
-static int
-scan_item(void *arg, cJSON *o)
+/* Totals of the cluster's objects (from the cache's watches). */
+static void
+probe_totals(struct status *s)
 {
-	struct scan *sc = arg;
-	const char *name = json_str_or(o, "metadata.name", "");
-	const char *phase = json_str_or(o, "status.phase", "");
-	const cJSON *labels = json_get(o, "metadata.labels");
-	char key[300];
+	struct status_cache_totals t;
 
-	sc->count++;
-	if (cJSON_IsObject(labels)) {
-		snprintf(key, sizeof key, "%s/%s", sc->kind, name);
-		cJSON_AddItemToObject(sc->labels, key,
-		    cJSON_Duplicate(labels, 1));
-	}
-	if (strcmp(sc->kind, "Backup") == 0 &&
-	    (json_get(o, "status.encryption") || json_get(o,
-	    "status.verification"))) {
-		cJSON *x = cJSON_CreateObject();
-
-		json_set_item(x, "encryption", cJSON_Duplicate(json_get(o,
-		    "status.encryption"), 1));
-		json_set_item(x, "verification", cJSON_Duplicate(json_get(o,
-		    "status.verification"), 1));
-		cJSON_AddItemToObject(sc->security, name, x);
-	}
-	if (phase[0] == '\0' || strcmp(phase, "New") == 0) {
-		sc->nwaiting++;
-		if (cJSON_GetArraySize(sc->waiting) < STATUS_WAITING_MAX) {
-			cJSON *w = cJSON_CreateObject();
-
-			cJSON_AddStringToObject(w, "kind", sc->kind);
-			cJSON_AddStringToObject(w, "name", name);
-			cJSON_AddStringToObject(w, "created",
-			    json_str_or(o, "metadata.creationTimestamp", ""));
-			cJSON_AddItemToArray(sc->waiting, w);
-		}
-	}
-	return 0;
-}
-
-/* List Backups and Restores: waiting items, labels, totals. */
-static int
-probe_items(struct status *s, cJSON **waiting, cJSON **labels,
-    cJSON **security, struct cairn_err *err)
-{
-	static const struct {
-		const char *kind, *resource;
-		enum metric_id total, wait;
-		const char *label;
-	} kinds[] = {
-		{ "Backup", "backups", METRIC_BACKUP_TOTAL, METRIC_WAITING_ITEMS,
-		  "backup" },
-		{ "Restore", "restores", METRIC_RESTORE_TOTAL,
-		  METRIC_WAITING_ITEMS, "restore" },
-	};
-	struct scan sc = { .s = s };
-
-	sc.waiting = cJSON_CreateArray();
-	sc.labels = cJSON_CreateObject();
-	sc.security = cJSON_CreateObject();
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-		struct kube_gvr gvr = KUBE_GVR("cairn.io", "v1",
-		    kinds[i].resource);
-
-		sc.kind = kinds[i].kind;
-		sc.count = sc.nwaiting = 0;
-		if (kube_list(s->kube, &gvr, s->ns, NULL, scan_item, &sc, NULL,
-		    err) < 0) {
-			cJSON_Delete(sc.waiting);
-			cJSON_Delete(sc.labels);
-			cJSON_Delete(sc.security);
-			return err ? err->code : CAIRN_EFAIL;
-		}
-		metrics_set(kinds[i].total, (double)sc.count, NULL);
-		metrics_set(kinds[i].wait, (double)sc.nwaiting,
-		    METRIC_LABELS(kinds[i].label));
-	}
-	*waiting = sc.waiting;
-	*labels = sc.labels;
-	*security = sc.security;
-	return 0;
+	status_cache_totals(s->cache, &t);
+	if (!t.synced)
+		return;
+	metrics_set(METRIC_BACKUP_TOTAL, (double)t.backups, NULL);
+	metrics_set(METRIC_RESTORE_TOTAL, (double)t.restores, NULL);
+	metrics_set(METRIC_WAITING_ITEMS, (double)t.backups_waiting,
+	    METRIC_LABELS("backup"));
+	metrics_set(METRIC_WAITING_ITEMS, (double)t.restores_waiting,
+	    METRIC_LABELS("restore"));
 }
 
 /* ---- outcome metrics from the journal -------------------------------- */
@@ -347,8 +269,7 @@ probe_loop(void *arg)
 
 	while (!s->stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;
-		cJSON *waiting = NULL, *labels = NULL, *peers = NULL;
-		cJSON *security = NULL;
+		cJSON *peers = NULL;
 		int api_ok, ready, valid = 0;
 		char why[sizeof s->why];
 
@@ -380,9 +301,8 @@ probe_loop(void *arg)
 					    peers, i), "expired", 1);
 				metrics_set(METRIC_SERVERS_SEEN, valid, NULL);
 			}
-			(void)probe_items(s, &waiting, &labels, &security,
-			    NULL);
 		}
+		probe_totals(s);
 		probe_metrics(s);
 		pthread_mutex_lock(&s->mu);
 		if (s->ready != ready)
@@ -394,14 +314,6 @@ probe_loop(void *arg)
 		if (peers != NULL) {
 			cJSON_Delete(s->peers);
 			s->peers = peers;
-		}
-		if (waiting != NULL) {
-			cJSON_Delete(s->waiting);
-			s->waiting = waiting;
-			cJSON_Delete(s->labels);
-			s->labels = labels;
-			cJSON_Delete(s->security);
-			s->security = security;
 		}
 		pthread_mutex_unlock(&s->mu);
 		time_sleep_us(s->period_us, &s->stop);
@@ -419,30 +331,14 @@ parse_time(const char *t)
 	return t != NULL && time_parse(t, &us) == 0 ? us : STATUS_UNKNOWN;
 }
 
-static const cJSON *
-labels_of(const struct status *s, const struct journal_item *it)
-{
-	char key[300];
-
-	snprintf(key, sizeof key, "%s/%s", it->kind, it->name);
-	return cJSON_GetObjectItemCaseSensitive(s->labels, key);
-}
-
-/* A Backup's {encryption, verification} as last listed, or NULL. */
-static const cJSON *
-security_of(const struct status *s, const struct journal_item *it)
-{
-	if (strcmp(it->kind, JOURNAL_KIND_BACKUP) != 0)
-		return NULL;
-	return cJSON_GetObjectItemCaseSensitive(s->security, it->name);
-}
-
 static void
-add_self_and_peers(struct status *s, cJSON *doc, int running)
+add_self_and_peers(struct status *s, cJSON *doc)
 {
 	for (int i = 0; i < cJSON_GetArraySize(s->peers); i++) {
 		const cJSON *p = cJSON_GetArrayItem(s->peers, i);
 		const char *id = json_str_or(p, "id", "");
+		const cJSON *age = cJSON_GetObjectItemCaseSensitive(p,
+		    "observedAgeSeconds");
 		char lname[300];
 		struct status_peer peer = { 0 };
 
@@ -455,47 +351,71 @@ add_self_and_peers(struct status *s, cJSON *doc, int running)
 		    TIME_US_PER_SEC;
 		peer.expired = json_bool(p, "expired", 1);
 		peer.self = strcmp(id, s->id) == 0;
-		peer.running = peer.self ? running : STATUS_UNKNOWN;
+		peer.running = status_cache_running(s->cache, id);
+		peer.observed_age_us = cJSON_IsNumber(age) ?
+		    (int64_t)(age->valuedouble * TIME_US_PER_SEC) :
+		    STATUS_UNKNOWN;
 		status_doc_add_server(doc, &peer);
 	}
 }
 
-cJSON *
-status_document(struct status *s)
+/* The journal's detail of one of this server's items: its last error. */
+struct local_detail {
+	struct status *s;
+	char **kept;			/* strings handed out, freed after */
+	size_t nkept;
+};
+
+struct last_error {
+	char line[JOURNAL_EVENT_MAX];
+};
+
+static int
+last_error_cb(int64_t at_us, const char *level, const char *line,
+    const char *fields, void *arg)
 {
-	struct status_server_info si = { 0 };
+	struct last_error *le = arg;
+
+	(void)at_us;
+	if (strcmp(level, "error") == 0)
+		snprintf(le->line, sizeof le->line, "%s%s%s", line,
+		    fields[0] ? " " : "", fields);
+	return 0;
+}
+
+static void
+local_detail(void *arg, const char *kind, const char *name,
+    struct status_op *op)
+{
+	struct local_detail *d = arg;
+	struct journal_item it;
+	struct last_error le;
+
+	if (journal_item_find(d->s->journal, kind, d->s->ns, name, NULL, &it,
+	    NULL) < 0 || it.finished_at != 0)
+		return;
+	le.line[0] = '\0';
+	(void)journal_events_foreach(d->s->journal, it.id, last_error_cb, &le,
+	    NULL);
+	if (le.line[0] == '\0')
+		return;
+	d->kept = xreallocarray(d->kept, d->nkept + 1, sizeof *d->kept);
+	d->kept[d->nkept] = xstrdup(le.line);
+	op->last_error = d->kept[d->nkept++];
+}
+
+/*
+ * Before the watches listed everything once: this server's own items
+ * from its journal, so a page right after a start is not empty.
+ */
+static void
+add_from_journal(struct status *s, cJSON *doc, int64_t now)
+{
 	struct journal_item *it = NULL;
 	struct journal_filter f = { 0 };
-	const cJSON *self = NULL;
-	int64_t now = time_now_us();
 	size_t n = 0, recent = 0;
-	int running = 0;
-	cJSON *doc;
 
 	(void)journal_items(s->journal, &f, &it, &n, NULL);
-	for (size_t i = 0; i < n; i++)
-		running += it[i].finished_at == 0 &&
-		    strcmp(it[i].holder, s->id) == 0;
-	pthread_mutex_lock(&s->mu);
-	for (int i = 0; i < cJSON_GetArraySize(s->peers); i++)
-		if (strcmp(json_str_or(cJSON_GetArrayItem(s->peers, i), "id", ""),
-		    s->id) == 0)
-			self = cJSON_GetArrayItem(s->peers, i);
-	si.id = s->id;
-	si.namespace = s->ns;
-	si.started_us = s->started_us;
-	si.workers = s->workers;
-	si.lease_name = s->lease_name;
-	si.lease_state = self == NULL ? "acquiring" :
-	    json_bool(self, "expired", 1) ? "lost" : "held";
-	si.lease_renewed_us = self ? parse_time(json_str(self, "renewTime")) :
-	    STATUS_UNKNOWN;
-	si.lease_duration_us = self ? json_int(self, "leaseDurationSeconds", 0) *
-	    TIME_US_PER_SEC : STATUS_UNKNOWN;
-	doc = status_doc_new(&si, now);
-	add_self_and_peers(s, doc, running);
-
-	/* Running items, then finished ones newest first. */
 	for (size_t i = 0; i < n; i++) {
 		struct status_op op = { 0 };
 
@@ -509,7 +429,6 @@ status_document(struct status *s)
 		op.attempt = (int)(it[i].attempt > 0 ? it[i].attempt : 1);
 		op.claimed_us = it[i].claimed_at;
 		op.started_us = it[i].claimed_at;
-		op.labels = labels_of(s, &it[i]);
 		op.schedule = it[i].schedule[0] ? it[i].schedule : NULL;
 		op.progress.total_items = it[i].total_items > 0 ?
 		    it[i].total_items : STATUS_UNKNOWN;
@@ -519,7 +438,7 @@ status_document(struct status *s)
 		op.progress.since_us = it[i].claimed_at;
 		op.errors = (int)it[i].errors;
 		op.warnings = (int)it[i].warnings;
-		op.security = security_of(s, &it[i]);
+		op.local = 1;
 		status_doc_add_op(doc, strcmp(it[i].kind, JOURNAL_KIND_RESTORE) == 0 ?
 		    STATUS_RESTORE : STATUS_BACKUP, &op, now);
 	}
@@ -544,27 +463,54 @@ status_document(struct status *s)
 		r.bytes_done = it[i].bytes_done;
 		r.errors = (int)it[i].errors;
 		r.warnings = (int)it[i].warnings;
-		r.labels = labels_of(s, &it[i]);
+		r.schedule = it[i].schedule[0] ? it[i].schedule : NULL;
 		r.messages = it[i].message[0] ? msgs : NULL;
-		r.security = security_of(s, &it[i]);
 		status_doc_add_recent(doc, &r);
 		recent++;
 	}
-	for (int i = 0; i < cJSON_GetArraySize(s->waiting); i++) {
-		const cJSON *w = cJSON_GetArrayItem(s->waiting, i);
-		struct status_waiting wt = { 0 };
-
-		wt.kind = strcmp(json_str_or(w, "kind", ""), "Restore") == 0 ?
-		    STATUS_RESTORE : STATUS_BACKUP;
-		wt.name = json_str(w, "name");
-		wt.namespace = s->ns;
-		wt.created_us = parse_time(json_str(w, "created"));
-		wt.reason = "not claimed yet";
-		status_doc_add_waiting(doc, &wt);
-	}
-	pthread_mutex_unlock(&s->mu);
 	free(it);
-	volumes_status_add(doc, s->kube, s->ns, now);
+}
+
+cJSON *
+status_document(struct status *s)
+{
+	struct status_server_info si = { 0 };
+	struct status_cache_totals t;
+	struct local_detail d = { s, NULL, 0 };
+	const cJSON *self = NULL;
+	int64_t now = time_now_us();
+	cJSON *doc;
+
+	pthread_mutex_lock(&s->mu);
+	for (int i = 0; i < cJSON_GetArraySize(s->peers); i++)
+		if (strcmp(json_str_or(cJSON_GetArrayItem(s->peers, i), "id", ""),
+		    s->id) == 0)
+			self = cJSON_GetArrayItem(s->peers, i);
+	si.id = s->id;
+	si.namespace = s->ns;
+	si.started_us = s->started_us;
+	si.workers = s->workers;
+	si.lease_name = s->lease_name;
+	si.lease_state = self == NULL ? "acquiring" :
+	    json_bool(self, "expired", 1) ? "lost" : "held";
+	si.lease_renewed_us = self ? parse_time(json_str(self, "renewTime")) :
+	    STATUS_UNKNOWN;
+	si.lease_duration_us = self ? json_int(self, "leaseDurationSeconds", 0) *
+	    TIME_US_PER_SEC : STATUS_UNKNOWN;
+	doc = status_doc_new(&si, now);
+	add_self_and_peers(s, doc);
+	pthread_mutex_unlock(&s->mu);
+
+	status_cache_totals(s->cache, &t);
+	if (t.synced) {
+		status_cache_render(s->cache, doc, s->id, local_detail, &d, now);
+	} else {
+		add_from_journal(s, doc, now);
+		status_doc_set_totals(doc, &(struct status_totals){ 0 });
+	}
+	for (size_t i = 0; i < d.nkept; i++)
+		free(d.kept[i]);
+	free(d.kept);
 	return doc;
 }
 
@@ -625,10 +571,25 @@ status_start(const struct status_opts *o, struct status **out,
 	    15 * TIME_US_PER_SEC);
 	s->journal_ok = s->storage_ok = 1;	/* until the first probe */
 	s->peers = cJSON_CreateArray();
-	s->waiting = cJSON_CreateArray();
-	s->labels = cJSON_CreateObject();
-	s->security = cJSON_CreateObject();
 	pthread_mutex_init(&s->mu, NULL);
+	{
+		/* the watches: a client of their own, with the usual patience */
+		struct kube_config *wcfg;
+		struct status_cache_opts co2 = { 0 };
+
+		if (kube_config_load(&co, &wcfg, err) < 0 ||
+		    kube_new(wcfg, NULL, &s->watch_kube, err) < 0) {
+			status_stop(s);
+			return cairn_err_prefix(err, "status watches");
+		}
+		co2.kube = s->watch_kube;
+		co2.namespace = o->namespace;
+		co2.recent_max = STATUS_RECENT_MAX;
+		if (status_cache_start(&co2, &s->cache, err) < 0) {
+			status_stop(s);
+			return cairn_err_prefix(err, "status watches");
+		}
+	}
 	metrics_set(METRIC_START_TIME_SECONDS,
 	    (double)(s->started_us / TIME_US_PER_SEC), NULL);
 	if (pthread_create(&s->thread, NULL, probe_loop, s) != 0) {
@@ -649,12 +610,11 @@ status_stop(struct status *s)
 	s->stop = 1;
 	if (s->running)
 		pthread_join(s->thread, NULL);
+	status_cache_stop(s->cache);
+	kube_free(s->watch_kube);
 	lease_watch_free(s->leases);
 	kube_free(s->kube);
 	cJSON_Delete(s->peers);
-	cJSON_Delete(s->waiting);
-	cJSON_Delete(s->labels);
-	cJSON_Delete(s->security);
 	pthread_mutex_destroy(&s->mu);
 	free(s->seen);
 	free(s->id);

@@ -8,13 +8,19 @@
  * A status keeps one probe thread that, every period, (1) checks what
  * /readyz reports (the API server answers, the journal takes a write, the
  * default storage location answers), (2) lists cairn's Leases to see the
- * other servers and this one's own Lease as others see it, (3) lists the
- * Backups and Restores of the namespace for the items nobody has claimed
- * yet (waiting) and their labels, and (4) turns what the journal recorded
- * since the last pass into the outcome metrics (attempts, successes,
- * failures, durations, sizes). Deriving outcome metrics from the journal
- * keeps them in one place and exactly as durable as the record they
- * count: a worker never has to remember to count.
+ * other servers and this one's own Lease as others see it, (3) sets the
+ * totals metrics from the status cache, and (4) turns what the journal
+ * recorded since the last pass into the outcome metrics (attempts,
+ * successes, failures, durations, sizes). Deriving outcome metrics from
+ * the journal keeps them in one place and exactly as durable as the
+ * record they count: a worker never has to remember to count, and the
+ * row holds the numbers the object's final status says.
+ *
+ * The cluster's work (every Backup, Restore, volume operation and
+ * Schedule, whoever holds it) comes from a status cache
+ * (engine/status_cache.h: watches with a client of their own), so every
+ * server's page shows the same; this server's journal adds detail for
+ * its own items.
  *
  * status_document(), status_healthy() and status_ready() may be called
  * from any thread (the web endpoint's): they read the journal (its read
@@ -55,9 +61,10 @@ int status_start(const struct status_opts *o, struct status **out,
 /*
  * A new status document (docs/status-json.md, built with
  * engine/status_doc.h): this server, its Lease and the others seen,
- * running backups and restores (from the journal), volume operations,
- * waiting items and recent results. Owned by the caller; the serving
- * side adds "version" and "generatedAt".
+ * the cluster's running backups, restores and volume operations, waiting
+ * items, recent results and schedules (from the status cache; from this
+ * server's journal until the cache has listed everything once). Owned by
+ * the caller; the serving side adds "version" and "generatedAt".
  */
 cJSON *status_document(struct status *s);
 /* Non-zero while the probe loop is alive (a pass in the last minute). */

@@ -120,6 +120,8 @@ status_doc_new(const struct status_server_info *s, int64_t now_us)
 	(void)list(doc, "volumeOperations");
 	(void)list(doc, "waiting");
 	(void)list(doc, "recent");
+	(void)list(doc, "schedules");
+	status_doc_set_totals(doc, &(struct status_totals){ 0 });
 	return doc;
 }
 
@@ -138,6 +140,9 @@ status_doc_add_server(cJSON *doc, const struct status_peer *p)
 	cJSON_AddBoolToObject(o, "self", p->self != 0);
 	if (p->running >= 0)
 		cJSON_AddNumberToObject(o, "running", p->running);
+	if (p->observed_age_us >= 0)
+		cJSON_AddNumberToObject(o, "observedAgeSeconds",
+		    (double)p->observed_age_us / TIME_US_PER_SEC);
 	cJSON_AddItemToArray(list(doc, "servers"), o);
 }
 
@@ -196,6 +201,18 @@ add_security(cJSON *o, enum status_kind kind, const cJSON *sec)
 	}
 }
 
+static void
+add_hooks(cJSON *o, int64_t attempted, int64_t failed)
+{
+	cJSON *h;
+
+	if (attempted <= 0)
+		return;
+	h = cJSON_AddObjectToObject(o, "hooks");
+	cJSON_AddNumberToObject(h, "attempted", (double)attempted);
+	cJSON_AddNumberToObject(h, "failed", (double)(failed > 0 ? failed : 0));
+}
+
 void
 status_doc_add_op(cJSON *doc, enum status_kind kind, const struct status_op *op,
     int64_t now_us)
@@ -220,6 +237,8 @@ status_doc_add_op(cJSON *doc, enum status_kind kind, const struct status_op *op,
 	cJSON_AddNumberToObject(o, "warnings", op->warnings > 0 ? op->warnings : 0);
 	add_str_or_null(o, "lastError", op->last_error);
 	add_security(o, kind, op->security);
+	add_hooks(o, op->hooks_attempted, op->hooks_failed);
+	cJSON_AddBoolToObject(o, "local", op->local != 0);
 
 	p = cJSON_AddObjectToObject(o, "progress");
 	add_count_or_null(p, "totalItems", pr->total_items);
@@ -263,11 +282,17 @@ status_doc_add_volume(cJSON *doc, const struct status_volume_op *v, int64_t now_
 	add_str(o, "plugin", v->plugin);
 	add_str(o, "phase", v->phase != NULL ? v->phase : "InProgress");
 	add_str(o, "holder", v->holder);
+	add_str(o, "worker", v->worker);
 	if (v->attempt >= 1)
 		cJSON_AddNumberToObject(o, "attempt", v->attempt);
+	/* 0 (a zeroed struct) is unknown too */
+	add_time(o, "startedAt", v->started_us > 0 ? v->started_us :
+	    STATUS_UNKNOWN, 1);
+	add_time(o, "completedAt", v->completed_us > 0 ? v->completed_us :
+	    STATUS_UNKNOWN, 1);
 	add_count(o, "bytesDone", v->bytes_done);
 	add_count_or_null(o, "totalBytes", v->total_bytes);
-	br = rate(v->bytes_done, 0, v->since_us, now_us);
+	br = rate(v->bytes_done, v->bytes_at_since, v->since_us, now_us);
 	add_rate(o, "rateBytesPerSecond", br);
 	if (br > 0 && v->total_bytes >= v->bytes_done)
 		add_rate(o, "etaSeconds", (double)(v->total_bytes - v->bytes_done) / br);
@@ -319,5 +344,45 @@ status_doc_add_recent(cJSON *doc, const struct status_result *r)
 	for (size_t i = 0; r->messages != NULL && r->messages[i] != NULL; i++)
 		cJSON_AddItemToArray(m, cJSON_CreateString(r->messages[i]));
 	add_security(o, r->kind, r->security);
+	add_str(o, "worker", r->worker);
+	add_str(o, "storageLocation", r->storage_location);
+	add_str(o, "backup", r->backup);
+	add_str(o, "schedule", r->schedule);
+	add_hooks(o, r->hooks_attempted, r->hooks_failed);
 	cJSON_AddItemToArray(list(doc, "recent"), o);
+}
+
+void
+status_doc_add_schedule(cJSON *doc, const struct status_schedule *s)
+{
+	cJSON *o = cJSON_CreateObject(), *m;
+
+	add_str(o, "name", s->name != NULL ? s->name : "");
+	add_str(o, "schedule", s->schedule != NULL ? s->schedule : "");
+	add_str(o, "phase", s->phase != NULL ? s->phase : "New");
+	cJSON_AddBoolToObject(o, "paused", s->paused != 0);
+	add_str(o, "storageLocation", s->storage_location);
+	add_time(o, "lastBackup", s->last_backup_us, 1);
+	add_time(o, "nextRunAt", s->next_run_us, 1);
+	add_labels(o, s->labels);
+	m = cJSON_AddArrayToObject(o, "messages");
+	for (size_t i = 0; s->messages != NULL && s->messages[i] != NULL; i++)
+		cJSON_AddItemToArray(m, cJSON_CreateString(s->messages[i]));
+	cJSON_AddItemToArray(list(doc, "schedules"), o);
+}
+
+void
+status_doc_set_totals(cJSON *doc, const struct status_totals *t)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddBoolToObject(o, "synced", t->synced != 0);
+	add_count(o, "backups", t->backups);
+	add_count(o, "restores", t->restores);
+	add_count(o, "schedules", t->schedules);
+	add_count(o, "waiting", t->waiting);
+	add_count(o, "running", t->running);
+	add_count(o, "volumeOperationsRunning", t->volumes_running);
+	cJSON_DeleteItemFromObjectCaseSensitive(doc, "totals");
+	cJSON_AddItemToObject(doc, "totals", o);
 }

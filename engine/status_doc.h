@@ -47,6 +47,8 @@ struct status_peer {
 	int expired;			/* judged on the local observation clock */
 	int self;
 	int running;			/* items it holds, or STATUS_UNKNOWN */
+	int64_t observed_age_us;	/* since its Lease last changed here,
+					   or STATUS_UNKNOWN */
 };
 
 struct status_progress {
@@ -78,6 +80,9 @@ struct status_op {
 	struct status_progress progress;
 	const cJSON *security;		/* backup: {encryption, verification}
 					   as in its status, borrowed, or NULL */
+	int64_t hooks_attempted;	/* status.hookStatus; <= 0: left out */
+	int64_t hooks_failed;
+	int local;			/* held by the server answering */
 };
 
 struct status_volume_op {
@@ -88,10 +93,15 @@ struct status_volume_op {
 	const char *plugin;
 	const char *phase;
 	const char *holder;
+	const char *worker;		/* may be NULL */
 	int attempt;			/* 0 to leave out */
 	int64_t bytes_done;
 	int64_t total_bytes;		/* or STATUS_UNKNOWN */
-	int64_t since_us;		/* or STATUS_UNKNOWN */
+	int64_t since_us;		/* rates are measured from here, or
+					   STATUS_UNKNOWN (no rate) */
+	int64_t bytes_at_since;		/* bytes done at since_us */
+	int64_t started_us;		/* or STATUS_UNKNOWN */
+	int64_t completed_us;		/* finished: when; else STATUS_UNKNOWN */
 	const char *last_error;
 };
 
@@ -119,6 +129,31 @@ struct status_result {
 	const cJSON *labels;		/* borrowed (copied) or NULL */
 	const char *const *messages;	/* NULL-terminated, or NULL */
 	const cJSON *security;		/* as in struct status_op */
+	const char *worker;		/* may be NULL */
+	const char *storage_location;	/* may be NULL */
+	const char *backup;		/* restore: its backup, or NULL */
+	const char *schedule;		/* may be NULL */
+	int64_t hooks_attempted;	/* <= 0: left out */
+	int64_t hooks_failed;
+};
+
+struct status_schedule {
+	const char *name;
+	const char *schedule;		/* cron expression */
+	const char *phase;		/* New, Enabled, FailedValidation */
+	int paused;
+	const char *storage_location;	/* its template's, may be NULL */
+	int64_t last_backup_us;		/* or STATUS_UNKNOWN */
+	int64_t next_run_us;		/* or STATUS_UNKNOWN */
+	const char *const *messages;	/* validation errors, or NULL */
+	const cJSON *labels;		/* borrowed (copied) or NULL */
+};
+
+/* Exact counts of the cluster's objects (the lists are capped). */
+struct status_totals {
+	int synced;			/* every kind listed at least once */
+	int64_t backups, restores, schedules;
+	int64_t waiting, running, volumes_running;
 };
 
 /* A new document with "server" and every list present and empty. Owned. */
@@ -132,5 +167,8 @@ void status_doc_add_volume(cJSON *doc, const struct status_volume_op *v,
 void status_doc_add_waiting(cJSON *doc, const struct status_waiting *w);
 /* A finished item; the list keeps the order of the calls (newest first). */
 void status_doc_add_recent(cJSON *doc, const struct status_result *r);
+void status_doc_add_schedule(cJSON *doc, const struct status_schedule *s);
+/* "totals" (replaces an earlier one). */
+void status_doc_set_totals(cJSON *doc, const struct status_totals *t);
 
 #endif

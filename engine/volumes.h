@@ -169,12 +169,4 @@ int volumes_delete_backup(const struct volumes_ctx *c, const cJSON *backup,
  */
 int volumes_poll(const struct volumes_ctx *c, int *ran, struct cairn_err *err);
 
-/*
- * Add every running VolumePluginBackup / VolumePluginRestore in ns to a
- * status document (engine/status_doc.h, volumeOperations). Errors are
- * logged and leave the list as it was. (engine/volumes_status.c)
- */
-void volumes_status_add(cJSON *doc, struct kube *k, const char *ns,
-	int64_t now_us);
-
 #endif

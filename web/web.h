@@ -30,7 +30,7 @@
 struct web;
 
 /* Version of the /status.json document format (its "version" field). */
-#define WEB_STATUS_VERSION	1
+#define WEB_STATUS_VERSION	2
 
 /* Defaults used when a field of struct web_opts is 0. */
 #define WEB_DEFAULT_MAX_CONNECTIONS	1000

@@ -141,10 +141,12 @@ demo_status(void *arg)
 		.lease_duration_us = 15 * TIME_US_PER_SEC,
 	};
 	struct status_peer peers[] = {
-		{ "demo-1", "cairn-demo-1", now - 1500000, 15 * TIME_US_PER_SEC, 0, 1, 2 },
-		{ "demo-2", "cairn-demo-2", now - 4000000, 15 * TIME_US_PER_SEC, 0, 0, 0 },
+		{ "demo-1", "cairn-demo-1", now - 1500000, 15 * TIME_US_PER_SEC, 0, 1, 3,
+		  1500000 },
+		{ "demo-2", "cairn-demo-2", now - 4000000, 15 * TIME_US_PER_SEC, 0, 0, 0,
+		  4000000 },
 		{ "demo-old", "cairn-demo-old", demo.started_us - 3600 * TIME_US_PER_SEC,
-		  15 * TIME_US_PER_SEC, 1, 0, STATUS_UNKNOWN },
+		  15 * TIME_US_PER_SEC, 1, 0, 0, 3600 * TIME_US_PER_SEC },
 	};
 	struct status_op op;
 	struct status_volume_op vol;
@@ -184,6 +186,7 @@ demo_status(void *arg)
 	op.progress.since_us = demo.backup_started_us;
 	op.progress.items_at_since = demo.items_at_start;
 	op.progress.bytes_at_since = demo.items_at_start * DEMO_BYTES_PER_ITEM;
+	op.local = 1;
 	status_doc_add_op(doc, STATUS_BACKUP, &op, now);
 
 	/* A running restore whose total is not known yet. */
@@ -215,7 +218,37 @@ demo_status(void *arg)
 	vol.bytes_done = demo.volume_bytes;
 	vol.total_bytes = 2048LL * 1024 * 1024;
 	vol.since_us = demo.volume_started_us;
+	vol.started_us = demo.volume_started_us;
 	status_doc_add_volume(doc, &vol, now);
+	/* A volume copy that finished, with its final size. */
+	memset(&vol, 0, sizeof vol);
+	vol.kind = STATUS_BACKUP;
+	vol.name = "vpb-shop-logs";
+	vol.owner = "nightly-20261201-000";
+	vol.volume = "shop-logs";
+	vol.plugin = "cairn.io/hostpath";
+	vol.phase = "Completed";
+	vol.holder = "demo-2";
+	vol.attempt = 1;
+	vol.bytes_done = vol.total_bytes = 512LL * 1024 * 1024;
+	vol.since_us = STATUS_UNKNOWN;
+	vol.started_us = demo.started_us;
+	vol.completed_us = demo.started_us + 60 * TIME_US_PER_SEC;
+	status_doc_add_volume(doc, &vol, now);
+	{
+		struct status_schedule sch = {
+			.name = "nightly", .schedule = "0 2 * * *",
+			.phase = "Enabled", .storage_location = "default",
+			.last_backup_us = demo.backup_started_us,
+			.next_run_us = now + 3600 * TIME_US_PER_SEC,
+		};
+		struct status_totals tot = { .synced = 1, .backups = 7,
+			.restores = 1, .schedules = 1, .waiting = 1, .running = 2,
+			.volumes_running = 1 };
+
+		status_doc_add_schedule(doc, &sch);
+		status_doc_set_totals(doc, &tot);
+	}
 
 	status_doc_add_waiting(doc, &wait);
 

@@ -61,6 +61,10 @@ def page_shows_live_backup_progress(t):
       servers: document.querySelectorAll('#servers tbody tr').length,
       restores: document.querySelectorAll('.op[data-kind="restore"]').length,
       volumes: document.querySelectorAll('.op[data-kind="volume-backup"]').length,
+      volumesDone: document.querySelectorAll('#volumes-done tr.volume-result').length,
+      schedules: document.querySelectorAll('#schedules tr.schedule').length,
+      local: document.querySelectorAll('.op[data-kind="backup"] .local').length,
+      totals: (document.querySelector('#server .totals') || {}).textContent,
       waiting: document.getElementById('waiting').textContent,
       recent: document.querySelectorAll('#recent tr.result').length,
       banner: document.getElementById('banner').className
@@ -68,7 +72,12 @@ def page_shows_live_backup_progress(t):
     t.check("demo-1" in facts["server"] and "held" in facts["server"], "server facts: %r" % facts["server"])
     t.eq(facts["servers"], 3, "servers listed")
     t.eq(facts["restores"], 1, "restores shown")
-    t.eq(facts["volumes"], 1, "volume operations shown")
+    t.eq(facts["volumes"], 1, "running volume operations shown")
+    t.eq(facts["volumesDone"], 1, "finished volume operations shown")
+    t.eq(facts["schedules"], 1, "schedules shown")
+    t.eq(facts["local"], 1, "the backup this server holds is marked")
+    t.check("2 running" in (facts["totals"] or "") and "7 backups" in (facts["totals"] or ""),
+            "cluster totals: %r" % facts["totals"])
     t.check("hourly-20261202-1300" in facts["waiting"], "waiting item shown")
     t.check(facts["recent"] >= 2, "recent results shown")
     t.eq(facts["banner"], "", "error banner")

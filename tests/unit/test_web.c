@@ -168,7 +168,7 @@ test_web_routes(void)
 	CHECK(r != NULL && strstr(r, "<!DOCTYPE html>") == NULL);
 	free(r);
 	CHECK_INT(http(port, "GET", "/status.json", NULL, &r), 200);
-	CHECK(r != NULL && strstr(r, "\"version\":1") != NULL);
+	CHECK(r != NULL && strstr(r, "\"version\":2") != NULL);
 	CHECK(r != NULL && strstr(r, "forged") == NULL);
 	CHECK(r != NULL && strstr(r, "\"generatedAt\":\"") != NULL);
 	CHECK(r != NULL && strstr(r, "\"version\":\"" PACKAGE_VERSION "\"") != NULL);
