@@ -152,6 +152,10 @@ def pv_binder_binds_loses_and_releases(t):
     t.eq(c["metadata"]["annotations"].get("pv.kubernetes.io/bind-completed"), "yes", "bind-completed")
     t.eq((a["spec"]["persistentVolumeReclaimPolicy"], c["status"]["capacity"]), ("Retain", {"storage": "1Gi"}),
          "defaults and status")
+    raw = sim.ok("GET", "/api/v1/namespaces/default/persistentvolumeclaims/data-a")
+    mgrs = {(e["manager"], e.get("subresource", "")) for e in raw["metadata"]["managedFields"]}
+    t.check(("kube-controller-manager", "") in mgrs and ("kube-controller-manager", "status") in mgrs,
+            "the binder's writes are recorded as kube-controller-manager: %s" % mgrs)
     # restored as is: bind-completed, but the volume is missing -> Lost
     sim.apply(pvc("data-b", "pv-missing", {"pv.kubernetes.io/bind-completed": "yes"}))
     wait_for(lambda: phase(sim, "pvc", "data-b") == "Lost", 10, "Lost (volume missing)")

@@ -299,6 +299,7 @@ class Controllers:
         saved = (getattr(loc, "manager", None), getattr(loc, "user_agent", ""), getattr(loc, "sub", None),
                  getattr(loc, "user", None))
         loc.manager, loc.user_agent, loc.sub, loc.user = MANAGER, "kube-controller-manager/v1.32.4", None, None
+        loc.applied = None
         try:
             for ns, due in list(self.ns_due.items()):
                 if due <= now:
@@ -366,6 +367,8 @@ class Controllers:
             return obj
         sim.local.sub = "status" if status_only else None
         try:
+            obj["metadata"].pop("managedFields", None)
+            sim._track(rt, cur, obj)        # as kube-controller-manager
             new, _ = sim._put(rt, key, obj, "MODIFIED", e)
         finally:
             sim.local.sub = None

@@ -566,6 +566,7 @@ class Handler(BaseHTTPRequestHandler):
             loc.field_validation = self.q.get("fieldValidation") or "Warn"
             loc.force = self.q.get("force") in ("true", "1", "True")
             loc.applied = None
+            loc.req_managed = None
             if user is not None:
                 if not srv.authz.sa_exists(user):
                     raise ApiError(401, "Unauthorized", "Unauthorized")
