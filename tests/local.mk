@@ -2,3 +2,10 @@
 # Modules add their own unit tests (tests/unit/test_<module>.c) in their
 # local.mk; test helper programs go under tests/helpers/.
 EXTRA_DIST += tests/run.sh tests/unit/unit.h tests/lib/cairntest.py
+
+# The benchmarks' plain-list baseline: a minimal list client of its own
+# (libcurl only), sharing no code with cairn's kube client.
+check_PROGRAMS += tests/helpers/minilist
+tests_helpers_minilist_SOURCES = tests/helpers/minilist.c
+tests_helpers_minilist_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS)
+tests_helpers_minilist_LDADD = $(CURL_LIBS)

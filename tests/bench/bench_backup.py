@@ -1,32 +1,34 @@
-"""bench_backup.py: issue 7's backup numbers (prints figures, never fails).
+"""bench_backup: backups by `cairn server` (default flags, fs storage)
+against the plain paged list of the same objects (issues 26, 27). Prints
+figures and same-run ratios, never fails.
 
-For N ConfigMaps in kubesim (N = 10k and 100k, or $CAIRN_BENCH_BACKUP_SIZES):
-  - cairn backup wall time (Backup created -> Completed, fs storage, default
-    8 MiB parts), as a ratio to a plain paged list of the same objects
-    through the same client (tests/helpers/kube_tool list, limit 500), to
-    the same list with the prefetch backups use (kube_list_opts.prefetch),
-    and to `kubectl get configmaps -A -o json | gzip > file`;
-  - the server's peak RSS (VmHWM) after each backup, each backup in a fresh
-    server process;
-  - CPU seconds of the cairn process and of kubesim for the list and for the
-    backup, and user-space instructions (`perf stat`, when it works here):
-    instruction counts hardly move with the load of a shared machine.
-Goals (issue 7): ratio to the plain list <= 1.3, at least 3x faster than
-kubectl | gzip, peak RSS under 32 MiB and growing less than 20% from 10k
-to 100k.
-
-First (issue 17; $CAIRN_BENCH_ONE_NS=0 skips it): a backup of one
-namespace of $CAIRN_BENCH_ONE_NS ConfigMaps (default 2000) on a cluster
-with $CAIRN_BENCH_ELSEWHERE (default 100k) in other namespaces, next to a
-plain list of that namespace, with the count of requests about anything
-else.
-
-The machine is shared, so each figure is the median of
-$CAIRN_BENCH_REPS runs (default 3), and each backup is paired with a plain
-list measured right before it. To compare two builds in the same run, set
-$CAIRN_BENCH_BASE_BIN to the other build's cairn binary: every repetition
-then runs a backup with it and one with $CAIRN_BIN, interleaved.
-$CAIRN_BENCH_KUBECTL=0 skips the (slow) kubectl baseline.
+Sets ($CAIRN_BENCH_BACKUP_SETS, default "configmaps:10000,100000
+realistic:10000,100000 latency:10000"; "configmaps:1000000" is the heavy
+one, ~10 min, not in the default):
+  - configmaps: tiny identical ConfigMaps (the best case of a backup);
+  - realistic: objects shaped like a real cluster's (tests/lib/realistic.py:
+    Secrets 1-50 KiB, Pods, ReplicaSets, Deployments... with managedFields
+    and last-applied annotations, ~5.3 KB of JSON each);
+  - latency: realistic objects through tests/lib/latencyproxy.py adding
+    $CAIRN_BENCH_LATENCY_MS (default 0,5,20) per round trip, backup against
+    the minimal (serial) list through the same proxy (issue 27: <= 1.2x).
+For each set and size, $CAIRN_BENCH_REPS rounds (default 5), interleaved:
+  - the minimal list (tests/helpers/minilist: one keep-alive connection,
+    limit=500, gzip, continue tokens read without parsing items) of the
+    same collections, cluster-wide: what any lister must do;
+  - a backup by this build, and by $CAIRN_BENCH_BASE_BIN when set (the
+    build to compare with), each in a fresh server: wall time from the
+    Backup's creation to its final phase, server CPU (user+sys) per object,
+    peak RSS (VmHWM), kubesim's CPU;
+then medians, the ratio backup/list (goal <= 1.5 realistic, 1.3-1.5
+ConfigMaps), CPU per object this/base, RSS growth between the sizes (goal
+< 20%), and the physical limits measured on the same bytes: `gzip -1` and
+`gzip -6` (one thread, CPU seconds) of the backup's tar stream.
+Instruction counts (repeatable on a loaded machine, unlike seconds): with
+valgrind, one backup per build of the first size of each set runs under
+callgrind, counted from the Backup's creation to its final phase
+($CAIRN_BENCH_CALLGRIND=0 skips it; $CAIRN_BENCH_CALLGRIND_KEEP=DIR keeps
+the dumps there for callgrind_annotate).
 """
 import http.client
 import json
@@ -34,23 +36,41 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import ssl
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from bkworld import World  # noqa: E402
-from cairntest import BIN, BUILDDIR, Case, Kubesim, wait_for, vmhwm_kib  # noqa: E402
+from cairntest import BIN, BUILDDIR, Case, Kubesim, vmhwm_kib  # noqa: E402
+import realistic  # noqa: E402
+from latencyproxy import LatencyProxy  # noqa: E402
 
 NS = "cairn-system"
-SIZES = [int(x) for x in os.environ.get("CAIRN_BENCH_BACKUP_SIZES", "10000,100000").split(",")]
-REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "3")))
+SETS = os.environ.get("CAIRN_BENCH_BACKUP_SETS",
+                      "configmaps:10000,100000 realistic:10000,100000 latency:10000")
+DELAYS = [int(x) for x in os.environ.get("CAIRN_BENCH_LATENCY_MS", "0,5,20").split(",")]
+REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "5")))
 BASE_BIN = os.environ.get("CAIRN_BENCH_BASE_BIN")
-KUBECTL = os.environ.get("CAIRN_BENCH_KUBECTL", "1") != "0"
-TOOL = os.path.join(BUILDDIR, "tests", "helpers", "kube_tool")
+CALLGRIND = os.environ.get("CAIRN_BENCH_CALLGRIND", "1") != "0" and shutil.which("valgrind")
+KEEP = os.environ.get("CAIRN_BENCH_CALLGRIND_KEEP")
+MINILIST = os.path.join(BUILDDIR, "tests", "helpers", "minilist")
+FINAL = ("Completed", "PartiallyFailed", "Failed", "FailedValidation")
+CM_PATHS = ["/api/v1/configmaps"]
+PLURAL = {"Endpoints": "endpoints", "PodDisruptionBudget": "poddisruptionbudgets",
+          "Ingress": "ingresses", "PersistentVolumeClaim": "persistentvolumeclaims"}
+
+
+def kind_path(kind):
+    api = realistic.API[kind]
+    plural = PLURAL.get(kind, kind.lower() + "s")
+    return ("/api/%s/%s" if "/" not in api else "/apis/%s/%s") % (api, plural)
+
+
+REALISTIC_PATHS = sorted({kind_path(k) for k, _ in realistic.MIX})
 
 
 def cpu_s(pid):
@@ -59,271 +79,273 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def perf_works():
-    if shutil.which("perf") is None:
-        return False
-    r = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", "--", "true"],
-                       capture_output=True, text=True)
-    return r.returncode == 0 and "instructions" in r.stderr and "<not" not in r.stderr
-
-
-PERF = perf_works()
-
-
-def perf_read(path):
-    """Instructions from a `perf stat -x,` output file, or None."""
-    try:
-        with open(path) as f:
-            for line in f:
-                parts = line.strip().split(",")
-                if len(parts) > 2 and parts[2].startswith("instructions") and parts[0].isdigit():
-                    return int(parts[0])
-    except OSError:
-        pass
-    return None
-
-
-def plain_list(t, sim, tag, prefetch=False, ns="-"):
-    """The baseline: the same paged list through the same client."""
-    argv = [TOOL, "--kubeconfig", sim.kubeconfig, "list", "core", "v1", "configmaps", ns,
-            "limit=500"] + (["prefetch"] if prefetch else [])
-    pf = t.path("perf-list-%s.txt" % tag)
-    if PERF:
-        argv = ["perf", "stat", "-x,", "-e", "instructions:u", "-o", pf, "--"] + argv
-    sim_cpu0 = cpu_s(sim.proc.pid)
-    t0 = time.monotonic()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
-    _, ru = os.wait4(p.pid, 0)[1:]
-    wall = time.monotonic() - t0
-    out = p.stdout.read()
-    p.stdout.close()
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "sim_cpu": cpu_s(sim.proc.pid) - sim_cpu0,
-            "insn": perf_read(pf) if PERF else None, "out": out.strip()}
-
-
-FINAL = ("Completed", "PartiallyFailed", "Failed", "FailedValidation")
-
-
-def watch_final(sim, name, rv):
-    """Watch Backups from rv until name reaches a final phase; None if the watch fails."""
-    u = urllib.parse.urlparse(sim.url)
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    try:
-        conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=1800)
-        conn.request("GET", "/apis/cairn.io/v1/namespaces/%s/backups?watch=1&resourceVersion=%s"
-                     % (NS, rv), headers={"Authorization": "Bearer " + sim.token})
-        resp = conn.getresponse()
-        if resp.status != 200:
-            return None
-        while True:
-            line = resp.readline()
-            if not line:
-                return None
-            ev = json.loads(line)
-            o = ev.get("object", {})
-            if (o.get("metadata", {}).get("name") == name and
-                    o.get("status", {}).get("phase") in FINAL):
-                conn.close()
-                return o
-    except (OSError, ValueError, http.client.HTTPException):
-        return None
-
-
-BULK_SPEC = {"includedResources": ["configmaps"], "includeClusterResources": False,
-             "includedNamespaces": ["bench-*"]}
-
-
-def backup(t, sim, binary, name, spec=None):
-    """One backup by a fresh server: wall time Backup created -> final phase."""
-    srv = t.spawn([binary, "server", "--kubeconfig", sim.kubeconfig, "--namespace", NS,
-                   "--server-id", "bench", "--journal", t.path("j-%s.db" % name),
-                   "--retry-period", "100ms",
-                   "--log-level", os.environ.get("CAIRN_BENCH_LOG", "warn")],
-                  name="server-%s" % name)
-    time.sleep(0.5)  # let the server start and do its first scan
-    perf = None
-    pf = t.path("perf-%s.txt" % name)
-    if PERF:
-        perf = subprocess.Popen(["perf", "stat", "-x,", "-e", "instructions:u", "-o", pf,
-                                 "-p", str(srv.pid)], stderr=subprocess.DEVNULL)
-        time.sleep(0.2)
-    cpu0 = cpu_s(srv.pid)
-    sim_cpu0 = cpu_s(sim.proc.pid)
-    t0 = time.monotonic()
-    created = sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
-        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": name, "namespace": NS},
-        "spec": spec or BULK_SPEC})
-    # A watch sees the final phase at once and puts no polling load on kubesim.
-    b = watch_final(sim, name, created["metadata"]["resourceVersion"])
-    if b is None:
-        def done():
-            o = sim.ok("GET", "/apis/cairn.io/v1/namespaces/%s/backups/%s" % (NS, name))
-            return o if o.get("status", {}).get("phase") in FINAL else None
-        b = wait_for(done, 1800, "backup %s" % name, interval=0.02)
-    wall = time.monotonic() - t0
-    insn = None
-    if perf is not None:
-        perf.send_signal(signal.SIGINT)
-        perf.wait()
-        insn = perf_read(pf)
-    r = {"wall": wall, "cpu": cpu_s(srv.pid) - cpu0, "sim_cpu": cpu_s(sim.proc.pid) - sim_cpu0,
-         "rss": vmhwm_kib(srv.pid), "insn": insn, "phase": b["status"]["phase"],
-         "items": b["status"].get("progress", {}).get("itemsBackedUp"),
-         "parts": len(b["status"].get("checkpoint", {}).get("parts", []))}
-    srv.stop()
-    return r
-
-
-def fs_world(t, sim, store):
-    """cairn's CRDs and a default fs location in directory store; its path."""
-    w = World(t, sim=sim)
-    root = t.mkdir(store)
-    w.fs_location(root)
-    return root
-
-
 def med(rows, key):
     v = [r[key] for r in rows if r.get(key) is not None]
     return statistics.median(v) if v else None
 
 
-def fmt_insn(x):
-    return "-" if x is None else "%.2fG" % (x / 1e9)
+def minilist(sim, paths, url=None):
+    """The minimal list of paths; -> {wall, cpu, sim_cpu, wire, bytes}."""
+    s0 = cpu_s(sim.proc.pid)
+    t0 = time.monotonic()
+    p = subprocess.Popen([MINILIST, "--server", url or sim.url, "--token", sim.token, "--insecure",
+                          "--limit", "500"] + paths, stdout=subprocess.PIPE, text=True)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    p.stdout.close()
+    if status != 0:
+        raise SystemExit("minilist failed: %s" % out)
+    kv = dict(x.split("=", 1) for x in out.split())
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "sim_cpu": cpu_s(sim.proc.pid) - s0,
+            "wire": int(kv["wire"]), "bytes": int(kv["bytes"]), "pages": int(kv["pages"])}
 
 
-def one(t, n, bins):
-    sim = Kubesim(t, name="kubesim-%d" % n)
-    root = fs_world(t, sim, "store-%d" % n)
-    for ns in ("bench-a", "bench-b"):
-        sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                               "metadata": {"name": ns}})
-        sim.bulk({"apiVersion": "v1", "kind": "ConfigMap",
-                  "metadata": {"labels": {"app": "bench", "tier": "web"}},
-                  "data": {"config.yaml": "server:\n  port: 8080\n  replicas: 3\n" * 4}},
-                 n // 2, name="cm-{i:07d}", namespace=ns)
-
-    t_kubectl = None
-    if KUBECTL:
-        out = t.path("kubectl-%d.json.gz" % n)
-        t0 = time.monotonic()
-        subprocess.run("kubectl --kubeconfig %s --cache-dir %s get configmaps -A -o json | gzip > %s" %
-                       (sim.kubeconfig, t.path("kc-cache-%d" % n), out), shell=True, check=True)
-        t_kubectl = time.monotonic() - t0
-
-    lists, pflists = [], []
-    runs = {label: [] for label, _ in bins}
-    for rep in range(REPS):
-        for label, binary in bins:
-            # A plain list right before each backup: the pair sees the same load.
-            lst = plain_list(t, sim, "%d-%d-%s" % (n, rep, label))
-            lists.append(lst)
-            pf = plain_list(t, sim, "%d-%d-%s-pf" % (n, rep, label), prefetch=True)
-            pflists.append(pf)
-            r = backup(t, sim, binary, "b%d-%d-%s" % (n, rep, label))
-            r["ratio"] = r["wall"] / lst["wall"]
-            r["pf_ratio"] = r["wall"] / pf["wall"]
-            if r["insn"] is not None and lst["insn"]:
-                r["insn_ratio"] = r["insn"] / lst["insn"]
-            runs[label].append(r)
-            # Old backups' objects stay in kubesim; storage files are removed.
-            shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
-    sim.proc.stop()
-
-    print("objects=%d, medians of %d runs%s" % (n, REPS, " (perf stat: user-space instructions)"
-                                                 if PERF else ""))
-    print("  plain paged list (kube_tool): %.2fs, client CPU %.2fs, kubesim CPU %.2fs, %s insn  [%s]" % (
-        med(lists, "wall"), med(lists, "cpu"), med(lists, "sim_cpu"), fmt_insn(med(lists, "insn")),
-        lists[-1]["out"]))
-    print("  the same list with prefetch (the next page fetched while one is processed, as "
-          "backups list): %.2fs, client CPU %.2fs" % (med(pflists, "wall"), med(pflists, "cpu")))
-    if t_kubectl is not None:
-        print("  kubectl get -A -o json | gzip: %.2fs" % t_kubectl)
-    for label, _ in bins:
-        rs = runs[label]
-        w = med(rs, "wall")
-        print("  %s: phase=%s items=%s parts=%d" % (label, rs[-1]["phase"], rs[-1]["items"],
-                                                    rs[-1]["parts"]))
-        print("    backup %.2fs  ratio to list %.2f (goal <= 1.3), to the prefetching list %.2f%s" % (
-            w, med(rs, "ratio"), med(rs, "pf_ratio"),
-            ", kubectl/cairn %.2f (goal >= 3)" % (t_kubectl / w) if t_kubectl else ""))
-        print("    server CPU %.2fs, kubesim CPU %.2fs, server %s insn (%s x the list's)" % (
-            med(rs, "cpu"), med(rs, "sim_cpu"), fmt_insn(med(rs, "insn")),
-            "-" if med(rs, "insn_ratio") is None else "%.2f" % med(rs, "insn_ratio")))
-        print("    peak RSS (VmHWM) %.1f MiB (goal < 32)" % (med(rs, "rss") / 1024.0))
-        print("    runs: %s" % " ".join("%.2fs/%.2fx" % (r["wall"], r["ratio"]) for r in rs))
-    print("  (load average now %.1f: wall-clock ratios are only meaningful on an idle machine)" %
-          os.getloadavg()[0])
-    return {label: med(runs[label], "rss") for label, _ in bins}
+def watch_final(sim, name, rv):
+    """Watch Backups from rv until name is final; the object, or None."""
+    u = urllib.parse.urlparse(sim.url)
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    try:
+        conn = http.client.HTTPSConnection(u.hostname, u.port, context=ctx, timeout=3600)
+        conn.request("GET", "/apis/cairn.io/v1/namespaces/%s/backups?watch=1&resourceVersion=%s"
+                     % (NS, rv), headers={"Authorization": "Bearer " + sim.token})
+        resp = conn.getresponse()
+        while resp.status == 200:
+            line = resp.readline()
+            if not line:
+                return None
+            o = json.loads(line).get("object", {})
+            if o.get("metadata", {}).get("name") == name and o.get("status", {}).get("phase") in FINAL:
+                conn.close()
+                return o
+    except (OSError, ValueError, http.client.HTTPException):
+        pass
+    return None
 
 
-ONE_NS = int(os.environ.get("CAIRN_BENCH_ONE_NS", "2000"))
-ELSEWHERE = int(os.environ.get("CAIRN_BENCH_ELSEWHERE", "100000"))
+def callgrind_out(path):
+    """Instructions (Ir) in a callgrind dump, or None."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("summary:") or line.startswith("totals:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
-def one_namespace(t, bins):
-    """Issue 17: a backup of one namespace (ONE_NS ConfigMaps) on a cluster
-    with ELSEWHERE ConfigMaps in other namespaces, next to a plain list of
-    that namespace; the request log says whether anything else was asked."""
-    sim = Kubesim(t, name="kubesim-one-ns")
-    root = fs_world(t, sim, "store-one-ns")
-    for ns in ("app", "other-a", "other-b"):
-        sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                               "metadata": {"name": ns}})
-    tmpl = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"app": "bench"}},
-            "data": {"config.yaml": "server:\n  port: 8080\n  replicas: 3\n" * 4}}
-    for ns in ("other-a", "other-b"):
-        sim.bulk(tmpl, ELSEWHERE // 2, name="cm-{i:07d}", namespace=ns)
-    sim.bulk(tmpl, ONE_NS, name="cm-{i:07d}", namespace="app")
-    spec = {"includedNamespaces": ["app"]}
+def backup(t, sim, binary, name, spec, cg=False, kubeconfig=None):
+    """One backup by a fresh server; -> figures."""
+    argv = [binary, "server", "--kubeconfig", kubeconfig or sim.kubeconfig, "--namespace", NS,
+            "--server-id", "bench",
+            "--journal", t.path("j-%s.db" % name), "--log-level", "warn"]
+    cgdir = None
+    if cg:
+        cgdir = tempfile.mkdtemp(dir=t.dir, prefix="cg-")
+        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=%s/cg" % cgdir] + argv
+    srv = t.spawn(argv, name="server-%s" % name)
+    time.sleep(8 if cg else 0.5)  # started, first scan done
+    if cg:
+        subprocess.run(["callgrind_control", "-z", str(srv.pid)], capture_output=True)
+    cpu0, sim0 = cpu_s(srv.pid), cpu_s(sim.proc.pid)
+    t0 = time.monotonic()
+    created = sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": name, "namespace": NS},
+        "spec": spec})
+    b = watch_final(sim, name, created["metadata"]["resourceVersion"])
+    wall = time.monotonic() - t0
+    r = {"wall": wall, "cpu": cpu_s(srv.pid) - cpu0, "sim_cpu": cpu_s(sim.proc.pid) - sim0,
+         "rss": vmhwm_kib(srv.pid), "phase": (b or {}).get("status", {}).get("phase"),
+         "items": (b or {}).get("status", {}).get("progress", {}).get("itemsBackedUp")}
+    if cg:
+        subprocess.run(["callgrind_control", "-d", str(srv.pid)], capture_output=True)
+        dumps = [os.path.join(cgdir, f) for f in os.listdir(cgdir) if re.match(r"cg\.\d+$", f)]
+        r["insn"] = sum(callgrind_out(p) or 0 for p in dumps) or None
+        r["cgdir"] = cgdir
+    srv.stop()
+    return r
+
+
+def tar_stream(root, name):
+    """The backup's tarball, inflated, as a file; its path, or None."""
+    for d, _, files in os.walk(root):
+        if name + ".tar.gz" in files:
+            out = os.path.join(os.path.dirname(root), "stream-%s.tar" % name)
+            with open(out, "wb") as f:
+                subprocess.run(["gzip", "-dc", os.path.join(d, name + ".tar.gz")], stdout=f, check=True)
+            return out
+    return None
+
+
+def gzip_cpu(path, level):
+    """CPU seconds of one-thread `gzip -LEVEL` of the file (best of 3)."""
+    best = None
+    for _ in range(3):
+        p = subprocess.Popen(["gzip", "-%d" % level, "-c", path], stdout=subprocess.DEVNULL)
+        _, _, ru = os.wait4(p.pid, 0)
+        c = ru.ru_utime + ru.ru_stime
+        best = c if best is None else min(best, c)
+    return best
+
+
+def run_size(t, sim, kind, n, bins, root):
+    spec = {"includedNamespaces": ["bench-*"], "includeClusterResources": False}
+    if kind == "configmaps":
+        spec["includedResources"] = ["configmaps"]
+    paths = CM_PATHS if kind == "configmaps" else REALISTIC_PATHS
     lists, runs = [], {label: [] for label, _ in bins}
-    outside = {}
+    last = {}
     for rep in range(REPS):
-        for label, binary in bins:
-            lists.append(plain_list(t, sim, "one-%d-%s" % (rep, label), ns="app"))
-            seq = sim.requests()[-1]["seq"]
-            r = backup(t, sim, binary, "one-%d-%s" % (rep, label), spec)
-            r["ratio"] = r["wall"] / lists[-1]["wall"]
-            r["requests"] = [q for q in sim.requests() if q["seq"] > seq and
-                             not q["path"].startswith("/_sim")]
-            outside[label] = len([q for q in r["requests"] if q["method"] == "GET" and
-                                  "/namespaces/other-" in q["path"] or
-                                  re.match(r"^/api/v1/(configmaps|secrets|pods)$", q["path"])])
+        order = bins if rep % 2 == 0 else list(reversed(bins))
+        for label, binary in order:
+            lst = minilist(sim, paths)
+            lists.append(lst)
+            name = "b-%s-%d-%d-%s" % (kind[:2], n, rep, label)
+            r = backup(t, sim, binary, name, spec)
+            r["ratio"] = r["wall"] / lst["wall"]
             runs[label].append(r)
-            shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
-    sim.proc.stop()
-    print("one namespace of %d ConfigMaps, %d ConfigMaps elsewhere, medians of %d runs" %
-          (ONE_NS, ELSEWHERE, REPS))
-    print("  plain paged list of the namespace (kube_tool): %.3fs" % med(lists, "wall"))
+            last[label] = name
+            if rep < REPS - 1:
+                shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+    print("%s, %d objects, medians of %d rounds (load average %.1f)" % (kind, n, REPS, os.getloadavg()[0]))
+    ml = lists[-1]
+    print("  minimal list (minilist, %d collections): %.2f s, client CPU %.2f s, kubesim CPU %.2f s, "
+          "%d pages, %.1f MB JSON, %.1f MB on the wire" % (
+              len(paths), med(lists, "wall"), med(lists, "cpu"), med(lists, "sim_cpu"), ml["pages"],
+              ml["bytes"] / 1e6, ml["wire"] / 1e6))
+    out = {}
     for label, _ in bins:
         rs = runs[label]
-        print("  %s: phase=%s items=%s: backup %.3fs, ratio to the list %.2f, %d requests, "
-              "%d of them about other namespaces or the whole cluster" % (
-                  label, rs[-1]["phase"], rs[-1]["items"], med(rs, "wall"), med(rs, "ratio"),
-                  len(rs[-1]["requests"]), outside[label]))
-        print("    runs: %s" % " ".join("%.3fs" % r["wall"] for r in rs))
+        items = rs[-1]["items"] or n
+        print("  %-5s %s items=%s: backup %.2f s = %.2fx the list (runs %s)" % (
+            label, rs[-1]["phase"], rs[-1]["items"], med(rs, "wall"), med(rs, "ratio"),
+            " ".join("%.2f" % r["ratio"] for r in rs)))
+        print("        server CPU %.2f s = %.1f us/object (%.1f MB JSON per CPU-second), kubesim CPU %.2f s, "
+              "peak RSS %.1f MiB" % (med(rs, "cpu"), 1e6 * med(rs, "cpu") / items,
+                                     ml["bytes"] / 1e6 / max(med(rs, "cpu"), 1e-9), med(rs, "sim_cpu"),
+                                     med(rs, "rss") / 1024.0))
+        out[label] = {"rss": med(rs, "rss"), "cpu_obj": med(rs, "cpu") / items}
+    if len(bins) == 2:
+        print("  this/base: wall %.2f, CPU per object %.2f" % (
+            med(runs["this"], "wall") / med(runs["base"], "wall"),
+            out["this"]["cpu_obj"] / out["base"]["cpu_obj"]))
+    stream = tar_stream(root, last["this"])
+    if stream:
+        sz = os.path.getsize(stream)
+        g1, g6 = gzip_cpu(stream, 1), gzip_cpu(stream, 6)
+        print("  physical limits on the same bytes: tar stream %.1f MB; gzip -1 %.2f CPU s, gzip -6 %.2f "
+              "CPU s (one thread); the list's client %.2f CPU s" % (sz / 1e6, g1, g6, med(lists, "cpu")))
+        os.unlink(stream)
+    shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+    sys.stdout.flush()
+    return out
+
+
+def run_latency(t, sim, n, bins, root):
+    """Backups and the minimal list through a proxy adding each delay."""
+    spec = {"includedNamespaces": ["bench-*"], "includeClusterResources": False}
+    port = int(sim.url.rsplit(":", 1)[1])
+    print("realistic objects through a latency proxy (tests/lib/latencyproxy.py), %d objects, medians of "
+          "%d rounds" % (n, REPS))
+    for delay in DELAYS:
+        proxy = LatencyProxy(t, port, delay, name="latency-%d" % delay)
+        kc = proxy.kubeconfig(sim.kubeconfig)
+        url = "https://127.0.0.1:%d" % proxy.port
+        lists, runs = [], {label: [] for label, _ in bins}
+        for rep in range(REPS):
+            for label, binary in (bins if rep % 2 == 0 else list(reversed(bins))):
+                lst = minilist(sim, REALISTIC_PATHS, url)
+                lists.append(lst)
+                r = backup(t, sim, binary, "lat-%d-%d-%s" % (delay, rep, label), spec, kubeconfig=kc)
+                r["ratio"] = r["wall"] / lst["wall"]
+                runs[label].append(r)
+                shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+        print("  +%2d ms per round trip: minimal serial list %.2f s; %s" % (delay, med(lists, "wall"), "; ".join(
+            "%s backup %.2f s = %.2fx (goal <= 1.2)" % (label, med(runs[label], "wall"), med(runs[label], "ratio"))
+            for label, _ in bins)))
+        proxy.proc.stop()
+    sys.stdout.flush()
+
+
+def run_callgrind(t, sim, kind, n, bins, root):
+    spec = {"includedNamespaces": ["bench-*"], "includeClusterResources": False}
+    if kind == "configmaps":
+        spec["includedResources"] = ["configmaps"]
+    for label, binary in bins:
+        r = backup(t, sim, binary, "cg-%s-%d-%s" % (kind[:2], n, label), spec, cg=True)
+        items = r["items"] or n
+        print("  callgrind %-5s: %s, %.2fG instructions = %.0f per object (from the Backup's creation "
+              "to its final phase, all threads)" % (label, r["phase"], (r["insn"] or 0) / 1e9,
+                                                   (r["insn"] or 0) / items))
+        shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+        if KEEP:
+            os.makedirs(KEEP, exist_ok=True)
+            for f in os.listdir(r["cgdir"]):
+                if re.match(r"cg\.\d+$", f):
+                    shutil.copy(os.path.join(r["cgdir"], f), os.path.join(
+                        KEEP, "callgrind.%s-%d-%s.%s" % (kind, n, label, f.split(".")[1])))
+        shutil.rmtree(r["cgdir"], ignore_errors=True)
+    sys.stdout.flush()
+
+
+def one_set(t, kind, sizes, bins):
+    sim = Kubesim(t, name="kubesim-%s" % kind)
+    sim.install_crds(NS)
+    root = t.mkdir("store-%s" % kind)
+    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+        "metadata": {"name": "default", "namespace": NS},
+        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root},
+                 "default": True}})
+    have, res = 0, []
+    for n in sizes:
+        t0 = time.monotonic()
+        if kind == "configmaps":
+            for ns in ("bench-a", "bench-b"):
+                if have == 0:
+                    sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                           "metadata": {"name": ns}})
+                sim.bulk({"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"labels": {"app": "bench", "tier": "web"}},
+                          "data": {"config.yaml": "server:\n  port: 8080\n  replicas: 3\n" * 4}},
+                         (n - have) // 2, name="cm-{i:07d}", namespace=ns, start=have // 2)
+        else:
+            realistic.populate(sim, n - have, seed=1, start=have)
+        have = n
+        print("(%s: %d objects in kubesim after %.0f s of setup)" % (kind, n, time.monotonic() - t0),
+              flush=True)
+        if kind == "latency":
+            run_latency(t, sim, n, bins, root)
+            continue
+        if CALLGRIND and n == sizes[0]:
+            run_callgrind(t, sim, kind, n, bins, root)
+        res.append((n, run_size(t, sim, kind, n, bins, root)))
+    sim.proc.stop()
+    if len(res) >= 2:
+        for label, _ in bins:
+            a, b = res[0][1][label]["rss"], res[-1][1][label]["rss"]
+            print("%s %-5s: peak RSS %d -> %d objects: %.1f -> %.1f MiB, %+.1f%% (goal < 20%%)" % (
+                kind, label, res[0][0], res[-1][0], a / 1024.0, b / 1024.0, 100.0 * (b - a) / a))
+    sys.stdout.flush()
 
 
 def main():
+    if not os.path.exists(MINILIST):
+        print("tests/helpers/minilist not built (make check builds it)")
+        return
     t = Case("bench_backup")
-    bins = [("cairn", BIN)]
+    bins = [("this", BIN)]
     if BASE_BIN:
-        bins = [("base", BASE_BIN), ("cairn", BIN)]
-    rss = []
+        bins = [("base", BASE_BIN), ("this", BIN)]
     try:
-        if os.environ.get("CAIRN_BENCH_ONE_NS", "1") != "0":
-            one_namespace(t, bins)
-        for n in SIZES:
-            rss.append((n, one(t, n, bins)))
+        for spec in SETS.split():
+            kind, _, sizes = spec.partition(":")
+            one_set(t, kind, sorted(int(x) for x in sizes.split(",")), bins)
     finally:
         t.finish()
-    if len(rss) >= 2:
-        for label, _ in bins:
-            a, b = rss[0][1][label], rss[-1][1][label]
-            if a:
-                print("%s: peak RSS growth %d -> %d objects: %+.1f%% (goal < 20%%)" % (
-                    label, rss[0][0], rss[-1][0], 100.0 * (b - a) / a))
 
 
 main()

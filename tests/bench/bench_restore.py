@@ -1,187 +1,239 @@
-"""bench_restore: restore of N Secrets (default 31,000: the shape of Velero
-issue #6845, 52 minutes there) by cairn's restore controller, against
-`kubectl create -f` of the very same objects, both into a fresh kubesim, in
-the same run; and the ceiling: creates/s of kubesim alone, fed the same
-Secrets by WORKERS keep-alive connections from a client that costs next to
-nothing (pre-encoded requests over raw sockets). Each measurement is repeated
-RUNS times (interleaved) and the medians are printed. Never passes or fails.
+"""bench_restore: restores by `cairn server` with its default flags against
+`kubectl create -f` and `kubectl apply --server-side -f` of the very same
+objects, each into a fresh kubesim, in the same run (issue 26):
 
-    CAIRN_BENCH_SECRETS=31000 CAIRN_BENCH_RESTORE_WORKERS=8 CAIRN_BENCH_RUNS=3 \
-        make bench BENCH_FILTER=restore
+  - secrets: N Secrets in one namespace (default 31,000: the shape of
+    Velero issue #6845, 52 minutes there);
+  - mixed: a namespace of M objects as a user restores them (default 5,000:
+    ConfigMaps, Secrets of 1-50 KiB, ServiceAccounts, Deployments,
+    StatefulSets, Services, Roles, RoleBindings, Ingresses, PDBs from
+    tests/lib/realistic.py, with last-applied annotations);
+  - pushback: the mixed namespace again while kubesim answers 429 with
+    Retry-After to a share of the creates: the restore must complete with no
+    error and no request sent before its Retry-After (tests/lib/reqlog.py);
+    printed as PASS or FAIL.
 
-CAIRN_BENCH_BASELINE_RUNNER=/path/to/an/older/restore_runner also runs that
-build of the restore controller in each round, interleaved, and prints its
-medians and the ratio to this build (a before/after of one change, in one
-run on one machine).
+Each measurement is repeated $CAIRN_BENCH_REPS times (default 5),
+interleaved, and medians printed with the ratios kubectl/cairn (goal: >= 3).
+$CAIRN_BENCH_BASE_BIN (another build's cairn) also runs, in the first
+$CAIRN_BENCH_BASE_REPS rounds (default 1: an old build with a 300/s client
+limit needs ~2 min for 31k Secrets), for a before/after in the same run.
+$CAIRN_BENCH_SECRETS, $CAIRN_BENCH_MIXED set the sizes;
+$CAIRN_BENCH_RESTORE_SETS (default "secrets,mixed,pushback") picks scenarios.
+The machine may be shared: read the ratios, not the seconds.
 """
+import http.client
 import json
-import multiprocessing
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.parse
 
-from cairntest import Case, wait_for, BUILDDIR, SRCDIR
+from cairntest import BIN, Case, SRCDIR
 
 sys.path.insert(0, os.path.join(SRCDIR, "tests", "helpers"))
 import restore_tarball as rt  # noqa: E402
+import realistic  # noqa: E402
+import reqlog  # noqa: E402
 
-N = int(os.environ.get("CAIRN_BENCH_SECRETS", "31000"))
-WORKERS = int(os.environ.get("CAIRN_BENCH_RESTORE_WORKERS", "8"))
-RUNS = max(1, int(os.environ.get("CAIRN_BENCH_RUNS", "3")))
-RUNNER = os.path.join(BUILDDIR, "tests", "helpers", "restore_runner")
-BASELINE = os.environ.get("CAIRN_BENCH_BASELINE_RUNNER")
+NS = "cairn-system"
+N_SECRETS = int(os.environ.get("CAIRN_BENCH_SECRETS", "31000"))
+N_MIXED = int(os.environ.get("CAIRN_BENCH_MIXED", "5000"))
+REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "5")))
+BASE_BIN = os.environ.get("CAIRN_BENCH_BASE_BIN")
+BASE_REPS = int(os.environ.get("CAIRN_BENCH_BASE_REPS", "1"))
+SETS = os.environ.get("CAIRN_BENCH_RESTORE_SETS", "secrets,mixed,pushback").split(",")
+MIXED_KINDS = [k for k in realistic.RESTORABLE if k not in ("PersistentVolumeClaim", "Job")]
+EXTRA_RESOURCES = [("batch", "v1", "jobs", True), ("networking.k8s.io", "v1", "ingresses", True),
+                   ("policy", "v1", "poddisruptionbudgets", True)]
+
+
+CPU = []     # (server, kubesim) CPU seconds of each cairn restore
+
+
+def cpu_s(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def watch_restore(sim, name, rv, timeout=3600):
+    """Wait on a watch until Restore name is final; -> the object."""
+    u = sim.url.split("://", 1)[1]
+    host, port = u.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    conn.request("GET", "/apis/cairn.io/v1/namespaces/%s/restores?watch=1&resourceVersion=%s" % (NS, rv))
+    resp = conn.getresponse()
+    while True:
+        line = resp.readline()
+        if not line:
+            raise RuntimeError("restore watch ended")
+        o = json.loads(line).get("object", {})
+        if o.get("metadata", {}).get("name") == name and o.get("status", {}).get("phase") in rt.FINAL:
+            conn.close()
+            return o
+
+
+def cairn_restore(t, tag, tb, count_path, n, binary=BIN, faults=None):
+    """Restore the tarball by a fresh `cairn server` (default flags) into a
+    fresh kubesim. -> (seconds, restore object, kubesim request log or None)."""
+    a = t.kubesim(name="%s-target" % tag, tls=False)
+    a.install_crds(NS)
+    store = t.mkdir("%s-store" % tag)
+    rt.install_backup(a, store, "b", tb)
+    srv = t.spawn([binary, "server", "--kubeconfig", a.kubeconfig, "--namespace", NS,
+                   "--journal", t.path("%s-journal.db" % tag), "--server-id", "bench",
+                   "--log-level", "warn"], name="%s-server" % tag)
+    time.sleep(0.5)     # started, first scan done
+    if faults:
+        a.ok("DELETE", "/_sim/requests")
+        a.faults(faults)
+    cpu0, sim0 = cpu_s(srv.pid), cpu_s(a.proc.pid)
+    start = time.monotonic()
+    created = rt.create_restore(a, "r", {"backupName": "b"})
+    r = watch_restore(a, "r", created["metadata"]["resourceVersion"])
+    secs = time.monotonic() - start
+    CPU.append((cpu_s(srv.pid) - cpu0, cpu_s(a.proc.pid) - sim0))
+    log = a.requests() if faults else None
+    got = len(a.ok("GET", count_path)["items"])
+    if r["status"]["phase"] != "Completed" or got != n:
+        print("  %s: phase %s, %d of %d objects present, errors %s" % (
+            tag, r["status"]["phase"], got, n, r["status"].get("errors")), flush=True)
+    srv.stop()
+    a.proc.stop()
+    return secs, r, log
+
+
+def kubectl(t, tag, path, verb, count_path, n, namespace):
+    """kubectl create -f / apply --server-side -f into a fresh kubesim. -> seconds"""
+    b = t.kubesim(name="%s-target" % tag, tls=False)
+    b.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                        "metadata": {"name": namespace}})
+    args = ["create", "-f", path] if verb == "create" else \
+        ["apply", "--server-side", "--field-manager", "bench", "-f", path]
+    start = time.monotonic()
+    p = subprocess.run(["kubectl", "--kubeconfig", b.kubeconfig, "--cache-dir", t.path("kcache")] +
+                       args + ["--validate=false", "-o", "name"], capture_output=True, text=True)
+    secs = time.monotonic() - start
+    got = len(b.ok("GET", count_path)["items"])
+    if p.returncode != 0 or got != n:
+        print("  %s: exit %d, %d of %d present: %s" % (tag, p.returncode, got, n, p.stderr[-300:]),
+              flush=True)
+    b.proc.stop()
+    return secs
+
+
+def prepare(t, name, namespace, fill, resources):
+    """Source objects -> (tarball bytes, kubectl file, items, count path)."""
+    src = t.kubesim(name="%s-source" % name, tls=False)
+    src.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                          "metadata": {"name": namespace}})
+    fill(src)
+    # what the target makes by itself (default ServiceAccount, root CA)
+    items = [x for x in rt.dump(src, resources) if x[3]["metadata"]["name"] not in
+             ("default", "kube-root-ca.crt")]
+    src.proc.stop()
+    objs = [o for g, v, p, o in items if p != "namespaces"]
+    tb = rt.tar_bytes(rt.entries_for(items))
+    path = t.path("%s.json" % name)
+    with open(path, "w") as f:
+        for o in objs:
+            f.write(json.dumps(rt.normalize(o)) + "\n")
+    return tb, path, objs
+
+
+def scenario(t, name, namespace, fill, resources, count_path, count):
+    tb, path, objs = prepare(t, name, namespace, fill, resources)
+    n = count(objs)
+    print("%s: %d objects in namespace %s (tarball %.1f MiB); %d rounds, medians" % (
+        name, len(objs), namespace, len(tb) / 2**20, REPS), flush=True)
+    res = {"cairn": [], "create": [], "apply": [], "base": [], "cpu": []}
+    for i in range(REPS):
+        if BASE_BIN and i < BASE_REPS:
+            res["base"].append(cairn_restore(t, "%s-base-%d" % (name, i), tb, count_path, n,
+                                             binary=BASE_BIN)[0])
+        res["cairn"].append(cairn_restore(t, "%s-cairn-%d" % (name, i), tb, count_path, n)[0])
+        res["cpu"].append(CPU[-1])
+        res["create"].append(kubectl(t, "%s-create-%d" % (name, i), path, "create", count_path, n,
+                                     namespace))
+        res["apply"].append(kubectl(t, "%s-apply-%d" % (name, i), path, "apply", count_path, n,
+                                    namespace))
+        print("  round %d: cairn %.1f s, kubectl create %.1f s, kubectl apply --server-side %.1f s%s" % (
+            i + 1, res["cairn"][-1], res["create"][-1], res["apply"][-1],
+            ", base build %.1f s" % res["base"][-1] if BASE_BIN and i < BASE_REPS else ""), flush=True)
+    c, k, a = med(res["cairn"]), med(res["create"]), med(res["apply"])
+    print("  cairn server (default flags)    %6.1f s  %6.0f objects/s (CPU: server %.1f s, kubesim %.1f s)" % (
+        c, len(objs) / c, med([x[0] for x in res["cpu"]]), med([x[1] for x in res["cpu"]])))
+    print("  kubectl create -f               %6.1f s  %6.0f objects/s  kubectl/cairn %.2fx (goal >= 3)" % (
+        k, len(objs) / k, k / c))
+    print("  kubectl apply --server-side -f  %6.1f s  %6.0f objects/s  kubectl/cairn %.2fx (goal >= 3)" % (
+        a, len(objs) / a, a / c))
+    if res["base"]:
+        b = med(res["base"])
+        print("  base build (%s), %d round(s)   %6.1f s  %6.0f objects/s  base/this %.2fx" % (
+            BASE_BIN, len(res["base"]), b, len(objs) / b, b / c))
+    sys.stdout.flush()
+    return tb
+
+
+def fill_secrets(sim):
+    sim.bulk({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"labels": {"app": "bench"}},
+              "data": {"token": "c2VjcmV0LXZhbHVlLTEyMzQ1Njc4OTA=", "ca.crt": "Y2VydA=="}},
+             N_SECRETS, name="secret-{i:05d}", namespace="bench")
+
+
+def fill_mixed(sim):
+    objs = list(realistic.objects(N_MIXED, seed=26, kinds=MIXED_KINDS, namespace="shop"))
+    for i in range(0, len(objs), 400):
+        sim.ok("POST", "/_sim/bulk", {"items": objs[i:i + 400], "raw": True}, timeout=300)
+
+
+def pushback(t, tb, n):
+    """The mixed restore while 2% of creates get 429 with Retry-After 1."""
+    faults = [{"method": "POST", "path": "^/api/v1/namespaces/shop/", "status": 429,
+               "retryAfter": 1, "probability": 0.02, "seed": 26, "count": 20}]
+    secs, r, log = cairn_restore(t, "pushback", tb, "/api/v1/namespaces/shop/configmaps", n,
+                                 faults=faults)
+    seen, problems = reqlog.retry_after(log)
+    st = r["status"]
+    ok = st["phase"] == "Completed" and not st.get("errors") and seen > 0 and not problems
+    print("pushback: mixed namespace, 2%% of creates (at most 20) answered 429 Retry-After 1 s: "
+          "%s in %.1f s, phase %s, errors %s, %d 429s, %d sent before their Retry-After: %s" % (
+              "PASS" if ok else "FAIL", secs, st["phase"], st.get("errors", 0), seen, len(problems),
+              "; ".join(problems[:3]) or "none"), flush=True)
 
 
 def main():
     t = Case("bench_restore")
     try:
-        run(t)
+        if "secrets" in SETS:
+            scenario(t, "secrets", "bench", fill_secrets, [("", "v1", "namespaces", False),
+                                                          ("", "v1", "secrets", True)],
+                     "/api/v1/namespaces/bench/secrets", len)
+        tb = None
+        if "mixed" in SETS or "pushback" in SETS:
+            res = rt.RESOURCES + EXTRA_RESOURCES
+            cms = "/api/v1/namespaces/shop/configmaps"
+
+            def n_cm(objs):
+                return sum(1 for o in objs if o["kind"] == "ConfigMap")
+            if "mixed" in SETS:
+                tb = scenario(t, "mixed", "shop", fill_mixed, res, cms, n_cm)
+            if "pushback" in SETS:
+                if tb is None:
+                    tb = prepare(t, "mixed", "shop", fill_mixed, res)[0]
+                pushback(t, tb, sum(1 for i in range(N_MIXED) if MIXED_KINDS[i % len(MIXED_KINDS)] ==
+                                    "ConfigMap"))
+        print("(load average %.1f: the machine may be shared; ratios are within one run)" %
+              os.getloadavg()[0])
     finally:
         t.finish()
-
-
-def run(t):
-    src = t.kubesim(name="source", tls=False)
-    src.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                          "metadata": {"name": "bench"}})
-    src.bulk({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-              "metadata": {"labels": {"app": "bench"}},
-              "data": {"token": "c2VjcmV0LXZhbHVlLTEyMzQ1Njc4OTA=", "ca.crt": "Y2VydA=="}},
-             N, name="secret-{i:05d}", namespace="bench")
-    items = rt.dump(src, [("", "v1", "namespaces", False), ("", "v1", "secrets", True)])
-    src.proc.stop()
-    secrets = [o for g, v, p, o in items if p == "secrets"]
-    print("objects: %d Secrets in namespace bench; %d runs" % (len(secrets), RUNS), flush=True)
-    tb = rt.tar_bytes(rt.entries_for(items))
-    path = t.path("secrets.json")
-    with open(path, "w") as f:
-        for o in secrets:
-            f.write(json.dumps(rt.normalize(o)) + "\n")
-
-    res = {"cairn": [], "kubectl": [], "alone": [], "baseline": []}
-    for i in range(RUNS):
-        if BASELINE:
-            b = cairn_restore(t, i, tb, len(secrets), runner_bin=BASELINE, tag="baseline")
-            res["baseline"].append(b)
-            print("run %d: baseline restore_runner %.1f s" % (i + 1, b), flush=True)
-        c = cairn_restore(t, i, tb, len(secrets))
-        k = kubectl_create(t, i, path, len(secrets))
-        a = kubesim_alone(t, i, secrets)
-        res["cairn"].append(c)
-        res["kubectl"].append(k)
-        res["alone"].append(a)
-        print("run %d: cairn %.1f s, kubectl %.1f s, ratio %.2fx; kubesim alone %.0f creates/s" % (
-            i + 1, c, k, k / c, len(secrets) / a), flush=True)
-    c, k, a = (statistics.median(res[x]) for x in ("cairn", "kubectl", "alone"))
-    print("median of %d: cairn restore %.1f s (%.0f objects/s, %d restore workers, tarball %.1f MiB)" % (
-        RUNS, c, len(secrets) / c, WORKERS, len(tb) / 2**20), flush=True)
-    print("median of %d: kubectl create -f %.1f s (%.0f objects/s)" % (RUNS, k, len(secrets) / k), flush=True)
-    print("median of %d: kubesim alone %.1f s (%.0f creates/s over %d connections)" % (
-        RUNS, a, len(secrets) / a, WORKERS), flush=True)
-    if BASELINE:
-        b = statistics.median(res["baseline"])
-        print("median of %d: baseline build %.1f s (%.0f objects/s); this build / baseline: %.2f "
-              "(runs: %s)" % (RUNS, b, len(secrets) / b, c / b,
-                              ", ".join("%.2f" % (x / y) for x, y in zip(res["cairn"], res["baseline"]))),
-              flush=True)
-    print("ratio: cairn is %.1fx faster than kubectl create -f (goal: >= 3x); "
-          "Velero #6845: 52 min for 31k Secrets" % (k / c), flush=True)
-
-
-def cairn_restore(t, i, tb, n, runner_bin=RUNNER, tag="cairn"):
-    """Velero-layout tarball, restore controller, fresh kubesim. -> seconds"""
-    a = t.kubesim(name="%s-target-%d" % (tag, i), tls=False)
-    a.install_crds("cairn-system")
-    store = t.mkdir("%s-store-%d" % (tag, i))
-    rt.install_backup(a, store, "b", tb)
-    runner = t.spawn([runner_bin, "--kubeconfig", a.kubeconfig, "--namespace", "cairn-system",
-                      "--journal", t.path("%s-journal-%d.db" % (tag, i)), "--server-id", "bench",
-                      "--restore-workers", WORKERS, "--period-ms", 50], name="%s-runner-%d" % (tag, i))
-    start = time.monotonic()
-    rt.create_restore(a, "r", {"backupName": "b"})
-
-    def done():
-        r = rt.get_restore(a, "r")
-        return r if r.get("status", {}).get("phase") in rt.FINAL else None
-    r = wait_for(done, 3600, "restore", interval=0.2)
-    secs = time.monotonic() - start
-    n_ok = len(a.ok("GET", "/api/v1/namespaces/bench/secrets")["items"])
-    if r["status"]["phase"] != "Completed" or n_ok != n:
-        print("%s restore run %d: phase %s, %d of %d Secrets present" % (
-            tag, i + 1, r["status"]["phase"], n_ok, n), flush=True)
-    runner.stop()
-    a.proc.stop()
-    return secs
-
-
-def kubectl_create(t, i, path, n):
-    """kubectl create -f of the same objects (metadata reset as a restore does). -> seconds"""
-    b = t.kubesim(name="kubectl-target-%d" % i, tls=False)
-    b.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                        "metadata": {"name": "bench"}})
-    start = time.monotonic()
-    p = subprocess.run(["kubectl", "--kubeconfig", b.kubeconfig, "--cache-dir",
-                        t.path("kcache"), "create", "-f", path, "--validate=false", "-o", "name"],
-                       capture_output=True, text=True)
-    secs = time.monotonic() - start
-    n_ok = len(b.ok("GET", "/api/v1/namespaces/bench/secrets")["items"])
-    if p.returncode != 0 or n_ok != n:
-        print("kubectl run %d: exit %d, %d of %d Secrets present: %s" % (
-            i + 1, p.returncode, n_ok, n, p.stderr[-300:]), flush=True)
-    b.proc.stop()
-    return secs
-
-
-def _post_all(args):
-    """One keep-alive connection POSTing pre-encoded requests; returns non-201 count."""
-    host, port, reqs = args
-    s = socket.create_connection((host, port))
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    f = s.makefile("rb")
-    bad = 0
-    for r in reqs:
-        s.sendall(r)
-        status = f.readline()
-        length = 0
-        while True:
-            h = f.readline()
-            if h in (b"\r\n", b""):
-                break
-            if h[:15].lower() == b"content-length:":
-                length = int(h[15:])
-        f.read(length)
-        if b" 201 " not in status:
-            bad += 1
-    s.close()
-    return bad
-
-
-def kubesim_alone(t, i, secrets):
-    """creates/s of a fresh kubesim fed by WORKERS connections. -> seconds"""
-    k = t.kubesim(name="alone-%d" % i, tls=False)
-    k.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                        "metadata": {"name": "bench"}})
-    u = urllib.parse.urlsplit(k.url)
-    hostport = "%s:%d" % (u.hostname, u.port)
-    reqs = []
-    for o in secrets:
-        body = json.dumps(rt.normalize(o), separators=(",", ":")).encode()
-        reqs.append(b"POST /api/v1/namespaces/bench/secrets HTTP/1.1\r\nHost: %s\r\n"
-                    b"User-Agent: bench\r\nContent-Type: application/json\r\nAccept: application/json\r\n"
-                    b"Content-Length: %d\r\n\r\n%s" % (hostport.encode(), len(body), body))
-    shards = [(u.hostname, u.port, reqs[j::WORKERS]) for j in range(WORKERS)]
-    with multiprocessing.Pool(WORKERS) as pool:
-        start = time.monotonic()
-        bad = sum(pool.map(_post_all, shards))
-        secs = time.monotonic() - start
-    if bad:
-        print("kubesim alone run %d: %d creates not 201" % (i + 1, bad), flush=True)
-    k.proc.stop()
-    return secs
 
 
 main()

@@ -670,6 +670,8 @@ class Handler(BaseHTTPRequestHandler):
             n = sim.bulk_create(rt, ns if rt.namespaced else None, t, names)
             return {"created": n, "resourceVersion": str(sim.current_rv())}
         items = data if isinstance(data, list) else (data or {}).get("items", [])
+        if isinstance(data, dict) and data.get("raw"):
+            return {"created": sim.bulk_put(items), "resourceVersion": str(sim.current_rv())}
         n, errors = 0, []
         for o in items:
             rt = sim.by_gvk.get((o.get("apiVersion"), o.get("kind")))
