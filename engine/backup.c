@@ -1234,69 +1234,78 @@ bk_namespaces(struct bk *b, struct cairn_err *err)
 	return 0;
 }
 
+/* Builds the plan from discovery's chosen listable resources. */
+struct plan_ctx {
+	struct bk *b;
+	size_t alloc;
+	struct buf verbs;	/* what lacks a verb, for the log */
+};
+
+static int
+plan_cb(void *arg, const struct kube_resource *r)
+{
+	struct plan_ctx *pc = arg;
+	struct bk *b = pc->b;
+	enum bspec_walk w = bspec_walk_of(b->spec, r);
+
+	if (w == BSPEC_WALK_SKIP)
+		return 0;
+	if ((r->verbs & BK_VERBS) != BK_VERBS) {
+		char *n = res_name(r);
+
+		buf_printf(&pc->verbs, "%s%s (%s%s%s%s)", pc->verbs.len ? ", " :
+		    "", n, r->verbs & KUBE_VERB_LIST ? "list" : "",
+		    r->verbs & KUBE_VERB_GET ? " get" : "",
+		    r->verbs & KUBE_VERB_CREATE ? " create" : "",
+		    r->verbs & KUBE_VERB_DELETE ? " delete" : "");
+		if (named_in_includes(b->spec, r)) {
+			char *m = xasprintf("includedResources names %s, which "
+			    "cannot be backed up: it lacks some of the list, "
+			    "create, get and delete verbs", n);
+
+			bk_record(b, 0, m);
+			free(m);
+		}
+		free(n);
+		return 0;
+	}
+	if (b->nres == pc->alloc) {
+		pc->alloc = pc->alloc ? 2 * pc->alloc : 64;
+		b->res = xreallocarray(b->res, pc->alloc, sizeof *b->res);
+	}
+	b->res[b->nres].r = kube_resource_dup(r);
+	b->res[b->nres].pass = w == BSPEC_WALK_RELATED ? 1 : 0;
+	b->res[b->nres].est = 0;
+	b->nres++;
+	return 0;
+}
+
 static int
 bk_plan(struct bk *b, struct cairn_err *err)
 {
 	struct kube_discovery *d = NULL;
-	struct buf verbs, twins;
-	size_t alloc = 0;
+	struct plan_ctx pc = { b, 0, { 0 } };
+	struct buf twins;
 	int rc;
 
 	rc = kube_discovery_get(b->env->kube, 1, &d, err);
 	if (rc < 0)
 		return cairn_err_prefix(err, "discovery");
-	buf_init(&verbs, 64u << 10);
+	buf_init(&pc.verbs, 64u << 10);
 	buf_init(&twins, 64u << 10);
-	for (size_t i = 0; i < kube_discovery_count(d); i++) {
-		const struct kube_resource *r = kube_discovery_at(d, i);
-		enum bspec_walk w;
-
-		if (!r->chosen || !(r->verbs & KUBE_VERB_LIST))
-			continue;	/* a version not taken; create-only types */
-		w = bspec_walk_of(b->spec, r);
-		if (w == BSPEC_WALK_SKIP)
-			continue;
-		if ((r->verbs & BK_VERBS) != BK_VERBS) {
-			char *n = res_name(r);
-
-			buf_printf(&verbs, "%s%s (%s%s%s%s)", verbs.len ? ", " :
-			    "", n, r->verbs & KUBE_VERB_LIST ? "list" : "",
-			    r->verbs & KUBE_VERB_GET ? " get" : "",
-			    r->verbs & KUBE_VERB_CREATE ? " create" : "",
-			    r->verbs & KUBE_VERB_DELETE ? " delete" : "");
-			if (named_in_includes(b->spec, r)) {
-				char *m = xasprintf("includedResources names "
-				    "%s, which cannot be backed up: it lacks "
-				    "some of the list, create, get and delete "
-				    "verbs", n);
-
-				bk_record(b, 0, m);
-				free(m);
-			}
-			free(n);
-			continue;
-		}
-		if (b->nres == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			b->res = xreallocarray(b->res, alloc, sizeof *b->res);
-		}
-		b->res[b->nres].r = kube_resource_dup(r);
-		b->res[b->nres].pass = w == BSPEC_WALK_RELATED ? 1 : 0;
-		b->res[b->nres].est = 0;
-		b->nres++;
-	}
+	(void)kube_discovery_foreach_listable(d, plan_cb, &pc);
 	plan_drop_twins(b, &twins);
-	if (verbs.len > 0)
+	if (pc.verbs.len > 0)
 		bk_event(b, "info", "not backed up: %s: a backup takes only "
 		    "resources with the list, create, get and delete verbs",
-		    buf_cstr(&verbs));
+		    buf_cstr(&pc.verbs));
 	if (twins.len > 0)
 		bk_event(b, "info", "not backed up: %s: each object is backed "
 		    "up once", buf_cstr(&twins));
 	plan_failed_groups(b, d);
 	plan_unknown_includes(b, d);
 	kube_discovery_release(d);
-	buf_free(&verbs);
+	buf_free(&pc.verbs);
 	buf_free(&twins);
 	qsort(b->res, b->nres, sizeof *b->res, res_cmp);
 	return bk_namespaces(b, err);

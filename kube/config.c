@@ -537,10 +537,9 @@ exec_path(const char *cmd)
 		end = strchr(p, ':');
 		if (end == NULL)
 			end = p + strlen(p);
-		full = xasprintf("%.*s/%s", (int)(end - p), end == p ? "." : p,
-		    cmd);
-		if (end == p)
-			full[0] = '.', full[1] = '/';
+		/* an empty entry is the current directory */
+		full = end == p ? xasprintf("./%s", cmd) :
+		    xasprintf("%.*s/%s", (int)(end - p), p, cmd);
 		if (access(full, X_OK) == 0)
 			return full;
 		free(full);

@@ -87,7 +87,6 @@ struct lst {
 	size_t last_ns_len;
 	int have_last;			/* last is set */
 	int skip;			/* skip items up to last (refetch, resume) */
-	uint64_t skipped;		/* items skipped by key */
 	int gone_streak;		/* 410s since an item was last delivered */
 };
 
@@ -250,7 +249,6 @@ on_item(void *arg, const char *text, size_t len)
 		if (kube_key_cmp(ns, name, l->last.data, l->last.data +
 		    l->last_ns_len + 1) <= 0) {
 			cJSON_Delete(item);	/* delivered before */
-			l->skipped++;
 			return 0;
 		}
 		l->skip = 0;
