@@ -119,7 +119,9 @@ test_resume_from_bookmark(void)
 	CHECK(uh_log_count("resourceVersion=42&allowWatchBookmarks=true") ==
 	    1);
 	REQUIRE(rv != NULL);
-	CHECK(atoi(rv) == 40 + fk.n);
+	/* the last bookmark read: the stop may fall after the server counted
+	 * a request whose reply was never read */
+	CHECK(atoi(rv) == 40 + fk.n || atoi(rv) == 40 + fk.n - 1);
 	free(rv);
 }
 
