@@ -14,7 +14,9 @@
 
 #include "base/err.h"
 
-enum log_level { LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_TRACE };
+/* LOG_NONE: nothing is logged (a CLI command reports its own errors). */
+enum log_level { LOG_NONE = -1, LOG_ERROR = 0, LOG_WARN, LOG_INFO, LOG_DEBUG,
+	LOG_TRACE };
 
 /* Configure from strings ("error".."trace", "text"|"json"). */
 int log_configure(const char *level, const char *format, struct cairn_err *err);

@@ -61,6 +61,12 @@ void cli_add_scope(struct cJSON *spec, const struct flagset *fs);
 int cli_backup_spec(const struct cli_command *cmd, const struct flagset *fs,
 	struct cJSON *spec);
 /*
+ * The --labels flag as a metadata.labels object (*out owned; NULL when
+ * none given): 0, or 2 after printing the usage error for a bad one.
+ */
+int cli_labels(const struct cli_command *cmd, const struct flagset *fs,
+	struct cJSON **out);
+/*
  * *obj = the object `name` of gvr in ns: 0, or 1 after printing
  * `<kind> "<name>" not found in namespace <ns>` or the API error.
  */
@@ -118,6 +124,22 @@ struct kube;
  */
 void cli_describe_volumes(FILE *f, struct kube *k, const char *ns,
 	int restore, const char *name);
+/* The same operations as a JSON array of the objects (owned; NULL: failed). */
+struct cJSON *cli_volume_objects(struct kube *k, const char *ns, int restore,
+	const char *name);
+
+/* What a describe reads from storage (cmd/describe_store.c). */
+struct store;
+/* The objects under dir ("backups/NAME/"): [{key, size}] (owned). */
+int cli_stored_files(struct store *s, const char *dir, struct cJSON **out,
+	struct cairn_err *err);
+/* Print them, a table of KEY and SIZE indented by two. */
+void cli_print_files(FILE *f, const struct cJSON *files);
+/* A gzipped resource list file (Velero's), parsed (*out owned). */
+int cli_resource_list(struct store *s, const char *key, struct cJSON **out,
+	struct cairn_err *err);
+/* "Resource List:" and each kind's items, as Velero's --details. */
+void cli_print_resource_list(FILE *f, const struct cJSON *rl);
 int cmd_install(const struct cli_command *cmd, struct flagset *fs);
 int cmd_uninstall(const struct cli_command *cmd, struct flagset *fs);
 int cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs);

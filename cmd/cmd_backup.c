@@ -291,14 +291,21 @@ static int
 build_backup(const struct cli_command *cmd, const struct flagset *fs,
     const char *name, const char *ns, cJSON **out)
 {
-	cJSON *b = cJSON_CreateObject(), *meta;
+	cJSON *b, *meta, *labels;
 	int rc;
 
+	rc = cli_labels(cmd, fs, &labels);
+	if (rc != 0)
+		return rc;
+	b = cJSON_CreateObject();
 	cJSON_AddStringToObject(b, "apiVersion", "cairn.io/v1");
 	cJSON_AddStringToObject(b, "kind", "Backup");
 	meta = cJSON_AddObjectToObject(b, "metadata");
 	cJSON_AddStringToObject(meta, "name", name);
 	cJSON_AddStringToObject(meta, "namespace", ns);
+	/* on the object from the start: --shard-selector sees them at once */
+	if (labels != NULL)
+		cJSON_AddItemToObject(meta, "labels", labels);
 	/* Storage is cleaned before the object goes, however it is deleted. */
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(meta, "finalizers"),
 	    cJSON_CreateString(GC_FINALIZER));
@@ -655,6 +662,9 @@ tristate(const cJSON *b, const char *path, const char *unset)
 	return unset;
 }
 
+/* Values longer than this are cut (last-applied-configuration...). */
+#define BK_VALUE_SHOWN	100
+
 static void
 print_labels(FILE *f, const char *title, const cJSON *obj)
 {
@@ -663,9 +673,20 @@ print_labels(FILE *f, const char *title, const cJSON *obj)
 
 	fprintf(f, "%-13s", title);
 	cJSON_ArrayForEach(c, obj) {
+		const char *v = cJSON_IsString(c) ? c->valuestring : "";
+		size_t len = strlen(v);
+
 		fprintf(f, "%s%s=", first ? "" : "             ",
 		    esc(c->string));
-		fprintf(f, "%s\n", cJSON_IsString(c) ? esc(c->valuestring) : "");
+		if (len > BK_VALUE_SHOWN) {
+			char cut[BK_VALUE_SHOWN + 1];
+
+			str_format(cut, sizeof cut, "%s", v);
+			fprintf(f, "%s... (%zu bytes; -o json shows all)\n",
+			    esc(cut), len);
+		} else {
+			fprintf(f, "%s\n", esc(v));
+		}
 		first = 0;
 	}
 	if (first)
@@ -690,7 +711,8 @@ print_time(FILE *f, const char *label, const cJSON *b, const char *path,
 /* Describe backup b on f (untrusted text escaped by the caller's buf). */
 static void
 describe_backup(FILE *f, const cJSON *b, const char *ns,
-    const struct bk_location *loc, const char *loc_problem)
+    const struct bk_location *loc, const char *loc_problem,
+    const cJSON *files)
 {
 	const char *name = json_str_or(b, "metadata.name", "");
 	const char *phase = json_str_or(b, "status.phase", "New");
@@ -852,50 +874,92 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 	    json_str(b, "status.expiration") ? exp : "",
 	    json_str(b, "status.expiration") ? ")" : "");
 
-	fprintf(f, "\nStorage keys");
+	/* Only the files that exist: a listing, not the layout's names. */
+	fprintf(f, "\nFiles in storage");
 	if (loc != NULL)
 		fprintf(f, " (location %s, %s):\n", esc(loc->name),
 		    esc(store_describe(loc->store)));
 	else
-		fprintf(f, " (relative to the location's prefix%s%s):\n",
-		    loc_problem ? "; " : "", loc_problem ? esc(loc_problem) : "");
-	for (int i = LAYOUT_BACKUP_METADATA; i <= LAYOUT_BACKUP_VOLUMEINFO;
-	    i++) {
-		char *key = layout_backup_key(loc ? loc->prefix : NULL, name,
-		    (enum layout_backup_file)i);
-
-		if (key != NULL)
-			fprintf(f, "  %s\n", esc(key));
-		free(key);
-	}
+		fprintf(f, ":\n  (cannot read the storage location%s%s)\n",
+		    loc_problem ? ": " : "", loc_problem ? esc(loc_problem) : "");
+	if (loc != NULL && files != NULL)
+		cli_print_files(f, files);
+	else if (loc != NULL)
+		fprintf(f, "  (cannot list them%s%s)\n", loc_problem ? ": " : "",
+		    loc_problem ? esc(loc_problem) : "");
 }
 
 int
 cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 {
-	struct cairn_err lerr = CAIRN_ERR_INIT;
+	struct cairn_err lerr = CAIRN_ERR_INIT, err = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE);
 	struct bk_location loc;
+	enum out_format fmt;
 	struct kube *k = NULL;
-	cJSON *b = NULL;
+	cJSON *b = NULL, *files = NULL, *rl = NULL, *doc;
+	char *dir = NULL, *key = NULL;
+	const char *problem = NULL;
 	int rc, have_loc;
 
 	if (fs->nargs != 1)
 		return cli_usage_error(cmd, "backup describe needs one NAME");
+	if (out_parse_format(flag_str(fs, F_OUTPUT), &fmt, &err) < 0)
+		return cli_usage_error(cmd, "%s", err.msg);
 	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
 	rc = cli_get_named(k, &gvr_backups, ns, "backup", fs->args[0], &b);
 	if (rc != 0)
 		goto out;
-	/* The location is only needed for the key prefix: never fatal. */
+	/* The location names the files: never fatal. */
 	have_loc = bk_location_open(k, ns, b, &loc, &lerr) == 0;
-	describe_backup(stdout, b, ns, have_loc ? &loc : NULL,
-	    have_loc ? NULL : lerr.msg);
-	cli_describe_volumes(stdout, k, ns, 0, fs->args[0]);
+	if (!have_loc)
+		problem = lerr.msg;
+	dir = have_loc ? layout_backup_key(loc.prefix, fs->args[0],
+	    LAYOUT_BACKUP_METADATA) : NULL;
+	if (dir != NULL) {
+		*(strrchr(dir, '/') + 1) = '\0';	/* backups/NAME/ */
+		if (cli_stored_files(loc.store, dir, &files, &lerr) < 0)
+			problem = lerr.msg;
+	}
+	if (flag_bool(fs, F_DETAILS) && have_loc) {
+		key = layout_backup_key(loc.prefix, fs->args[0],
+		    LAYOUT_BACKUP_RESOURCE_LIST);
+		if (key != NULL && cli_resource_list(loc.store, key, &rl,
+		    &err) < 0)
+			fprintf(stderr, "cairn: no resource list for backup %s "
+			    "(%s): %s\n", fs->args[0], key, err.code ==
+			    CAIRN_ENOTFOUND ? "it has not finished" : err.msg);
+	}
+	if (fmt == OUT_TABLE) {
+		describe_backup(stdout, b, ns, have_loc ? &loc : NULL, problem,
+		    files);
+		cli_describe_volumes(stdout, k, ns, 0, fs->args[0]);
+		if (rl != NULL)
+			cli_print_resource_list(stdout, rl);
+		rc = CLI_EXIT_OK;
+	} else {
+		cJSON *vols = cli_volume_objects(k, ns, 0, fs->args[0]);
+
+		doc = cJSON_CreateObject();
+		cJSON_AddItemReferenceToObject(doc, "backup", b);
+		if (files != NULL)
+			cJSON_AddItemReferenceToObject(doc, "storageFiles", files);
+		if (vols != NULL)
+			cJSON_AddItemToObject(doc, "volumes", vols);
+		if (rl != NULL)
+			cJSON_AddItemReferenceToObject(doc, "resourceList", rl);
+		rc = out_print_doc(stdout, fmt, doc, &err) < 0 ?
+		    cli_fail("%s", err.msg) : CLI_EXIT_OK;
+		cJSON_Delete(doc);
+	}
 	if (have_loc)
 		location_free(&loc);
-	rc = CLI_EXIT_OK;
 out:
+	free(dir);
+	free(key);
+	cJSON_Delete(files);
+	cJSON_Delete(rl);
 	cJSON_Delete(b);
 	kube_free(k);
 	esc_free();
@@ -1075,6 +1139,26 @@ fsync_dir_of(const char *path)
 	free(dir);
 }
 
+/*
+ * tmp becomes path: replacing an existing path only when force (else
+ * -1 with errno EEXIST, tmp left for the caller to remove).
+ */
+static int
+publish(const char *tmp, const char *path, int force)
+{
+	if (force)
+		return rename(tmp, path);
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -1;
+	/* a file system without RENAME_NOREPLACE: link fails on EEXIST */
+	if (link(tmp, path) < 0)
+		return -1;
+	(void)unlink(tmp);
+	return 0;
+}
+
 int
 cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 {
@@ -1105,6 +1189,12 @@ cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 	    LAYOUT_BACKUP_TARBALL);
 	if (key == NULL) {
 		rc = cli_fail("\"%s\" cannot be a backup name", fs->args[0]);
+		goto out;
+	}
+	if (strcmp(file, "-") != 0 && !flag_bool(fs, F_FORCE) &&
+	    access(file, F_OK) == 0) {
+		rc = cli_fail("%s exists: not overwritten (--force to replace "
+		    "it)", file);
 		goto out;
 	}
 	rc = store_head(loc.store, key, &stt, &err);
@@ -1163,8 +1253,10 @@ cmd_backup_download(const struct cli_command *cmd, struct flagset *fs)
 		goto out;
 	}
 	d.fd = -1;
-	if (rename(tmp, file) < 0) {
-		rc = cli_fail("renaming %s to %s: %s", tmp, file, strerror(errno));
+	if (publish(tmp, file, flag_bool(fs, F_FORCE)) < 0) {
+		rc = cli_fail(errno == EEXIST ? "%s: %s appeared meanwhile; not "
+		    "overwritten (--force to replace it)" : "renaming %s to %s: "
+		    "%s", tmp, file, strerror(errno));
 		goto out;
 	}
 	FREE_NULL(tmp);

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 #include "cmd/cli.h"
+#include "engine/bsl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +51,7 @@ build_location(const struct cli_command *cmd, const struct flagset *fs,
 	const char *provider = flag_str(fs, F_PROVIDER);
 	const char *bucket = flag_str(fs, F_BUCKET);
 	const char *prefix = flag_str(fs, F_PREFIX);
+	const char *mode;
 	char *const *config = flag_list(fs, F_CONFIG);
 	struct cairn_err err = CAIRN_ERR_INIT;
 	cJSON *obj, *spec;
@@ -64,10 +66,17 @@ build_location(const struct cli_command *cmd, const struct flagset *fs,
 		    provider), NULL;
 	if (strcmp(provider, "s3") == 0 && (bucket == NULL || *bucket == '\0'))
 		return cli_usage_error(cmd, "--provider s3 needs --bucket"), NULL;
+	mode = flag_str(fs, F_ACCESS_MODE);
+	if (mode != NULL && strcmp(mode, "ReadWrite") != 0 &&
+	    strcmp(mode, "ReadOnly") != 0)
+		return cli_usage_error(cmd, "--access-mode must be ReadWrite or "
+		    "ReadOnly, not \"%s\"", mode), NULL;
 	spec = cli_location_spec(provider, bucket, prefix, config, secret,
 	    LOC_CRED_KEY, flag_bool(fs, F_DEFAULT), &err);
 	if (spec == NULL)
 		return cli_usage_error(cmd, "%s", err.msg), NULL;
+	if (mode != NULL)
+		json_set_str(spec, "accessMode", mode);
 	obj = cJSON_CreateObject();
 	cJSON_AddStringToObject(obj, "apiVersion", "cairn.io/v1");
 	cJSON_AddStringToObject(obj, "kind", "BackupStorageLocation");
@@ -198,6 +207,9 @@ cmd_location_create(const struct cli_command *cmd, struct flagset *fs)
 	    json_str(obj, "spec.config.path") ? json_str(obj, "spec.config.path") :
 	    json_str_or(obj, "spec.objectStorage.bucket", ""),
 	    json_str(obj, "spec.objectStorage.prefix") ? ", with prefix" : "");
+	if (strcmp(json_str_or(obj, "spec.accessMode", ""), "ReadOnly") == 0)
+		printf("It is ReadOnly: backups are read from it, never written "
+		    "or deleted there.\n");
 	if (flag_bool(fs, F_DEFAULT)) {
 		struct clear_default c = { k, ns, name, 0, &err };
 
@@ -242,7 +254,7 @@ collect(void *arg, cJSON *item)
 }
 
 static void
-table_row(struct out_table *t, const cJSON *o, int64_t now)
+table_row(struct out_table *t, const cJSON *o, int64_t now, int by_name)
 {
 	const char *bucket = json_str_or(o, "spec.objectStorage.bucket", "");
 	const char *prefix = json_str_or(o, "spec.objectStorage.prefix", "");
@@ -266,7 +278,9 @@ table_row(struct out_table *t, const cJSON *o, int64_t now)
 	    json_str_or(o, "status.phase", "Unknown"),
 	    validated ? age : "<none>",
 	    json_str_or(o, "spec.accessMode", "ReadWrite"),
-	    json_bool(o, "spec.default", 0) ? "true" : "false" });
+	    json_bool(o, "spec.default", 0) ? "true" : by_name &&
+	    strcmp(json_str_or(o, "metadata.name", ""), BSL_DEFAULT_NAME) == 0 ?
+	    "true (by its name)" : "false" });
 }
 
 int
@@ -322,9 +336,15 @@ cmd_location_get(const struct cli_command *cmd, struct flagset *fs)
 		    ns);
 		rc = CLI_EXIT_OK;
 	} else {
+		int marked = 0;
+
+		/* none marked default: "default" is (Velero's rule, bsl_open) */
+		for (i = 0; i < c.n; i++)
+			marked |= json_bool(c.items[i], "spec.default", 0);
 		t = out_table_new(headers);
 		for (i = 0; i < c.n; i++)
-			table_row(t, c.items[i], time_now_us());
+			table_row(t, c.items[i], time_now_us(),
+			    !marked && fs->nargs == 0);
 		out_table_print(t, stdout);
 		out_table_free(t);
 		rc = CLI_EXIT_OK;

@@ -27,6 +27,7 @@
 #include "cmd/progress.h"
 #include "engine/bsl.h"
 #include "kube/kube.h"
+#include "kube/label.h"
 #include "storage/layout.h"
 #include "storage/store.h"
 
@@ -79,30 +80,36 @@ is_final(const char *phase)
 
 static int
 build_restore(const struct cli_command *cmd, const struct flagset *fs,
-    const char *name, const char *ns, cJSON **out)
+    const char *name, const char *ns, const char *backup, cJSON **out)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
-	const char *backup = flag_str(fs, F_FROM_BACKUP);
+	const char *sched = flag_str(fs, F_FROM_SCHEDULE);
 	const char *policy = flag_str(fs, F_EXISTING_RESOURCE_POLICY);
 	const char *icr = flag_str(fs, F_INCLUDE_CLUSTER_RESOURCES);
 	const char *sel = flag_str(fs, F_SELECTOR);
 	char **maps = flag_list(fs, F_NAMESPACE_MAPPINGS);
-	cJSON *r, *spec;
+	cJSON *r, *spec, *labels;
+	int rc;
 
 	*out = NULL;
-	if (backup == NULL || backup[0] == '\0')
-		return cli_usage_error(cmd, "--from-backup is required");
 	if (policy != NULL && strcmp(policy, "none") != 0 &&
 	    strcmp(policy, "update") != 0)
 		return cli_usage_error(cmd, "--existing-resource-policy must be "
 		    "none or update, not \"%s\"", policy);
+	rc = cli_labels(cmd, fs, &labels);
+	if (rc != 0)
+		return rc;
 	r = cJSON_CreateObject();
 	cJSON_AddStringToObject(r, "apiVersion", "cairn.io/v1");
 	cJSON_AddStringToObject(r, "kind", "Restore");
 	json_set_str(r, "metadata.name", name);
 	json_set_str(r, "metadata.namespace", ns);
+	if (labels != NULL)
+		json_set_item(r, "metadata.labels", labels);
 	spec = cJSON_AddObjectToObject(r, "spec");
 	cJSON_AddStringToObject(spec, "backupName", backup);
+	if (sched != NULL && sched[0] != '\0')
+		cJSON_AddStringToObject(spec, "scheduleName", sched);
 	cli_add_scope(spec, fs);
 	if (maps[0] != NULL) {
 		cJSON *m = cJSON_AddObjectToObject(spec, "namespaceMapping");
@@ -265,29 +272,110 @@ follow(struct kube *k, const char *ns, const char *name)
 	return rc;
 }
 
+/* The newest Completed backup of a schedule. */
+struct newest {
+	char name[RS_NAME_MAX + 1];
+	int64_t when;
+};
+
+static int
+newest_item(void *arg, cJSON *b)
+{
+	struct newest *n = arg;
+	int64_t t;
+
+	if (strcmp(json_str_or(b, "status.phase", ""), "Completed") != 0 ||
+	    time_parse(json_str_or(b, "status.completionTimestamp", ""),
+	    &t) < 0)
+		return 0;
+	if (t > n->when || (t == n->when && strcmp(json_str_or(b,
+	    "metadata.name", ""), n->name) > 0)) {
+		n->when = t;
+		snprintf(n->name, sizeof n->name, "%s", json_str_or(b,
+		    "metadata.name", ""));
+	}
+	return 0;
+}
+
+/*
+ * The backup to restore from: --from-backup, or the latest Completed
+ * backup of --from-schedule (labelled cairn.io/schedule-name, as Velero
+ * picks it). 0 with out filled, or the exit code after the message.
+ */
+static int
+restore_source(const struct cli_command *cmd, const struct flagset *fs,
+    struct kube *k, const char *ns, char *out, size_t cap)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *backup = flag_str(fs, F_FROM_BACKUP);
+	const char *sched = flag_str(fs, F_FROM_SCHEDULE);
+	struct kube_list_opts lo;
+	struct newest n = { "", -1 };
+	char *lv, *sel;
+	cJSON *b = NULL;
+	int rc;
+
+	if (backup != NULL && backup[0] != '\0') {
+		rc = kube_get(k, &gvr_backups, ns, backup, &b, &err);
+		cJSON_Delete(b);
+		if (rc == CAIRN_ENOTFOUND)
+			return cli_fail("backup \"%s\" not found in namespace %s",
+			    backup, ns);
+		if (rc < 0)
+			return cli_fail("%s", err.msg);
+		snprintf(out, cap, "%s", backup);
+		return 0;
+	}
+	(void)cmd;
+	lv = kube_label_value(sched);
+	sel = xasprintf("cairn.io/schedule-name=%s", lv);
+	memset(&lo, 0, sizeof lo);
+	lo.label_selector = sel;
+	rc = kube_list(k, &gvr_backups, ns, &lo, newest_item, &n, NULL, &err);
+	free(sel);
+	free(lv);
+	if (rc < 0)
+		return cli_fail("listing the backups of schedule %s: %s", sched,
+		    err.msg);
+	if (n.name[0] == '\0')
+		return cli_fail("schedule \"%s\" has no Completed backup in "
+		    "namespace %s", sched, ns);
+	printf("Restoring from backup \"%s\", the latest Completed backup of "
+	    "schedule \"%s\".\n", n.name, sched);
+	snprintf(out, cap, "%s", n.name);
+	return 0;
+}
+
 int
 cmd_restore_create(const struct cli_command *cmd, struct flagset *fs)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	const char *ns = flag_str(fs, F_NAMESPACE);
-	const char *backup = flag_str(fs, F_FROM_BACKUP);
+	const char *from = flag_str(fs, F_FROM_BACKUP);
+	const char *sched = flag_str(fs, F_FROM_SCHEDULE);
 	struct kube *k = NULL;
-	char name[RS_NAME_MAX + 1];
-	cJSON *r = NULL, *b = NULL;
-	int rc;
+	char name[RS_NAME_MAX + 1], backup[RS_NAME_MAX + 1];
+	cJSON *r = NULL;
+	int rc, by_sched = sched != NULL && sched[0] != '\0';
 
 	if (fs->nargs > 1)
 		return cli_usage_error(cmd, "restore create takes at most one "
 		    "NAME");
+	if ((from == NULL || from[0] == '\0') && !by_sched)
+		return cli_usage_error(cmd, "--from-backup or --from-schedule is "
+		    "required");
+	if (from != NULL && from[0] != '\0' && by_sched)
+		return cli_usage_error(cmd, "give --from-backup or "
+		    "--from-schedule, not both");
 	if (fs->nargs == 1)
 		snprintf(name, sizeof name, "%s", fs->args[0]);
 	else {
-		/* Velero's default: <backup>-<YYYYMMDDhhmmss> */
+		/* Velero's default: <backup or schedule>-<YYYYMMDDhhmmss> */
 		char ts[TIME_STR_MAX], *o = name;
 
 		time_format_rfc3339(time_now_us(), ts);
 		o += snprintf(name, sizeof name - 16, "%.200s-",
-		    backup != NULL ? backup : "restore");
+		    by_sched ? sched : from);
 		for (const char *c = ts; *c && *c != 'Z'; c++)
 			if (*c >= '0' && *c <= '9')
 				*o++ = *c;
@@ -296,20 +384,20 @@ cmd_restore_create(const struct cli_command *cmd, struct flagset *fs)
 	if (!cli_valid_name(name))
 		return cli_usage_error(cmd, "invalid restore name \"%s\": use "
 		    "lowercase letters, digits, '-' and '.'", name);
-	rc = build_restore(cmd, fs, name, ns, &r);
+	/* usage errors first, then the cluster */
+	rc = build_restore(cmd, fs, name, ns, "", &r);
+	cJSON_Delete(r);
+	r = NULL;
 	if (rc != 0)
 		return rc;
-	if (cli_open_kube(fs, &k) < 0) {
-		cJSON_Delete(r);
+	if (cli_open_kube(fs, &k) < 0)
 		return CLI_EXIT_FAIL;
-	}
-	rc = kube_get(k, &gvr_backups, ns, backup, &b, &err);
-	cJSON_Delete(b);
-	if (rc == CAIRN_ENOTFOUND) {
-		rc = cli_fail("backup \"%s\" not found in namespace %s", backup,
-		    ns);
+	rc = restore_source(cmd, fs, k, ns, backup, sizeof backup);
+	if (rc != 0)
 		goto out;
-	}
+	rc = build_restore(cmd, fs, name, ns, backup, &r);
+	if (rc != 0)
+		goto out;
 	rc = kube_create(k, &gvr_restores, ns, r, NULL, &err);
 	if (rc == CAIRN_EEXIST) {
 		rc = cli_fail("restore %s already exists in namespace %s", name,
@@ -511,40 +599,50 @@ print_results(const char *title, const cJSON *res)
 		printf("  <none>\n");
 }
 
-int
-cmd_restore_describe(const struct cli_command *cmd, struct flagset *fs)
+/* restores/NAME/restore-NAME-results.gz, parsed; NULL when not there. */
+static cJSON *
+restore_results(struct bsl *loc, const char *prefix, const char *name)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
-	struct kube *k;
-	struct bsl *loc;
-	cJSON *r, *v;
-	char *prefix, *key = NULL, *gz = NULL;
-	size_t gzlen = 0;
-	int rc;
+	char *key = layout_restore_key(prefix, name, LAYOUT_RESTORE_RESULTS);
+	char *text = NULL;
+	size_t len = 0;
+	cJSON *res = NULL;
 
-	rc = open_restore(cmd, fs, &k, &r, &loc, &prefix);
-	if (r == NULL)
-		goto out;
-	{
-		const char *fields[][2] = {
-			{ "Name", "metadata.name" },
-			{ "Namespace", "metadata.namespace" },
-			{ "Backup", "spec.backupName" },
-			{ "Phase", "status.phase" },
-			{ "Started", "status.startTimestamp" },
-			{ "Completed", "status.completionTimestamp" },
-			{ "Holder", "status.claim.holder" },
-			{ "Worker", "status.claim.worker" },
-			{ "Failure reason", "status.failureReason" },
-			{ "Existing resource policy", "spec.existingResourcePolicy" },
-		};
+	if (key != NULL && store_get_gunzip(bsl_store(loc), key,
+	    RS_CAP_RESULTS, &text, &len, &err) == 0)
+		res = json_parse(text, len, NULL);
+	free(text);
+	free(key);
+	return res;
+}
 
-		for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-			char *e = esc(json_str_or(r, fields[i][1], "<none>"));
+static void
+describe_restore(const cJSON *r)
+{
+	const cJSON *v;
+	const char *fields[][2] = {
+		{ "Name", "metadata.name" },
+		{ "Namespace", "metadata.namespace" },
+		{ "Backup", "spec.backupName" },
+		{ "Schedule", "spec.scheduleName" },
+		{ "Phase", "status.phase" },
+		{ "Started", "status.startTimestamp" },
+		{ "Completed", "status.completionTimestamp" },
+		{ "Holder", "status.claim.holder" },
+		{ "Worker", "status.claim.worker" },
+		{ "Failure reason", "status.failureReason" },
+		{ "Existing resource policy", "spec.existingResourcePolicy" },
+	};
 
-			printf("%-26s%s\n", fields[i][0], e);
-			free(e);
-		}
+	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+		char *e;
+
+		if (i == 3 && json_str(r, fields[i][1]) == NULL)
+			continue;	/* no schedule: no line */
+		e = esc(json_str_or(r, fields[i][1], "<none>"));
+		printf("%-26s%s\n", fields[i][0], e);
+		free(e);
 	}
 	printf("%-26s%lld\n", "Attempt", (long long)json_int(r,
 	    "status.claim.attempt", 0));
@@ -572,44 +670,70 @@ cmd_restore_describe(const struct cli_command *cmd, struct flagset *fs)
 		free(a);
 		free(b);
 	}
-	cli_describe_volumes(stdout, k, flag_str(fs, F_NAMESPACE), 1,
-	    json_str_or(r, "metadata.name", ""));
-	if (loc == NULL) {
-		rc = CLI_EXIT_OK;
+}
+
+int
+cmd_restore_describe(const struct cli_command *cmd, struct flagset *fs)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *ns = flag_str(fs, F_NAMESPACE);
+	enum out_format fmt;
+	struct kube *k;
+	struct bsl *loc;
+	cJSON *r, *res = NULL, *rl = NULL;
+	char *prefix, *key = NULL;
+	int rc;
+
+	if (out_parse_format(flag_str(fs, F_OUTPUT), &fmt, &err) < 0)
+		return cli_usage_error(cmd, "%s", err.msg);
+	rc = open_restore(cmd, fs, &k, &r, &loc, &prefix);
+	if (r == NULL)
+		goto out;
+	if (loc != NULL) {
+		res = restore_results(loc, prefix, fs->args[0]);
+		key = layout_restore_key(prefix, fs->args[0],
+		    LAYOUT_RESTORE_RESOURCE_LIST);
+		if (flag_bool(fs, F_DETAILS) && key != NULL &&
+		    cli_resource_list(bsl_store(loc), key, &rl, &err) < 0)
+			fprintf(stderr, "cairn: no resource list for restore %s "
+			    "(%s): %s\n", fs->args[0], key, err.code ==
+			    CAIRN_ENOTFOUND ? "it has not finished" : err.msg);
+	}
+	if (fmt != OUT_TABLE) {
+		cJSON *doc = cJSON_CreateObject();
+		cJSON *vols = cli_volume_objects(k, ns, 1, fs->args[0]);
+
+		cJSON_AddItemReferenceToObject(doc, "restore", r);
+		if (res != NULL)
+			cJSON_AddItemReferenceToObject(doc, "results", res);
+		if (vols != NULL)
+			cJSON_AddItemToObject(doc, "volumes", vols);
+		if (rl != NULL)
+			cJSON_AddItemReferenceToObject(doc, "resourceList", rl);
+		rc = out_print_doc(stdout, fmt, doc, &err) < 0 ?
+		    cli_fail("%s", err.msg) : CLI_EXIT_OK;
+		cJSON_Delete(doc);
 		goto out;
 	}
-	key = layout_restore_key(prefix, fs->args[0], LAYOUT_RESTORE_RESULTS);
-	if (key != NULL && store_get_mem(bsl_store(loc), key, RS_CAP_RESULTS,
-	    &gz, &gzlen, &err) == 0) {
-		unsigned char *text = xmalloc(RS_CAP_RESULTS + 1);
-		z_stream z;
-		cJSON *res = NULL;
-
-		memset(&z, 0, sizeof z);
-		if (inflateInit2(&z, 16 + MAX_WBITS) == Z_OK) {
-			z.next_in = (Bytef *)gz;
-			z.avail_in = (uInt)gzlen;
-			z.next_out = text;
-			z.avail_out = RS_CAP_RESULTS;
-			if (inflate(&z, Z_FINISH) == Z_STREAM_END)
-				res = json_parse((const char *)text, z.total_out,
-				    NULL);
-			inflateEnd(&z);
-		}
+	describe_restore(r);
+	cli_describe_volumes(stdout, k, ns, 1, json_str_or(r, "metadata.name",
+	    ""));
+	if (res != NULL) {
 		printf("\n");
 		print_results("Warnings", json_get(res, "warnings"));
 		print_results("Errors", json_get(res, "errors"));
-		cJSON_Delete(res);
-		free(text);
-	} else {
+	} else if (loc != NULL) {
 		printf("\n(results not in storage yet)\n");
 	}
+	if (rl != NULL)
+		cli_print_resource_list(stdout, rl);
 	rc = CLI_EXIT_OK;
 out:
 	free(key);
-	free(gz);
 	free(prefix);
 	bsl_free(loc);
+	cJSON_Delete(res);
+	cJSON_Delete(rl);
 	cJSON_Delete(r);
 	kube_free(k);
 	return rc;

@@ -36,7 +36,7 @@ cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 	const char *ns = flag_str(fs, F_NAMESPACE), *expr;
 	struct cron *c = NULL;
 	struct kube *k = NULL;
-	cJSON *s = NULL, *md, *spec;
+	cJSON *s = NULL, *md, *spec, *tmpl, *labels = NULL;
 	int rc;
 
 	if (fs->nargs != 1)
@@ -52,6 +52,9 @@ cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 	if (cron_parse(expr, &c, &err) < 0)
 		return cli_usage_error(cmd, "--schedule: %s", err.msg);
 	cron_free(c);
+	rc = cli_labels(cmd, fs, &labels);
+	if (rc != 0)
+		return rc;
 	s = cJSON_CreateObject();
 	cJSON_AddStringToObject(s, "apiVersion", "cairn.io/v1");
 	cJSON_AddStringToObject(s, "kind", "Schedule");
@@ -60,10 +63,16 @@ cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 	cJSON_AddStringToObject(md, "namespace", ns);
 	spec = cJSON_AddObjectToObject(s, "spec");
 	cJSON_AddStringToObject(spec, "schedule", expr);
-	rc = cli_backup_spec(cmd, fs, cJSON_AddObjectToObject(spec,
-	    "template"));
+	tmpl = cJSON_AddObjectToObject(spec, "template");
+	rc = cli_backup_spec(cmd, fs, tmpl);
 	if (rc != 0)
 		goto out;
+	/* Velero: on the Schedule, and in its template for every Backup */
+	if (labels != NULL) {
+		json_set_item(tmpl, "metadata.labels", cJSON_Duplicate(labels, 1));
+		cJSON_AddItemToObject(md, "labels", labels);
+		labels = NULL;
+	}
 	cJSON_AddBoolToObject(spec, "paused", flag_bool(fs, F_PAUSED));
 	if (flag_bool(fs, F_SKIP_IMMEDIATELY))
 		cJSON_AddTrueToObject(spec, "skipImmediately");
@@ -85,6 +94,7 @@ cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs)
 		rc = CLI_EXIT_OK;
 	}
 out:
+	cJSON_Delete(labels);
 	cJSON_Delete(s);
 	kube_free(k);
 	return rc;

@@ -37,12 +37,14 @@ static const enum flag_id node_agent_flags[] = { F_KUBECONFIG, F_CONTEXT,
 static const enum flag_id backup_create_flags[] = { CLUSTER_FLAGS,
 	F_INCLUDE_NAMESPACES, F_EXCLUDE_NAMESPACES, F_INCLUDE_RESOURCES,
 	F_EXCLUDE_RESOURCES, F_INCLUDE_CLUSTER_RESOURCES, F_SELECTOR, F_TTL,
-	F_STORAGE_LOCATION, F_SNAPSHOT_VOLUMES, F_WAIT, F__END };
+	F_STORAGE_LOCATION, F_SNAPSHOT_VOLUMES, F_LABELS, F_WAIT, F__END };
 static const enum flag_id backup_get_flags[] = { CLUSTER_FLAGS, F_OUTPUT,
 	F__END };
 static const enum flag_id backup_name_flags[] = { CLUSTER_FLAGS, F__END };
+static const enum flag_id backup_describe_flags[] = { CLUSTER_FLAGS,
+	F_DETAILS, F_OUTPUT, F__END };
 static const enum flag_id backup_download_flags[] = { CLUSTER_FLAGS,
-	F_OUTPUT_FILE, F_OUTPUT, F__END };
+	F_OUTPUT_FILE, F_OUTPUT, F_FORCE, F__END };
 static const enum flag_id backup_delete_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
 	F__END };
 static const enum flag_id backup_rm_flags[] = { CLUSTER_FLAGS, F_CONFIRM,
@@ -53,10 +55,10 @@ static const enum flag_id install_flags[] = { CLUSTER_FLAGS, F_REPLICAS,
 	F_VOLUME_DIRS, F_DRY_RUN, F_OUTPUT, F_WAIT, F_SELECTOR,
 	F_ENCRYPTION_KEY_FILE, F_ENCRYPT, F_ENCRYPTION_KEY_ID, F__END };
 static const enum flag_id restore_create_flags[] = { CLUSTER_FLAGS,
-	F_FROM_BACKUP, F_NAMESPACE_MAPPINGS, F_INCLUDE_NAMESPACES,
+	F_FROM_BACKUP, F_FROM_SCHEDULE, F_NAMESPACE_MAPPINGS, F_INCLUDE_NAMESPACES,
 	F_EXCLUDE_NAMESPACES, F_INCLUDE_RESOURCES, F_EXCLUDE_RESOURCES,
 	F_SELECTOR, F_EXISTING_RESOURCE_POLICY, F_RESTORE_STATUS,
-	F_INCLUDE_CLUSTER_RESOURCES, F_WAIT, F__END };
+	F_INCLUDE_CLUSTER_RESOURCES, F_LABELS, F_WAIT, F__END };
 static const enum flag_id restore_get_flags[] = { CLUSTER_FLAGS, F_OUTPUT,
 	F__END };
 static const enum flag_id restore_name_flags[] = { CLUSTER_FLAGS, F__END };
@@ -66,13 +68,13 @@ static const enum flag_id schedule_create_flags[] = { CLUSTER_FLAGS,
 	F_SCHEDULE, F_INCLUDE_NAMESPACES, F_EXCLUDE_NAMESPACES,
 	F_INCLUDE_RESOURCES, F_EXCLUDE_RESOURCES, F_INCLUDE_CLUSTER_RESOURCES,
 	F_SELECTOR, F_TTL, F_STORAGE_LOCATION, F_SNAPSHOT_VOLUMES, F_PAUSED,
-	F_SKIP_IMMEDIATELY, F_USE_OWNER_REFERENCES, F__END };
+	F_SKIP_IMMEDIATELY, F_USE_OWNER_REFERENCES, F_LABELS, F__END };
 static const enum flag_id schedule_unpause_flags[] = { CLUSTER_FLAGS,
 	F_SKIP_IMMEDIATELY, F__END };
 
 static const enum flag_id location_create_flags[] = { CLUSTER_FLAGS,
 	F_PROVIDER, F_BUCKET, F_PREFIX, F_CONFIG, F_CREDENTIAL_FILE, F_DEFAULT,
-	F__END };
+	F_ACCESS_MODE, F__END };
 static const enum flag_id location_get_flags[] = { CLUSTER_FLAGS, F_OUTPUT,
 	F__END };
 static const enum flag_id decrypt_flags[] = { F_KEY_FILE, F__END };
@@ -147,12 +149,14 @@ const struct cli_command cli_commands[] = {
 	  "id). No cluster is needed; docs/backup-format.md has the format.",
 	  decrypt_flags, cmd_decrypt },
 	{ "schedule create", "Create a schedule of backups",
-	  "NAME --schedule CRON [backup filter flags] [--ttl D] [--paused]",
+	  "NAME --schedule CRON [backup filter flags] [--ttl D] [--paused] [--labels K=V,...]",
 	  "CRON is 5 fields (minute hour day month weekday) or @every 6h,\n"
 	  "@hourly, @daily, @weekly, @monthly, @yearly, @midnight; all in UTC.\n"
 	  "Each due time makes one Backup named NAME-YYYYMMDDhhmmss (UTC),\n"
 	  "however many servers run. A new schedule backs up at once unless\n"
-	  "--skip-immediately.",
+	  "--skip-immediately. --labels go on the Schedule and on each of its\n"
+	  "Backups (with cairn.io/schedule-name=NAME), so a --shard-selector\n"
+	  "sees them from the start.",
 	  schedule_create_flags, cmd_schedule_create },
 	{ "schedule get", "List schedules, or show one",
 	  "[NAME] [-o table|json|yaml]", NULL, backup_get_flags,
@@ -174,7 +178,9 @@ const struct cli_command cli_commands[] = {
 	  "selected objects into a Velero-format tarball in object storage.\n"
 	  "With --wait, follows it to the end: a progress bar on a terminal,\n"
 	  "plain progress lines otherwise; exit 0 when Completed, 1 otherwise.\n"
-	  "The label selector and the TTL are checked here (exit 2).",
+	  "The label selector and the TTL are checked here (exit 2).\n"
+	  "--labels are set on the Backup as it is created (a server's\n"
+	  "--shard-selector sees them before anyone claims it).",
 	  backup_create_flags, cmd_backup_create },
 	{ "backup get", "List backups, or show one",
 	  "[NAME] [-o table|json|yaml]",
@@ -196,21 +202,28 @@ const struct cli_command cli_commands[] = {
 	  "(--key-file); the Backup is then the stored velero-backup.json.",
 	  backup_verify_flags, cmd_backup_verify },
 	{ "backup describe", "Show a backup in detail",
-	  "NAME",
+	  "NAME [--details] [-o table|json|yaml]",
 	  "Spec (filters), phase, progress, claim (holder, worker, attempt),\n"
 	  "checkpoint (parts with ETags and last items), errors, hooks (how many\n"
-	  "ran and failed, pods a pre hook froze), times and the storage keys in\n"
-	  "Velero's layout.",
-	  backup_name_flags, cmd_backup_describe },
+	  "ran and failed, pods a pre hook froze), encryption and verification,\n"
+	  "volumes, times and the files the backup has in storage (Velero's\n"
+	  "layout). --details adds the items per resource kind (the resource\n"
+	  "list in storage). -o json|yaml prints it all as one document:\n"
+	  "{backup, storageKeys, volumes, resourceList}.",
+	  backup_describe_flags, cmd_backup_describe },
 	{ "backup logs", "Print the log of a finished backup",
 	  "NAME",
-	  "Reads backups/NAME/NAME-logs.gz from the backup's storage location.",
+	  "Reads backups/NAME/NAME-logs.gz from the backup's storage location:\n"
+	  "Velero's line format, one line per event (time, level, msg, the\n"
+	  "backup, the resource and namespace it is about): what was listed and\n"
+	  "backed up, what was skipped and why, retries, every warning and\n"
+	  "error.",
 	  backup_name_flags, cmd_backup_logs },
 	{ "backup download", "Download the tarball of a backup",
-	  "NAME [--output-file FILE]",
+	  "NAME [--output-file FILE] [--force]",
 	  "Streams backups/NAME/NAME.tar.gz to FILE (default NAME.tar.gz),\n"
 	  "showing progress; -o FILE works too, as in Velero, and FILE - writes\n"
-	  "to stdout.",
+	  "to stdout. An existing FILE is kept unless --force.",
 	  backup_download_flags, cmd_backup_download },
 	{ "backup delete", "Delete a backup and its files in storage",
 	  "NAME [--confirm] [--plugin-dir DIR]",
@@ -221,8 +234,11 @@ const struct cli_command cli_commands[] = {
 	  "finalizer). Asks first unless --confirm is given.",
 	  backup_rm_flags, cmd_backup_delete },
 	{ "restore create", "Restore the objects of a backup into the cluster",
-	  "[NAME] --from-backup BACKUP [FLAGS]",
-	  "Creates a Restore (NAME defaults to BACKUP-YYYYMMDDhhmmss); a cairn\n"
+	  "[NAME] --from-backup BACKUP | --from-schedule SCHEDULE [FLAGS]",
+	  "--from-schedule restores the schedule's latest Completed backup\n"
+	  "(spec.scheduleName records the schedule, spec.backupName the backup).\n"
+	  "Creates a Restore (NAME defaults to BACKUP-YYYYMMDDhhmmss, or\n"
+	  "SCHEDULE-YYYYMMDDhhmmss); a cairn\n"
 	  "server claims and runs it: Velero's priority order, parallel creates\n"
 	  "within a tier, namespace mapping, filters, existing-resource policy,\n"
 	  "restored status for the resources named by --restore-status. With\n"
@@ -233,15 +249,19 @@ const struct cli_command cli_commands[] = {
 	  "[NAME] [-o table|json|yaml]", NULL,
 	  restore_get_flags, cmd_restore_get },
 	{ "restore describe", "Show a restore in detail, with its warnings and errors",
-	  "NAME",
+	  "NAME [--details] [-o table|json|yaml]",
 	  "Status, progress and claim from the Restore object; warnings and\n"
-	  "errors from restores/NAME/restore-NAME-results.gz in storage.",
-	  restore_name_flags, cmd_restore_describe },
+	  "errors from restores/NAME/restore-NAME-results.gz in storage.\n"
+	  "--details adds every item by resource kind and what became of it\n"
+	  "(created, updated, skipped, failed). -o json|yaml prints one\n"
+	  "document: {restore, results, resourceList}.",
+	  backup_describe_flags, cmd_restore_describe },
 	{ "restore logs", "Print the log of a finished restore",
-	  "NAME", "Reads restores/NAME/restore-NAME-logs.gz from storage.",
+	  "NAME", "Reads restores/NAME/restore-NAME-logs.gz from storage: Velero's\n"
+	  "line format, as `backup logs`.",
 	  restore_name_flags, cmd_restore_logs },
 	{ "backup-location create", "Create a storage location (a directory or an S3 bucket)",
-	  "NAME --provider fs|s3 [--bucket B] [--prefix P] [--config K=V,...] [--credential-file F] [--default]",
+	  "NAME --provider fs|s3 [--bucket B] [--prefix P] [--config K=V,...] [--credential-file F] [--default] [--access-mode ReadWrite|ReadOnly]",
 	  "Creates a BackupStorageLocation. fs: --config path=DIR (a directory\n"
 	  "on the server's node). s3: --bucket, and --config endpoint=URL,\n"
 	  "region=R, forcePathStyle=true, insecureSkipTLSVerify=true,\n"
@@ -249,7 +269,11 @@ const struct cli_command cli_commands[] = {
 	  "credentials file) goes into the Secret cairn-location-NAME, which\n"
 	  "the location names. The settings are checked as the server will open\n"
 	  "them before anything is written; the storage itself is not contacted.\n"
-	  "--default makes it the default (and clears that on the others).",
+	  "--default makes it the default (and clears that on the others);\n"
+	  "without any location marked default, the one named \"default\" is\n"
+	  "used, as in Velero. --access-mode ReadOnly: nothing is written or\n"
+	  "deleted there (backups to it fail validation; restores and sync\n"
+	  "read it).",
 	  location_create_flags, cmd_location_create },
 	{ "backup-location get", "List storage locations, or show one",
 	  "[NAME] [-o table|json|yaml]", NULL, location_get_flags,

@@ -86,19 +86,63 @@ dv_row(void *arg, cJSON *o)
 			snprintf(rate, sizeof rate, "%s/s", r32);
 		}
 	}
-	dv_text(json_str_or(o, "spec.volume", "?"), vol, sizeof vol);
+	/* indented as its header, "  VOLUME" */
+	vol[0] = vol[1] = ' ';
+	dv_text(json_str_or(o, "spec.volume", "?"), vol + 2, sizeof vol - 2);
 	dv_text(json_str_or(o, "status.phase", "New"), phase, sizeof phase);
 	dv_text(json_str_or(o, "spec.node", "-"), node, sizeof node);
 	dv_text(json_str_or(o, "spec.provider", "?"), prov, sizeof prov);
 	out_table_row(r->t, (const char *const[]){ vol, phase, bar, bytes,
 	    rate, node, prov });
 	if (json_str(o, "status.message") != NULL) {
-		buf_printf(&r->notes, "  %s: ", vol);
+		buf_printf(&r->notes, "%s: ", vol);
 		str_escape_text(&r->notes, json_str(o, "status.message"));
 		buf_putc(&r->notes, '\n');
 	}
 	r->n++;
 	return 0;
+}
+
+struct dv_objs {
+	cJSON *a;
+	const char *owner;
+	int restore;
+};
+
+static int
+dv_obj(void *arg, cJSON *o)
+{
+	struct dv_objs *d = arg;
+
+	if (strcmp(json_str_or(o, d->restore ? "spec.restoreName" :
+	    "spec.backup", ""), d->owner) != 0)
+		return 0;
+	cJSON_AddItemToArray(d->a, o);
+	return KUBE_TAKE;
+}
+
+cJSON *
+cli_volume_objects(struct kube *k, const char *ns, int restore,
+    const char *name)
+{
+	struct kube_list_opts lo;
+	struct dv_objs d = { cJSON_CreateArray(), name, restore };
+	char *lv = kube_label_value(name), *sel;
+	int rc;
+
+	sel = xasprintf("%s=%s", restore ? "cairn.io/restore-name" :
+	    "cairn.io/backup-name", lv);
+	memset(&lo, 0, sizeof lo);
+	lo.label_selector = sel;
+	rc = kube_list(k, restore ? &dv_vpr : &dv_vpb, ns, &lo, dv_obj, &d,
+	    NULL, NULL);
+	free(sel);
+	free(lv);
+	if (rc < 0) {
+		cJSON_Delete(d.a);
+		return NULL;
+	}
+	return d.a;
 }
 
 void

@@ -7,6 +7,7 @@ CMD_SOURCES = \
 	cmd/cmd_server.c \
 	cmd/cmd_node_agent.c \
 	cmd/describe_volumes.c \
+	cmd/describe_store.c \
 	cmd/output.c cmd/output.h \
 	cmd/progress.c cmd/progress.h \
 	cmd/cmd_backup.c \

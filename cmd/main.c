@@ -7,6 +7,7 @@
 #include "config.h"
 #include "cmd/cli.h"
 #include "base/log.h"
+#include "base/mem.h"
 #include "kube/kube.h"
 
 #include <curl/curl.h>
@@ -135,6 +136,91 @@ print_group(int argc, char **argv, FILE *f)
 	return shown;
 }
 
+/* Levenshtein distance of a and b (short strings: command words). */
+static size_t
+edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
+
+	if (la >= 64 || lb >= 64)
+		return (size_t)-1;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+			cur[j] = sub < del ? (sub < ins ? sub : ins) :
+			    (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof *prev);
+	}
+	return prev[lb];
+}
+
+/*
+ * The command nearest to what was typed (its words against as many words
+ * of argv), when it is a likely typo: at most 2 edits, and fewer than a
+ * third of its length. *typed gets the words compared (owned).
+ */
+static const struct cli_command *
+nearest_command(int argc, char **argv, char **typed)
+{
+	const struct cli_command *best = NULL;
+	size_t bestd = (size_t)-1;
+
+	*typed = NULL;
+	for (size_t i = 0; i < cli_ncommands; i++) {
+		const char *w = cli_commands[i].words;
+		int nw = 1;
+		struct buf t;
+		size_t d;
+
+		for (const char *p = w; *p; p++)
+			nw += *p == ' ';
+		if (argc < nw)
+			continue;
+		buf_init(&t, 256);
+		for (int k = 0; k < nw; k++)
+			buf_printf(&t, "%s%s", k ? " " : "", argv[k]);
+		d = edit_distance(buf_cstr(&t), w);
+		if (d < bestd && d <= 2 && d * 3 < strlen(w)) {
+			bestd = d;
+			best = &cli_commands[i];
+			free(*typed);
+			*typed = xstrdup(buf_cstr(&t));
+		}
+		buf_free(&t);
+	}
+	return best;
+}
+
+/* The error for words that name no command (2). */
+static int
+unknown_command(int argc, char **argv)
+{
+	const struct cli_command *near;
+	char *typed;
+	int rc;
+
+	near = nearest_command(argc, argv, &typed);
+	if (near != NULL) {
+		rc = cli_usage_error(NULL, "unknown command \"%s\"; did you "
+		    "mean \"%s\"?", typed, near->words);
+		free(typed);
+		return rc;
+	}
+	if (argc >= 2 && argv[1][0] != '-' && print_group(1, argv, stderr))
+		return cli_usage_error(NULL, "unknown command \"%s %s\"",
+		    argv[0], argv[1]);
+	if (print_group(argc, argv, stderr))
+		return cli_usage_error(NULL, "\"%s\" needs a subcommand",
+		    argv[0]);
+	return cli_usage_error(NULL, "unknown command \"%s\"", argv[0]);
+}
+
 int
 cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 {
@@ -174,6 +260,13 @@ cli_setup_logging(const struct cli_command *cmd, const struct flagset *fs)
 	if (log_configure(flag_str(fs, F_LOG_LEVEL), flag_str(fs, F_LOG_FORMAT),
 	    &err) < 0)
 		return cli_usage_error(cmd, "%s", err.msg);
+	/*
+	 * A command a user types prints its own messages, never the
+	 * library's server-style log lines, unless asked (--log-level).
+	 */
+	if (cmd->run != cmd_server && cmd->run != cmd_node_agent &&
+	    !flag_given(fs, F_LOG_LEVEL))
+		log_set_level(LOG_NONE);
 	return 0;
 }
 
@@ -246,7 +339,7 @@ run(int argc, char **argv)
 		}
 		if (argc == 2 && print_group(1, argv + 1, stdout))
 			return CLI_EXIT_OK;
-		return cli_usage_error(NULL, "unknown command \"%s\"", argv[1]);
+		return unknown_command(argc - 1, argv + 1);
 	}
 	if (strcmp(argv[0], "--version") == 0)
 		argv[0] = (char *)"version";
@@ -254,10 +347,7 @@ run(int argc, char **argv)
 	if (cmd == NULL) {
 		if (argv[0][0] == '-')
 			return cli_usage_error(NULL, "unknown flag %s", argv[0]);
-		if (print_group(argc, argv, stderr))
-			return cli_usage_error(NULL, "\"%s\" needs a subcommand",
-			    argv[0]);
-		return cli_usage_error(NULL, "unknown command \"%s\"", argv[0]);
+		return unknown_command(argc, argv);
 	}
 	lists[0] = cmd->flags;
 	lists[1] = cli_global_flags;

@@ -81,6 +81,69 @@ cli_backup_spec(const struct cli_command *cmd, const struct flagset *fs,
 	    "snapshotVolumes");
 }
 
+/* A label name part: 1-63 of [A-Za-z0-9_.-], alphanumeric at both ends. */
+static int
+label_part_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > 63)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		int alnum = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' &&
+		    s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9');
+
+		if (!alnum && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return 0;
+		if (!alnum && (i == 0 || i == n - 1))
+			return 0;
+	}
+	return 1;
+}
+
+int
+cli_labels(const struct cli_command *cmd, const struct flagset *fs,
+    cJSON **out)
+{
+	char **l = flag_list(fs, F_LABELS);
+
+	*out = NULL;
+	for (size_t i = 0; l != NULL && l[i] != NULL; i++) {
+		const char *eq = strchr(l[i], '='), *slash;
+		size_t klen;
+
+		if (eq == NULL || eq == l[i])
+			goto bad;
+		klen = (size_t)(eq - l[i]);
+		slash = memchr(l[i], '/', klen);
+		/* [prefix/]name=value: the API server's rules */
+		if (slash != NULL && (slash == l[i] ||
+		    (size_t)(slash - l[i]) > 253 || !label_part_ok(slash + 1,
+		    klen - (size_t)(slash - l[i]) - 1)))
+			goto bad;
+		if (slash == NULL && !label_part_ok(l[i], klen))
+			goto bad;
+		if (eq[1] != '\0' && !label_part_ok(eq + 1, strlen(eq + 1)))
+			goto bad;
+		if (*out == NULL)
+			*out = cJSON_CreateObject();
+		{
+			char *k = xstrndup(l[i], klen);
+
+			cJSON_DeleteItemFromObjectCaseSensitive(*out, k);
+			cJSON_AddStringToObject(*out, k, eq + 1);
+			free(k);
+		}
+		continue;
+bad:
+		cJSON_Delete(*out);
+		*out = NULL;
+		return cli_usage_error(cmd, "--labels: \"%s\" is not KEY=VALUE "
+		    "with a valid label key and value (up to 63 of letters, "
+		    "digits, '-', '_' and '.', beginning and ending with a "
+		    "letter or digit; a key may have a DNS prefix/)", l[i]);
+	}
+	return 0;
+}
+
 int
 cli_get_named(struct kube *k, const struct kube_gvr *gvr, const char *ns,
     const char *kind, const char *name, cJSON **obj)

@@ -194,6 +194,7 @@ struct bk {
 	struct cairn_err cur_err;
 	struct hooks_backup *hooks;	/* pre/post hooks around pods */
 	struct itemlog log;		/* the backup's log (journal events) */
+	struct buf empty;		/* resources listed with no items */
 };
 
 /* ------------------------------------------------------------------ */
@@ -1280,6 +1281,45 @@ plan_cb(void *arg, const struct kube_resource *r)
 	return 0;
 }
 
+/* ", "-joined, or dflt for an empty list. */
+static void
+strv_join(struct buf *o, char **v, const char *dflt)
+{
+	if (v == NULL || v[0] == NULL) {
+		buf_puts(o, dflt);
+		return;
+	}
+	for (size_t i = 0; v[i] != NULL; i++)
+		buf_printf(o, "%s%s", i ? ", " : "", v[i]);
+}
+
+/* The first log line of the walk: what the backup takes, and where to. */
+static void
+bk_log_scope(struct bk *b)
+{
+	static const char *const cl[] = { "auto (only those related to the "
+	    "included namespaces)", "yes", "no" };
+	struct buf t;
+
+	buf_init(&t, JOURNAL_EVENT_MAX - 1);
+	buf_puts(&t, "backing up to storage location ");
+	buf_puts(&t, bsl_name(b->loc));
+	buf_puts(&t, "; namespaces: ");
+	strv_join(&t, b->spec->inc_ns, "*");
+	buf_puts(&t, " (excluded: ");
+	strv_join(&t, b->spec->exc_ns, "none");
+	buf_puts(&t, "); resources: ");
+	strv_join(&t, b->spec->inc_res, "*");
+	buf_puts(&t, " (excluded: ");
+	strv_join(&t, b->spec->exc_res, "none");
+	buf_printf(&t, "); cluster-scoped resources: %s; label selector: %s",
+	    cl[b->spec->cluster == BSPEC_CLUSTER_AUTO ? 0 :
+	    b->spec->cluster == BSPEC_CLUSTER_YES ? 1 : 2],
+	    b->spec->selector_text != NULL ? b->spec->selector_text : "none");
+	bk_event(b, "info", "%s", buf_cstr(&t));
+	buf_free(&t);
+}
+
 static int
 bk_plan(struct bk *b, struct cairn_err *err)
 {
@@ -1566,6 +1606,14 @@ bk_res_log(struct bk *b, const struct kube_resource *r,
 		    "API requests of this server were retried meanwhile "
 		    "(429, 5xx, dropped connections)",
 		    (unsigned long long)(k1->retries - k0->retries));
+	/* nothing to say about a resource with nothing: one line for all */
+	if (b->res_items == 0 && n == 0) {
+		if (b->empty.len > 0)
+			(void)buf_puts(&b->empty, ", ");
+		(void)buf_printf(&b->empty, "%s%s%s", r->resource,
+		    r->group[0] ? "." : "", r->group);
+		return;
+	}
 	bk_res_event(b, "info", r, NULL, "backed up %lld items%s%s",
 	    (long long)b->res_items, b->per_ns && r->namespaced ?
 	    " (listed namespace by namespace)" : "", extra);
@@ -1728,6 +1776,9 @@ bk_walk(struct bk *b, struct cairn_err *err)
 		if (rc < 0)
 			return rc;
 	}
+	if (b->empty.len > 0)
+		bk_event(b, "info", "listed, no items to back up: %s",
+		    buf_cstr(&b->empty));
 	return 0;
 }
 
@@ -2433,6 +2484,7 @@ bk_init(struct bk *b, const struct engine_env *env, const cJSON *obj,
 	b->log.namespace = b->ns;
 	b->log.name = b->name;
 	buf_init(&b->legacy, 4096);
+	buf_init(&b->empty, JOURNAL_EVENT_MAX / 2);
 	buf_init(&b->preferred, 4096);
 	b->last_progress_us = time_mono_us();
 
@@ -2613,6 +2665,7 @@ bk_free(struct bk *b)
 	cJSON_Delete(b->errors);
 	cJSON_Delete(b->warnings);
 	buf_free(&b->legacy);
+	buf_free(&b->empty);
 	buf_free(&b->preferred);
 	free(b->ns);
 	free(b->name);
@@ -2709,6 +2762,7 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		goto out;
 	}
 
+	bk_log_scope(&b);
 	rc = bk_plan(&b, err);
 	if (rc < 0)
 		goto out;

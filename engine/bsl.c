@@ -160,9 +160,19 @@ bsl_open(struct kube *k, const char *ns, const char *name, struct bsl **out,
 			return rc;
 		}
 	}
+	/* None marked default: the one named "default", as Velero does. */
+	cJSON_ArrayForEach(it, json_get(list, "items")) {
+		if (strcmp(json_str_or(it, "metadata.name", ""),
+		    BSL_DEFAULT_NAME) == 0) {
+			rc = bsl_open_object(k, ns, it, out, err);
+			cJSON_Delete(list);
+			return rc;
+		}
+	}
 	cJSON_Delete(list);
 	return cairn_err_set(err, CAIRN_ENOTFOUND, "no storage location "
-	    "given and no BackupStorageLocation in %s is marked default", ns);
+	    "given, no BackupStorageLocation in %s is marked default and "
+	    "none is named \"%s\"", ns, BSL_DEFAULT_NAME);
 }
 
 void

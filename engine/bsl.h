@@ -17,9 +17,13 @@ struct kube;
 struct store;
 struct bsl;
 
+/* The location used when none is marked default (Velero's rule). */
+#define BSL_DEFAULT_NAME "default"
+
 /*
  * Find the BackupStorageLocation `name` in ns (NULL or "": the one with
- * spec.default true) and open its store. CAIRN_ENOTFOUND / CAIRN_EINVAL
+ * spec.default true, else the one named BSL_DEFAULT_NAME) and open its
+ * store. CAIRN_ENOTFOUND / CAIRN_EINVAL
  * carry a message meant for a Backup's validationErrors; other codes are
  * API failures. The store is not contacted (store_check() does that).
  */

@@ -230,10 +230,18 @@ def describe_shows_claim_checkpoint_and_keys(t):
                  "Holder:      srv-b", "Worker:      srv-b/3", "Attempt:     2",
                  "2026-01-01T00:00:05Z", "Upload ID:   upl-777", "Items done:  100",
                  "etag-one", "etag-two", "apps/deployments/shop/api", "core/configmaps/shop/zz",
-                 "120/500", "3.0 MiB", "Takeover", "lease of srv-a expired",
-                 "edge/site1/backups/b1/b1.tar.gz", "edge/site1/backups/b1/velero-backup.json",
-                 "edge/site1/backups/b1/b1-logs.gz"):
+                 "120/500", "3.0 MiB", "Takeover", "lease of srv-a expired"):
         t.check(want in out, "describe lacks %r:\n%s" % (want, out))
+    # The files in storage: only those that exist, with their sizes.
+    t.check("Files in storage (location default" in out and "  <none>" in out,
+            "nothing stored yet:\n%s" % out)
+    lay_out_backup(t.path("store"), "edge/site1", "b1", "log\n")
+    out = cli(sim, "backup", "describe", "b1").stdout
+    for want in ("edge/site1/backups/b1/b1.tar.gz", "edge/site1/backups/b1/velero-backup.json",
+                 "edge/site1/backups/b1/b1-logs.gz", "edge/site1/backups/b1/b1-resource-list.json.gz"):
+        t.check(want in out, "describe lacks %r:\n%s" % (want, out))
+    for never in ("podvolumebackups", "itemoperations", "volumeinfo", "volumesnapshots"):
+        t.check(never not in out, "describe names %s, which was never written:\n%s" % (never, out))
 
     set_status(sim, "b1", {"phase": "FailedValidation", "claim": None, "checkpoint": None,
                            "validationErrors": ["namespace shop is both included and excluded"]})
