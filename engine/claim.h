@@ -66,6 +66,8 @@ struct engine_env {
 
 /* Label of objects created from storage by a sync (engine/sync.h). */
 #define ENGINE_LABEL_SYNCED "cairn.io/synced"
+/* The Schedule that made a Backup (Velero's velero.io/schedule-name). */
+#define ENGINE_LABEL_SCHEDULE	"cairn.io/schedule-name"
 
 /*
  * Was obj created by a sync (label cairn.io/synced=true)? Such objects

@@ -14,6 +14,8 @@
  */
 #include "config.h"
 #include "engine/gc.h"
+#include "engine/claim.h"
+#include "base/metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,8 +64,8 @@ clean_volumes(const struct volumes_ctx *c, const cJSON *b,
 	return 0;
 }
 
-int
-gc_clean_backup(const struct volumes_ctx *c, const cJSON *b, int lost_ok,
+static int
+clean_backup(const struct volumes_ctx *c, const cJSON *b, int lost_ok,
 	struct gc_clean *out, struct cairn_err *err)
 {
 	const char *name = json_str_or(b, "metadata.name", "");
@@ -104,6 +106,24 @@ gc_clean_backup(const struct volumes_ctx *c, const cJSON *b, int lost_ok,
 out:
 	free(dir);
 	bsl_free(l);
+	return rc;
+}
+
+/* Counted as Velero's backup_deletion_* (schedule label of the backup). */
+int
+gc_clean_backup(const struct volumes_ctx *c, const cJSON *b, int lost_ok,
+	struct gc_clean *out, struct cairn_err *err)
+{
+	const cJSON *sched = cJSON_GetObjectItemCaseSensitive(json_get(b,
+	    "metadata.labels"), ENGINE_LABEL_SCHEDULE);
+	const char *const *l = METRIC_LABELS(cJSON_IsString(sched) ?
+	    sched->valuestring : "");
+	int rc;
+
+	metrics_inc(METRIC_BACKUP_DELETION_ATTEMPT_TOTAL, l);
+	rc = clean_backup(c, b, lost_ok, out, err);
+	metrics_inc(rc == 0 ? METRIC_BACKUP_DELETION_SUCCESS_TOTAL :
+	    METRIC_BACKUP_DELETION_FAILURE_TOTAL, l);
 	return rc;
 }
 

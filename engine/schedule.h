@@ -25,8 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/err.h"
+#include "engine/claim.h"
 
-#define SCHEDULE_LABEL "cairn.io/schedule-name"
+#define SCHEDULE_LABEL ENGINE_LABEL_SCHEDULE
 #define SCHEDULE_NAME_MAX 63	/* the schedule name is a label value */
 
 struct kube;

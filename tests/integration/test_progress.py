@@ -220,6 +220,16 @@ def metrics_after_known_backups(t):
               st["progress"]["bytesDone"], st.get("warnings", 0), st.get("errors", 0)),
              "%s on /status.json" % name)
 
+    # A deletion (kubectl delete: the server's collector cleans storage).
+    w.sim.ok("DELETE", "%s/nightly-1" % BK)
+    wait_for(lambda: w.sim.get("%s/nightly-1" % BK)[0] == 404, 60, "nightly-1 deleted")
+    f2 = wait_for(lambda: (lambda x: x if value(x, "cairn_backup_deletion_success_total",
+                                                {"schedule": "nightly"}) == 1 else None)(scrape(port)),
+                  15, "the deletion counted")
+    t.eq((value(f2, "cairn_backup_deletion_attempt_total", {"schedule": "nightly"}),
+          value(f2, "cairn_backup_deletion_failure_total", {"schedule": "nightly"})), (1, 0),
+         "deletion attempts and failures")
+    t.check(not os.path.exists(os.path.join(root, "backups", "nightly-1")), "its files are gone")
 
 @case
 def tar_reads_long_paths_without_warning(t):
