@@ -287,10 +287,16 @@ BACKUP_SPEC_PROPS = {
 }
 
 PROGRESS_BACKUP = obj({
-    "totalItems": i("Items the backup is expected to hold (known after listing)."),
-    "itemsBackedUp": i("Items written to the tarball so far."),
-    "bytesDone": i("Compressed tarball bytes stored so far."),
-}, "Updated at most once a second while the backup runs.")
+    "totalItems": i("Items the backup will hold after its filters: counted before "
+                    "they are listed where the API server gives a count, else as "
+                    "they are listed; never decreases while the backup runs; at "
+                    "the end, the items it holds (as Velero)."),
+    "itemsBackedUp": i("Items written to the tarball so far (items, not tar entries: "
+                       "each item has two)."),
+    "bytesDone": i("Tarball bytes stored so far plus those of the part being "
+                   "written; at the end, the tarball's size in storage."),
+}, "Updated at most once a second while the backup runs; never goes back "
+   "within an attempt.")
 
 BACKUP_PHASES = ["New", "Queued", "ReadyToStart", "FailedValidation", "InProgress",
                  "WaitingForPluginOperations", "Finalizing", "Completed",
@@ -353,7 +359,9 @@ RESTORE = dict(
     desc="A restore of the objects of a Backup into the cluster.",
     spec=obj({
         "backupName": s("Backup to restore from."),
-        "scheduleName": s("Restore the latest Completed backup of this Schedule."),
+        "scheduleName": s("The Schedule whose latest Completed backup "
+                          "`cairn restore create --from-schedule` chose as "
+                          "backupName (a record; the restore reads backupName)."),
         "includedNamespaces": strs("Namespaces to restore ('*' globs); empty: all."),
         "excludedNamespaces": strs("Namespaces not to restore."),
         "includedResources": strs("Resources to restore; empty: all."),
@@ -385,7 +393,7 @@ RESTORE = dict(
         "progress": obj({
             "totalItems": i("Items to restore."),
             "itemsRestored": i("Items restored so far."),
-            "bytesDone": i("Tarball bytes read so far."),
+            "bytesDone": i("Compressed tarball bytes read so far."),
         }, "Updated at most once a second."),
         "hookStatus": HOOK_STATUS,
         "claim": CLAIM,
