@@ -32,12 +32,15 @@
  * requests gets a small share and the backups the rest, while an idle
  * machine still answers at full speed.
  *
- * The status document is the expensive answer, so it is cached: at most
- * one status() call per status_interval_ms, made under status_mu by
- * whichever request finds the cache stale; every request in between
- * queues the same ref-counted MHD_Response (libmicrohttpd shares one
- * response among connections), so the load a scraper or a browser puts on
- * the server's state is bounded whatever the request rate.
+ * The status document and the metrics are the expensive answers, so they
+ * are cached (struct cached): at most one status() call per
+ * status_interval_ms and one metrics_render() per metrics_interval_ms,
+ * made under the cache's mutex by whichever request finds it stale; every
+ * request in between queues the same ref-counted MHD_Response
+ * (libmicrohttpd shares one response among connections), so the load
+ * scrapers and browsers put on the server's state is bounded whatever the
+ * request rate: a flood costs libmicrohttpd's per-request work, on the
+ * web threads (bounded in number, niced), nothing else.
  *
  * Connections. Slow clients must not take the endpoint (or the process)
  * down: a client that trickles its request line or headers a byte at a
@@ -62,7 +65,7 @@
  * table, so it never hits a descriptor reused by someone else.
  *
  * Threading: the handler runs on libmicrohttpd's threads. struct web is
- * read-only after web_start() except the status cache (status_mu). The
+ * read-only after web_start() except the two caches (their mutexes). The
  * source callbacks are called on those threads and must be thread-safe.
  */
 #include "config.h"
@@ -96,6 +99,14 @@
 #define WEB_CSP_MAX		512
 #define CTX_BAD_TARGET		4	/* context word: see handle() */
 
+/* An answer built at most once per interval and shared by all requests. */
+struct cached {
+	pthread_mutex_t mu;		/* guards resp, at */
+	struct MHD_Response *resp;	/* NULL until first built */
+	int64_t at;			/* monotonic time it was built */
+	int64_t interval_us;
+};
+
 struct web {
 	struct MHD_Daemon *mhd;
 	struct web_source src;
@@ -103,13 +114,11 @@ struct web {
 	char *auth;			/* "Bearer <token>" or NULL */
 	size_t max_url;
 	int nice;			/* for the web threads, < 0: none */
-	int64_t status_interval_us;
 	char page_csp[WEB_CSP_MAX];	/* CSP of /status (hashes) */
 	struct MHD_Response *page;	/* /status, built once */
 
-	pthread_mutex_t status_mu;	/* guards the two fields below */
-	struct MHD_Response *status_resp; /* cached /status.json or NULL */
-	int64_t status_at;		/* monotonic time it was built */
+	struct cached status;		/* /status.json */
+	struct cached metrics;		/* /metrics */
 
 	/* The connection guard (see "Connections" above). */
 	pthread_mutex_t conn_mu;	/* guards conns, nconns */
@@ -241,55 +250,69 @@ status_build(struct web *w, size_t *len)
 	return text;
 }
 
+/*
+ * Queue ca's answer, first building it with build (an MHD_Response, NULL
+ * on failure) when it is missing or older than its interval.
+ */
 static enum MHD_Result
-serve_status_json(struct web *w, struct MHD_Connection *c)
+serve_cached(struct web *w, struct MHD_Connection *c, struct cached *ca,
+    struct MHD_Response *(*build)(struct web *), const char *fail,
+    const char *fail_type)
 {
 	enum MHD_Result ok;
 	int64_t now = time_mono_us();
 
-	pthread_mutex_lock(&w->status_mu);
-	if (w->status_resp == NULL ||
-	    now - w->status_at >= w->status_interval_us) {
-		struct MHD_Response *r = NULL;
-		size_t len = 0;
-		char *text = status_build(w, &len);
+	pthread_mutex_lock(&ca->mu);
+	if (ca->resp == NULL || now - ca->at >= ca->interval_us) {
+		struct MHD_Response *r = build(w);
 
-		if (text != NULL)
-			r = MHD_create_response_from_buffer(len, text,
-			    MHD_RESPMEM_MUST_FREE);
 		if (r == NULL) {
-			free(text);
-			pthread_mutex_unlock(&w->status_mu);
+			pthread_mutex_unlock(&ca->mu);
 			return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
-			    "{\"error\":\"status unavailable\"}\n",
-			    "application/json");
+			    fail, fail_type);
 		}
-		add_common_headers(r, csp_none, "application/json");
-		if (w->status_resp != NULL)
-			MHD_destroy_response(w->status_resp);
-		w->status_resp = r;
-		w->status_at = now;
+		if (ca->resp != NULL)
+			MHD_destroy_response(ca->resp);
+		ca->resp = r;
+		ca->at = now;
 	}
 	/* Queued under the lock: the response cannot be replaced meanwhile. */
-	ok = queue(c, MHD_HTTP_OK, w->status_resp);
-	pthread_mutex_unlock(&w->status_mu);
+	ok = queue(c, MHD_HTTP_OK, ca->resp);
+	pthread_mutex_unlock(&ca->mu);
 	return ok;
 }
 
-static enum MHD_Result
-serve_metrics(struct MHD_Connection *c)
+static struct MHD_Response *
+build_status_json(struct web *w)
+{
+	struct MHD_Response *r = NULL;
+	size_t len = 0;
+	char *text = status_build(w, &len);
+
+	if (text != NULL)
+		r = MHD_create_response_from_buffer(len, text,
+		    MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(text);
+		return NULL;
+	}
+	add_common_headers(r, csp_none, "application/json");
+	return r;
+}
+
+static struct MHD_Response *
+build_metrics(struct web *w)
 {
 	struct MHD_Response *r;
 	struct buf b;
-	enum MHD_Result ok;
 	size_t len;
 	char *text;
 
+	(void)w;
 	buf_init(&b, METRICS_CAP_RENDER);
 	if (metrics_render(&b) < 0) {
 		buf_free(&b);
-		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
-		    "metrics over their size cap\n", NULL);
+		return NULL;
 	}
 	text = buf_take(&b, &len);
 	if (text == NULL)
@@ -297,12 +320,10 @@ serve_metrics(struct MHD_Connection *c)
 	r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
 	if (r == NULL) {
 		free(text);
-		return MHD_NO;
+		return NULL;
 	}
 	add_common_headers(r, csp_none, "text/plain; version=0.0.4; charset=utf-8");
-	ok = queue(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ok;
+	return r;
 }
 
 static enum MHD_Result
@@ -375,9 +396,11 @@ route(struct web *w, struct MHD_Connection *c, const char *url,
 	if (strcmp(url, "/status") == 0)
 		return queue(c, MHD_HTTP_OK, w->page);
 	if (strcmp(url, "/status.json") == 0)
-		return serve_status_json(w, c);
+		return serve_cached(w, c, &w->status, build_status_json,
+		    "{\"error\":\"status unavailable\"}\n", "application/json");
 	if (strcmp(url, "/metrics") == 0)
-		return serve_metrics(c);
+		return serve_cached(w, c, &w->metrics, build_metrics,
+		    "metrics over their size cap\n", NULL);
 	if (strcmp(url, "/") == 0)
 		return serve_redirect(c);
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n", NULL);
@@ -804,7 +827,8 @@ web_start(const struct web_opts *opts, const struct web_source *src,
 	*out = NULL;
 	metrics_init();
 	w = xcalloc(1, sizeof *w);
-	pthread_mutex_init(&w->status_mu, NULL);
+	pthread_mutex_init(&w->status.mu, NULL);
+	pthread_mutex_init(&w->metrics.mu, NULL);
 	pthread_mutex_init(&w->conn_mu, NULL);
 	pthread_mutex_init(&w->stop_mu, NULL);
 	pthread_cond_init(&w->stop_cv, NULL);
@@ -812,8 +836,10 @@ web_start(const struct web_opts *opts, const struct web_source *src,
 		w->src = *src;
 	w->max_url = opts->max_url ? opts->max_url : WEB_DEFAULT_MAX_URL;
 	w->nice = opts->nice ? opts->nice : WEB_DEFAULT_NICE;
-	w->status_interval_us = (int64_t)(opts->status_interval_ms ?
+	w->status.interval_us = (int64_t)(opts->status_interval_ms ?
 	    opts->status_interval_ms : WEB_DEFAULT_STATUS_INTERVAL_MS) * 1000;
+	w->metrics.interval_us = (int64_t)(opts->metrics_interval_ms ?
+	    opts->metrics_interval_ms : WEB_DEFAULT_METRICS_INTERVAL_MS) * 1000;
 	max_conn = opts->max_connections ? opts->max_connections :
 	    WEB_DEFAULT_MAX_CONNECTIONS;
 	threads = opts->threads ? opts->threads : WEB_DEFAULT_THREADS;
@@ -901,11 +927,14 @@ web_stop(struct web *w)
 	}
 	if (w->mhd != NULL)
 		MHD_stop_daemon(w->mhd);	/* closes the listening socket */
-	if (w->status_resp != NULL)
-		MHD_destroy_response(w->status_resp);
+	if (w->status.resp != NULL)
+		MHD_destroy_response(w->status.resp);
+	if (w->metrics.resp != NULL)
+		MHD_destroy_response(w->metrics.resp);
 	if (w->page != NULL)
 		MHD_destroy_response(w->page);
-	pthread_mutex_destroy(&w->status_mu);
+	pthread_mutex_destroy(&w->status.mu);
+	pthread_mutex_destroy(&w->metrics.mu);
 	pthread_mutex_destroy(&w->conn_mu);
 	pthread_mutex_destroy(&w->stop_mu);
 	pthread_cond_destroy(&w->stop_cv);

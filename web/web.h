@@ -16,9 +16,10 @@
  * struct web_source of callbacks. They are called from the web threads,
  * concurrently with the server's own threads, so they must be thread-safe;
  * they should be cheap (read a snapshot under a mutex). status() is called
- * at most once per opts->status_interval_ms whatever the request rate: the
- * rendered document is cached and shared by every request in between, so
- * load on /status.json cannot slow the backups down.
+ * at most once per opts->status_interval_ms and the metrics are rendered at
+ * most once per opts->metrics_interval_ms whatever the request rate: each
+ * answer is cached and shared by every request in between, so load on
+ * /status.json or /metrics cannot slow the backups down.
  */
 #ifndef CAIRN_WEB_H
 #define CAIRN_WEB_H
@@ -40,6 +41,7 @@ struct web;
 #define WEB_DEFAULT_REQUEST_TIMEOUT_S	10
 #define WEB_DEFAULT_MAX_URL		2048
 #define WEB_DEFAULT_STATUS_INTERVAL_MS	500
+#define WEB_DEFAULT_METRICS_INTERVAL_MS	1000
 #define WEB_DEFAULT_NICE		10
 #define WEB_CAP_TOKEN			4096	/* token file size */
 #define WEB_CAP_STATUS_JSON		(16u << 20)	/* one status document */
@@ -57,6 +59,7 @@ struct web_opts {
 	size_t max_header;	/* bytes of request line + headers; 0: CAIRN_CAP_HTTP_REQ */
 	size_t max_url;		/* bytes of the request target */
 	unsigned status_interval_ms; /* status() called at most this often */
+	unsigned metrics_interval_ms; /* metrics rendered at most this often */
 	int nice;		/* web threads' nice increment (0: default
 				   WEB_DEFAULT_NICE, < 0: leave as is) so a
 				   request flood yields the CPU to backups */

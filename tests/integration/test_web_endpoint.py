@@ -15,7 +15,7 @@ import socket
 import time
 
 from cairntest import case, main, wait_for
-from webcheck import DEMO, SCHEMA, get, scrape, start_demo, validate, value
+from webcheck import DEMO, SCHEMA, get, parse_prometheus, scrape, start_demo, validate, value
 
 # ---- cases ----
 
@@ -237,6 +237,24 @@ def binds_only_the_given_address(t):
     p = t.spawn([DEMO, "--listen", "127.0.0.1:%d" % port], name="web_demo_dup")
     rc = p.wait(10)
     t.check(rc != 0 and "Address already in use" in p.output(), "duplicate bind: %r" % p.output())
+
+
+@case
+def metrics_rendered_once_per_interval(t):
+    """/metrics is rendered at most once a second and shared: requests
+    within that second get the very same bytes (cairn_web_requests_total
+    would count each of them otherwise), a later one a fresh render."""
+    demo, port = start_demo(t)
+    get(port, "/healthz")
+    first = get(port, "/metrics")[2]
+    bodies = {get(port, "/metrics")[2] for _ in range(20)}
+    # the 20 may straddle the end of the first render's second, not more
+    t.check(len(bodies | {first}) <= 2, "%d different /metrics bodies within about a second" %
+            len(bodies | {first}))
+    time.sleep(1.2)
+    later = parse_prometheus(get(port, "/metrics")[2].decode())
+    total = sum(v for n, _, v in later["cairn_web_requests_total"]["samples"])
+    t.check(total >= 22, "a render after the interval counts the requests before it: %s" % total)
 
 
 main()
