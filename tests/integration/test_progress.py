@@ -220,6 +220,23 @@ def metrics_after_known_backups(t):
               st["progress"]["bytesDone"], st.get("warnings", 0), st.get("errors", 0)),
              "%s on /status.json" % name)
 
+    # A restore over objects that changed since: a warning each, the same
+    # on /status.json as in its status.
+    for cm in w.sim.ok("GET", "/api/v1/namespaces/app/configmaps?limit=2")["items"]:
+        w.sim.ok("PATCH", "/api/v1/namespaces/app/configmaps/%s" % cm["metadata"]["name"],
+                 {"data": {"a": "changed"}}, content_type="application/merge-patch+json")
+    w.create_restore("r2", "nightly-1")
+    r2 = w.wait_restore("r2", srv=srv)
+    t.eq((r2["status"]["phase"], r2["status"]["warnings"]), ("Completed", 2),
+         "a restore over 2 changed objects")
+
+    def r2_shown():
+        x = [r for r in status_json(port)["recent"] if r["name"] == "r2"]
+        return x[0] if x else None
+    rec2 = wait_for(r2_shown, 15, "r2 on /status.json")
+    t.eq((rec2["warnings"], rec2["itemsDone"], rec2["totalItems"]),
+         (2, r2["status"]["progress"]["itemsRestored"], r2["status"]["progress"]["totalItems"]),
+         "r2 on /status.json")
     # A deletion (kubectl delete: the server's collector cleans storage).
     w.sim.ok("DELETE", "%s/nightly-1" % BK)
     wait_for(lambda: w.sim.get("%s/nightly-1" % BK)[0] == 404, 60, "nightly-1 deleted")
