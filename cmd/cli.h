@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "base/flags.h"
+#include "cmd/output.h"
 
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
@@ -140,6 +141,14 @@ int cli_resource_list(struct store *s, const char *key, struct cJSON **out,
 	struct cairn_err *err);
 /* "Resource List:" and each kind's items, as Velero's --details. */
 void cli_print_resource_list(FILE *f, const struct cJSON *rl);
+/*
+ * describe -o json|yaml on stdout: {kind: obj, key2: v2, volumes,
+ * resourceList}, the optional parts when not NULL (vols is taken, the
+ * others borrowed). The exit code.
+ */
+int cli_print_describe(enum out_format fmt, const char *kind,
+	const struct cJSON *obj, const char *key2, const struct cJSON *v2,
+	struct cJSON *vols, const struct cJSON *rl);
 int cmd_install(const struct cli_command *cmd, struct flagset *fs);
 int cmd_uninstall(const struct cli_command *cmd, struct flagset *fs);
 int cmd_schedule_create(const struct cli_command *cmd, struct flagset *fs);

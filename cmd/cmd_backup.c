@@ -897,7 +897,7 @@ cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 	struct bk_location loc;
 	enum out_format fmt;
 	struct kube *k = NULL;
-	cJSON *b = NULL, *files = NULL, *rl = NULL, *doc;
+	cJSON *b = NULL, *files = NULL, *rl = NULL;
 	char *dir = NULL, *key = NULL;
 	const char *problem = NULL;
 	int rc, have_loc;
@@ -939,19 +939,8 @@ cmd_backup_describe(const struct cli_command *cmd, struct flagset *fs)
 			cli_print_resource_list(stdout, rl);
 		rc = CLI_EXIT_OK;
 	} else {
-		cJSON *vols = cli_volume_objects(k, ns, 0, fs->args[0]);
-
-		doc = cJSON_CreateObject();
-		cJSON_AddItemReferenceToObject(doc, "backup", b);
-		if (files != NULL)
-			cJSON_AddItemReferenceToObject(doc, "storageFiles", files);
-		if (vols != NULL)
-			cJSON_AddItemToObject(doc, "volumes", vols);
-		if (rl != NULL)
-			cJSON_AddItemReferenceToObject(doc, "resourceList", rl);
-		rc = out_print_doc(stdout, fmt, doc, &err) < 0 ?
-		    cli_fail("%s", err.msg) : CLI_EXIT_OK;
-		cJSON_Delete(doc);
+		rc = cli_print_describe(fmt, "backup", b, "storageFiles", files,
+		    cli_volume_objects(k, ns, 0, fs->args[0]), rl);
 	}
 	if (have_loc)
 		location_free(&loc);

@@ -700,19 +700,8 @@ cmd_restore_describe(const struct cli_command *cmd, struct flagset *fs)
 			    CAIRN_ENOTFOUND ? "it has not finished" : err.msg);
 	}
 	if (fmt != OUT_TABLE) {
-		cJSON *doc = cJSON_CreateObject();
-		cJSON *vols = cli_volume_objects(k, ns, 1, fs->args[0]);
-
-		cJSON_AddItemReferenceToObject(doc, "restore", r);
-		if (res != NULL)
-			cJSON_AddItemReferenceToObject(doc, "results", res);
-		if (vols != NULL)
-			cJSON_AddItemToObject(doc, "volumes", vols);
-		if (rl != NULL)
-			cJSON_AddItemReferenceToObject(doc, "resourceList", rl);
-		rc = out_print_doc(stdout, fmt, doc, &err) < 0 ?
-		    cli_fail("%s", err.msg) : CLI_EXIT_OK;
-		cJSON_Delete(doc);
+		rc = cli_print_describe(fmt, "restore", r, "results", res,
+		    cli_volume_objects(k, ns, 1, fs->args[0]), rl);
 		goto out;
 	}
 	describe_restore(r);

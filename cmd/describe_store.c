@@ -125,3 +125,24 @@ cli_print_resource_list(FILE *f, const cJSON *rl)
 	}
 	buf_free(&b);
 }
+
+int
+cli_print_describe(enum out_format fmt, const char *kind, const cJSON *obj,
+    const char *key2, const cJSON *v2, cJSON *vols, const cJSON *rl)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	cJSON *doc = cJSON_CreateObject();
+	int rc;
+
+	cJSON_AddItemReferenceToObject(doc, kind, (cJSON *)obj);
+	if (v2 != NULL)
+		cJSON_AddItemReferenceToObject(doc, key2, (cJSON *)v2);
+	if (vols != NULL)
+		cJSON_AddItemToObject(doc, "volumes", vols);
+	if (rl != NULL)
+		cJSON_AddItemReferenceToObject(doc, "resourceList", (cJSON *)rl);
+	rc = out_print_doc(stdout, fmt, doc, &err) < 0 ?
+	    cli_fail("%s", err.msg) : CLI_EXIT_OK;
+	cJSON_Delete(doc);
+	return rc;
+}

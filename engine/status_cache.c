@@ -265,13 +265,9 @@ rec_new(enum sc_kind k, const cJSON *obj)
 		r->backup = dup_or_null(json_str(obj, "spec.backupName"));
 		break;
 	case SC_VPB:
-		r->backup = dup_or_null(json_str(obj, "spec.backup"));
-		r->volume = dup_or_null(json_str(obj, "spec.volume"));
-		r->plugin = dup_or_null(json_str(obj, "spec.provider"));
-		add_message(r, json_str(obj, "status.message"));
-		break;
-	case SC_VPR:
-		r->backup = dup_or_null(json_str(obj, "spec.restoreName"));
+	case SC_VPR:	/* the owner: its backup, or its restore */
+		r->backup = dup_or_null(json_str(obj, k == SC_VPB ?
+		    "spec.backup" : "spec.restoreName"));
 		r->volume = dup_or_null(json_str(obj, "spec.volume"));
 		r->plugin = dup_or_null(json_str(obj, "spec.provider"));
 		add_message(r, json_str(obj, "status.message"));
@@ -776,12 +772,24 @@ render_volume(cJSON *doc, enum sc_kind k, const struct rec *r, int64_t now)
 	status_doc_add_volume(doc, &v, now);
 }
 
+/* r's messages into msgs (SC_MESSAGES_MAX + 1 slots), NULL-terminated. */
+static void
+rec_messages(const struct rec *r, const char **msgs)
+{
+	int n = 0;
+
+	for (int i = 0; i < cJSON_GetArraySize(r->messages) &&
+	    n < SC_MESSAGES_MAX; i++)
+		if (cJSON_IsString(cJSON_GetArrayItem(r->messages, i)))
+			msgs[n++] = cJSON_GetArrayItem(r->messages,
+			    i)->valuestring;
+	msgs[n] = NULL;
+}
+
 static void
 render_result(struct status_result *res, enum sc_kind k, const struct rec *r,
     const char **msgs)
 {
-	int n = 0;
-
 	memset(res, 0, sizeof *res);
 	res->kind = k == SC_RESTORE ? STATUS_RESTORE : STATUS_BACKUP;
 	res->name = r->name;
@@ -803,12 +811,7 @@ render_result(struct status_result *res, enum sc_kind k, const struct rec *r,
 	res->schedule = r->schedule;
 	res->labels = r->labels;
 	res->security = r->security;
-	for (int i = 0; i < cJSON_GetArraySize(r->messages) &&
-	    n < SC_MESSAGES_MAX; i++)
-		if (cJSON_IsString(cJSON_GetArrayItem(r->messages, i)))
-			msgs[n++] = cJSON_GetArrayItem(r->messages,
-			    i)->valuestring;
-	msgs[n] = NULL;
+	rec_messages(r, msgs);
 	res->messages = msgs;
 }
 
@@ -877,7 +880,6 @@ render_schedule(cJSON *doc, const struct rec *r, int64_t now)
 	struct status_schedule s;
 	const char *msgs[SC_MESSAGES_MAX + 1];
 	struct cron *cr = NULL;
-	int n = 0;
 
 	memset(&s, 0, sizeof s);
 	s.name = r->name;
@@ -898,12 +900,7 @@ render_schedule(cJSON *doc, const struct rec *r, int64_t now)
 			s.next_run_us = cron_next(cr, now);
 		cron_free(cr);
 	}
-	for (int i = 0; i < cJSON_GetArraySize(r->messages) &&
-	    n < SC_MESSAGES_MAX; i++)
-		if (cJSON_IsString(cJSON_GetArrayItem(r->messages, i)))
-			msgs[n++] = cJSON_GetArrayItem(r->messages,
-			    i)->valuestring;
-	msgs[n] = NULL;
+	rec_messages(r, msgs);
 	s.messages = msgs;
 	s.labels = r->labels;
 	status_doc_add_schedule(doc, &s);
