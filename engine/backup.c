@@ -1375,6 +1375,40 @@ res_selector(const struct bk *b, const struct kube_resource *r)
 	return b->spec->selector_text;
 }
 
+/* Collects the namespaces the spec's excludedNamespaces leave out. */
+static int
+excl_cb(void *arg, cJSON *item)
+{
+	struct bk *b = ((void **)arg)[0];
+	char ***v = ((void **)arg)[1];
+	const char *name = json_str_or(item, "metadata.name", "");
+
+	if (!bspec_ns_included(b->spec, name))
+		*v = strv_push(*v, name);
+	return 0;
+}
+
+/*
+ * Items of r the backup will not take because their namespace is
+ * excluded (excl: the existing excluded namespaces), so the total is
+ * what the backup holds after its filters. -1 when the budget of count
+ * requests does not reach (the resource is then counted as it is walked).
+ */
+static int64_t
+excluded_items(struct bk *b, const struct kube_resource *r,
+	const struct kube_gvr *g, char **excl, int64_t *budget)
+{
+	int64_t n = 0;
+
+	if (r->group[0] == '\0' && strcmp(r->resource, "namespaces") == 0)
+		return (int64_t)strv_len(excl);
+	if ((int64_t)strv_len(excl) > *budget)
+		return -1;
+	for (size_t j = 0; excl[j] != NULL; j++, (*budget)--)
+		n += count_items(b, g, excl[j], res_selector(b, r));
+	return n;
+}
+
 /*
  * The progress total: what the backup will hold, counted where it will
  * be listed (each included namespace, not the whole cluster). Related
@@ -1390,6 +1424,19 @@ bk_estimate_total(struct bk *b)
 	int64_t total = b->items_stored;
 	/* API servers count nothing under a label selector */
 	int64_t budget = b->spec->selector_text != NULL ? 0 : BK_COUNT_MAX;
+	char **excl = NULL;
+
+	/* excludedNamespaces without includedNamespaces: count without them */
+	if (!b->per_ns && b->spec->exc_ns[0] != NULL && budget > 0) {
+		const struct kube_gvr nsg = { "", "v1", "namespaces" };
+		void *arg[2] = { b, &excl };
+
+		excl = xcalloc(1, sizeof *excl);
+		if (kube_list(b->env->kube, &nsg, NULL, NULL, excl_cb, arg, NULL,
+		    NULL) < 0)
+			budget = 0;	/* unknown: counted as walked */
+		budget--;
+	}
 
 	for (size_t i = 0; i < b->nres; i++) {
 		struct bk_res *br = &b->res[i];
@@ -1411,11 +1458,20 @@ bk_estimate_total(struct bk *b)
 				br->est += count_items(b, &g, b->nslist[j],
 				    res_selector(b, r));
 		else if (!(b->per_ns && r->namespaced) && budget > 0) {
+			int64_t x = 0;
+
 			br->est = count_items(b, &g, NULL, res_selector(b, r));
 			budget--;
+			if (excl != NULL && (r->namespaced ||
+			    strcmp(r->resource, "namespaces") == 0))
+				x = excluded_items(b, r, &g, excl, &budget);
+			br->est = x < 0 ? 0 : br->est - x;
+			if (br->est < 0)
+				br->est = 0;
 		}
 		total += br->est;
 	}
+	strv_free(excl);
 	b->total_items = total;
 }
 

@@ -140,6 +140,44 @@ def backup_progress_never_goes_back(t):
 
 
 @case
+def totals_after_filters_never_drop(t):
+    """excludedNamespaces alone: the items of the excluded namespaces are
+    not in the total at any time (no estimate that shrinks at the end)."""
+    w = World(t)
+    root = t.mkdir("store")
+    w.fs_location(root)
+    configmaps(w, "keep", 1500, size=50)
+    configmaps(w, "drop", 1500, size=50)
+    srv = w.server(part_size=32 << 10)
+    w.sim.faults([{"method": "GET", "path": "/configmaps$", "delay": 0.4, "count": 1000}])
+    seen, stop = [], threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            st, b, _ = w.sim.get("%s/bx" % BK)
+            p = b.get("status", {}).get("progress") if st == 200 else None
+            if p and (not seen or seen[-1] != p):
+                seen.append(p)
+            time.sleep(0.02)
+    th = threading.Thread(target=poll)
+    th.start()
+    try:
+        w.create_backup("bx", {"excludedNamespaces": ["drop"]})
+        b = w.wait_backup("bx", srv=srv, timeout=120)
+    finally:
+        stop.set()
+        th.join()
+    t.eq(b["status"]["phase"], "Completed", "phase")
+    totals = [p.get("totalItems", 0) for p in seen]
+    t.check(len(seen) >= 3, "progress seen %d times" % len(seen))
+    t.eq([(a, c) for a, c in zip(totals, totals[1:]) if c < a], [], "totals that went down")
+    items = items_in(tarball(root, "bx"))
+    t.eq(b["status"]["progress"]["totalItems"], items, "final total == items in the tarball")
+    t.check(totals[0] <= items, "the first total (%d) counted no excluded item (%d in the "
+            "backup)" % (totals[0], items))
+
+
+@case
 def metrics_after_known_backups(t):
     w = World(t)
     root = t.mkdir("store")
