@@ -672,9 +672,8 @@ status_cache_totals(struct status_cache *c, struct status_cache_totals *t)
 {
 	memset(t, 0, sizeof *t);
 	pthread_mutex_lock(&c->mu);
-	t->synced = 1;
-	for (int k = 0; k < SC__COUNT; k++)
-		t->synced &= c->synced[k];
+	/* the lists that matter: a kind the API refuses must not hide them */
+	t->synced = c->synced[SC_BACKUP] && c->synced[SC_RESTORE];
 	for (int i = SC_WAITING; i <= SC_FINISHED; i++) {
 		t->backups += c->sets[SC_BACKUP].count[i];
 		t->restores += c->sets[SC_RESTORE].count[i];

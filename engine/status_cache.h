@@ -50,7 +50,7 @@ void status_cache_stop(struct status_cache *c);
 
 /* Exact counts of the objects seen (for totals and metrics). */
 struct status_cache_totals {
-	int synced;			/* every kind listed at least once */
+	int synced;			/* Backups and Restores listed once */
 	int64_t backups, restores, schedules;
 	int64_t backups_waiting, restores_waiting;
 	int64_t backups_running, restores_running, volumes_running;

@@ -151,7 +151,7 @@ struct status_schedule {
 
 /* Exact counts of the cluster's objects (the lists are capped). */
 struct status_totals {
-	int synced;			/* every kind listed at least once */
+	int synced;			/* Backups and Restores listed once */
 	int64_t backups, restores, schedules;
 	int64_t waiting, running, volumes_running;
 };
