@@ -289,6 +289,29 @@ str_has_suffix(const char *s, const char *suffix)
 	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
+int
+str_path_cmp(const char *a, const char *b)
+{
+	size_t la, lb;
+	int c;
+
+	for (;;) {
+		la = strcspn(a, "/");
+		lb = strcspn(b, "/");
+		c = memcmp(a, b, la < lb ? la : lb);
+		if (c != 0)
+			return c;
+		if (la != lb)
+			return la < lb ? -1 : 1;
+		a += la;
+		b += lb;
+		if (*a == '\0' || *b == '\0')
+			return (*a != '\0') - (*b != '\0');
+		a++;
+		b++;
+	}
+}
+
 char **
 str_split(const char *s, char sep, size_t *n_out)
 {

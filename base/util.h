@@ -46,6 +46,13 @@ int str_glob(const char *pattern, const char *s);
 int strv_glob_any(char *const *pats, const char *s);
 int str_has_prefix(const char *s, const char *prefix);
 int str_has_suffix(const char *s, const char *suffix);
+/*
+ * Compare two relative paths ('/'-separated) component by component,
+ * bytewise: the order of a depth-first walk that sorts each directory's
+ * names, where a directory comes before everything inside it ("a" <
+ * "a/z" < "a-b", unlike strcmp). <0, 0, >0 as strcmp.
+ */
+int str_path_cmp(const char *a, const char *b);
 
 /*
  * Split s on sep into a NULL-terminated array of trimmed, non-empty owned

@@ -26,6 +26,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/bsl.h"
+#include "engine/chunks.h"
 #include "engine/volumes.h"
 #include "kube/kube.h"
 #include "storage/layout.h"
@@ -95,6 +96,10 @@ clean_backup(const struct volumes_ctx *c, const cJSON *b, int lost_ok,
 	if (dir == NULL)
 		goto out;	/* no key can hold it: nothing stored */
 	rc = clean_volumes(c, b, out, err);
+	/* chunk packs only this backup used, while its folder says which */
+	if (rc == 0)
+		rc = chunks_release(bsl_store(l), bsl_prefix(l), name,
+		    &out->packs_removed, &out->pack_bytes, err);
 	if (rc == 0)
 		rc = store_delete_prefix(bsl_store(l), dir, &out->removed, err);
 	if (rc == 0)

@@ -61,6 +61,8 @@ struct gc_clean {
 	char location[254];	/* the location's name ("" when none opened) */
 	char lost[512];		/* lost_ok: why the location could not be opened */
 	size_t removed;		/* keys deleted under backups/<name>/ */
+	size_t packs_removed;	/* volume chunk packs no other backup used */
+	uint64_t pack_bytes;	/* their bytes */
 	int snapshots_failed;	/* volume snapshots the plugins could not delete */
 };
 
@@ -68,10 +70,12 @@ struct gc_clean {
  * The one way a backup's stored data is deleted, used by the cleanup
  * finalizer, expiry and `cairn backup delete`: the plugins delete its
  * volume snapshots, its VolumePluginBackups go (engine/volumes.h
- * volumes_delete_backup(), with c's client, namespace and stop flag), then
- * every key under backups/<name>/ of its storage location. In that order,
- * so that a failure half way leaves what is needed to try again. out is
- * always filled.
+ * volumes_delete_backup(), with c's client, namespace and stop flag), the
+ * hostpath mover's chunk packs that no other backup uses
+ * (engine/chunks.h chunks_release(): its refs, then the unused packs),
+ * then every key under backups/<name>/ of its storage location. In that
+ * order, so that a failure half way leaves what is needed to try again.
+ * out is always filled.
  *
  * Returns 0 when done (out->removed keys deleted), and otherwise deletes
  * nothing more than the message says:

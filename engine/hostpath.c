@@ -17,7 +17,7 @@
  *   1 TiB sparse file with 1 MiB of data costs 1 MiB of reading.
  *
  * Order and resume: names in each directory are sorted bytewise, so the
- * walk order equals comparing paths component by component (hostpath_path_cmp()).
+ * walk order equals comparing paths component by component (str_path_cmp()).
  * A resumed copy re-walks the tree and skips every entry that compares
  * <= the checkpoint's last_file; the parts before it are kept as stored.
  *
@@ -59,6 +59,7 @@
 #include "base/mem.h"
 #include "base/util.h"
 #include "engine/archive_read.h"
+#include "engine/chunks.h"
 #include "engine/partsink.h"
 #include "engine/tarparts.h"
 #include "storage/layout.h"
@@ -96,6 +97,8 @@ hostpath_ckpt_encode(const struct hostpath_ckpt *ck, char *out, size_t n)
 	cJSON_AddStringToObject(o, "f", ck->last_file);
 	cJSON_AddNumberToObject(o, "b", (double)ck->bytes_done);
 	cJSON_AddNumberToObject(o, "n", (double)ck->files_done);
+	if (ck->bytes_uploaded > 0)
+		cJSON_AddNumberToObject(o, "U", (double)ck->bytes_uploaded);
 	if (ck->gap_from > 0) {
 		cJSON_AddNumberToObject(o, "g", ck->gap_from);
 		cJSON_AddNumberToObject(o, "G", ck->gap_to);
@@ -132,6 +135,7 @@ hostpath_ckpt_decode(const char *s, struct hostpath_ckpt *ck)
 		ck->parts = (int)json_int(o, "p", 0);
 		ck->bytes_done = (uint64_t)json_int(o, "b", 0);
 		ck->files_done = (uint64_t)json_int(o, "n", 0);
+		ck->bytes_uploaded = (uint64_t)json_int(o, "U", 0);
 		ck->gap_from = (int)json_int(o, "g", 0);
 		ck->gap_to = (int)json_int(o, "G", 0);
 		if (ck->gap_from < 0 || ck->gap_to < ck->gap_from ||
@@ -141,29 +145,6 @@ hostpath_ckpt_decode(const char *s, struct hostpath_ckpt *ck)
 	}
 	cJSON_Delete(o);
 	return rc;
-}
-
-int
-hostpath_path_cmp(const char *a, const char *b)
-{
-	size_t la, lb;
-	int c;
-
-	for (;;) {
-		la = strcspn(a, "/");
-		lb = strcspn(b, "/");
-		c = memcmp(a, b, la < lb ? la : lb);
-		if (c != 0)
-			return c;
-		if (la != lb)
-			return la < lb ? -1 : 1;
-		a += la;
-		b += lb;
-		if (*a == '\0' || *b == '\0')
-			return (*a != '\0') - (*b != '\0');
-		a++;
-		b++;
-	}
 }
 
 /* ---- The walk ---------------------------------------------------------- */
@@ -302,6 +283,10 @@ struct hp_writer {
 	int gap_from, gap_to;		/* numbers left out (takeover), 0 0: none */
 	uint64_t bytes_done, bytes_total, files_done, files_total;
 	uint64_t compressed;
+	uint64_t uploaded_before;	/* by earlier attempts (checkpoint) */
+	uint64_t since_fence;		/* file bytes since the last fence ask */
+	struct chunks_writer *cw;	/* deduplicated copy, else NULL */
+	struct buf list;		/* a file's chunk list */
 	char last_file[HOSTPATH_PATH_MAX];
 	const char *skip_until;		/* resume: skip entries <= this */
 	int closing;			/* the last part: no checkpoint */
@@ -310,16 +295,35 @@ struct hp_writer {
 	struct cairn_err err;
 };
 
+/* Bytes stored for this copy: earlier attempts', parts, packs. */
+static uint64_t
+hp_uploaded(const struct hp_writer *w)
+{
+	struct chunks_stats cs;
+
+	memset(&cs, 0, sizeof cs);
+	if (w->cw != NULL)
+		chunks_writer_stats(w->cw, &cs);
+	return w->uploaded_before + w->compressed + cs.uploaded;
+}
+
 static void
 hp_progress(struct hp_writer *w)
 {
+	struct hostpath_progress p;
+
 	if (w->bytes_done > w->bytes_total)
 		w->bytes_total = w->bytes_done;
 	if (w->files_done > w->files_total)
 		w->files_total = w->files_done;
-	if (w->o->progress != NULL)
-		w->o->progress(w->o->arg, w->bytes_done, w->bytes_total,
-		    w->files_done, w->files_total);
+	if (w->o->progress == NULL)
+		return;
+	p.bytes_done = w->bytes_done;
+	p.bytes_total = w->bytes_total;
+	p.files_done = w->files_done;
+	p.files_total = w->files_total;
+	p.bytes_uploaded = hp_uploaded(w);
+	w->o->progress(w->o->arg, &p);
 }
 
 /* Ask the caller's fence (before writes, between entries, every 4 MiB). */
@@ -355,7 +359,12 @@ hp_part_fence(void *arg, int part, struct cairn_err *err)
 
 	(void)part;
 	rc = hp_fence(w);
-	return rc < 0 ? cairn_err_copy(err, &w->err) : 0;
+	if (rc < 0)
+		return cairn_err_copy(err, &w->err);
+	/* the chunks this part names are stored before it */
+	if (w->cw != NULL && (rc = chunks_flush(w->cw, err)) < 0 && w->rc == 0)
+		w->rc = rc;
+	return rc;
 }
 
 /* partsink: a part is stored; the caller's checkpoint, but for the last. */
@@ -379,6 +388,7 @@ hp_stored(void *arg, const struct store_part *p, uint64_t entries,
 	snprintf(ck.last_file, sizeof ck.last_file, "%s", w->last_file);
 	ck.bytes_done = w->bytes_done;
 	ck.files_done = w->files_done;
+	ck.bytes_uploaded = hp_uploaded(w);
 	return w->o->checkpoint(w->o->arg, &ck, err);
 }
 
@@ -516,6 +526,50 @@ hp_describe(struct hp_writer *w, int dirfd, const char *name, const char *rel,
 	return 0;
 }
 
+/* chunks: n more file bytes covered; progress, and the fence every 4 MiB. */
+static int
+hp_tick(void *arg, uint64_t n, struct cairn_err *err)
+{
+	struct hp_writer *w = arg;
+
+	w->bytes_done += n;
+	w->since_fence += n;
+	if (w->since_fence < (4u << 20))
+		return 0;
+	w->since_fence = 0;
+	hp_progress(w);
+	if (hp_fence(w) < 0)
+		return cairn_err_copy(err, &w->err);
+	return 0;
+}
+
+/* chunks: before a pack is stored. */
+static int
+hp_chunk_fence(void *arg, struct cairn_err *err)
+{
+	struct hp_writer *w = arg;
+
+	return hp_fence(w) < 0 ? cairn_err_copy(err, &w->err) : 0;
+}
+
+/* A regular file of a deduplicated copy: its chunk list as the entry's data. */
+static int
+hp_chunked_file(struct hp_writer *w, int fd, const char *rel,
+    const struct stat *st)
+{
+	struct cairn_err e = CAIRN_ERR_INIT;
+	int rc;
+
+	rc = chunks_file(w->cw, fd, rel, st, &w->list, &e);
+	if (rc < 0)
+		return hp_fail(w, rc, &e);
+	chunks_mark_entry(w->e, w->list.len);
+	if (tarparts_add_header(w->tp, w->e, &e) < 0 ||
+	    tarparts_add_data(w->tp, w->list.data, w->list.len, &e) < 0)
+		return hp_fail(w, e.code, &e);
+	return 0;
+}
+
 /* One entry of the walk (also the root, with name "." and rel "."). */
 static int
 hp_entry(void *arg, int dirfd, const char *name, const char *rel,
@@ -529,18 +583,21 @@ hp_entry(void *arg, int dirfd, const char *name, const char *rel,
 	if (w->o->stop != NULL && *w->o->stop)
 		return cairn_err_set(&w->err, CAIRN_ECANCELED, "stopped");
 	if (w->skip_until != NULL && (strcmp(rel, ".") == 0 ||
-	    hostpath_path_cmp(rel, w->skip_until) <= 0))
+	    str_path_cmp(rel, w->skip_until) <= 0))
 		return 0;
 	if (hp_fence(w) < 0)
 		return w->rc;
 	rc = hp_describe(w, dirfd, name, rel, st, &fd);
 	if (rc != 0)
 		goto out;
-	if (tarparts_add_header(w->tp, w->e, &e) < 0) {
+	if (w->cw != NULL && S_ISREG(st->st_mode) && st->st_size > 0) {
+		rc = hp_chunked_file(w, fd, rel, st);
+		if (rc < 0)
+			goto out;
+	} else if (tarparts_add_header(w->tp, w->e, &e) < 0) {
 		rc = hp_fail(w, e.code, &e);
 		goto out;
-	}
-	if (S_ISREG(st->st_mode) && st->st_size > 0) {
+	} else if (S_ISREG(st->st_mode) && st->st_size > 0) {
 		rc = hp_file_data(w, fd, rel, st->st_size);
 		if (rc < 0)
 			goto out;
@@ -636,6 +693,8 @@ hp_resume(struct hp_writer *w, const struct hostpath_ckpt *ck, int foreign)
 	}
 	for (size_t i = 0; i < w->nparts; i++)
 		w->compressed += w->parts[i].size;
+	w->uploaded_before = ck->bytes_uploaded > w->compressed ?
+	    ck->bytes_uploaded - w->compressed : 0;
 	w->skip_until = ck->last_file;
 	w->bytes_done = ck->bytes_done;
 	w->files_done = ck->files_done;
@@ -688,6 +747,25 @@ hp_pipeline(struct hp_writer *w)
 		rc = tarparts_set_level(w->tp, Z_DEFAULT_COMPRESSION, &w->err);
 	if (rc < 0)
 		return rc;
+	if (w->o->chunk_dir != NULL) {
+		struct chunks_config cc;
+
+		memset(&cc, 0, sizeof cc);
+		cc.s = w->s;
+		cc.vol_dir = w->o->chunk_dir;
+		cc.backup = w->o->backup;
+		cc.parent = w->o->parent;
+		cc.parent_index = w->o->parent_index;
+		cc.pack_size = w->o->part_size;
+		cc.spool_dir = w->o->spool_dir;
+		cc.fence = hp_chunk_fence;
+		cc.tick = hp_tick;
+		cc.arg = w;
+		cc.stop = w->o->stop;
+		rc = chunks_writer_open(&cc, &w->cw, &w->err);
+		if (rc < 0)
+			return rc;
+	}
 	w->e = archive_entry_new();
 	w->disk = archive_read_disk_new();
 	archive_read_disk_set_standard_lookup(w->disk);
@@ -719,8 +797,44 @@ hp_copy(struct hp_writer *w, int root, const struct stat *rst,
 	    w->nparts, st != NULL ? st->etag : NULL, &w->err);
 	if (rc < 0)
 		return rc;
+	if (w->cw != NULL) {
+		rc = chunks_writer_finish(w->cw, w->key, w->skip_until != NULL,
+		    &w->err);
+		if (rc < 0)
+			return rc;
+	}
 	hp_progress(w);
 	return 0;
+}
+
+static void
+hp_stats(const struct hp_writer *w, struct hostpath_stats *st)
+{
+	struct chunks_stats cs;
+	char etag[STORE_ETAG_MAX];
+
+	memcpy(etag, st->etag, sizeof etag);	/* set by the complete */
+	memset(st, 0, sizeof *st);
+	memcpy(st->etag, etag, sizeof etag);
+	memset(&cs, 0, sizeof cs);
+	st->bytes_total = w->bytes_total;
+	st->files_total = w->files_total;
+	st->bytes_done = w->bytes_done;
+	st->compressed = w->compressed;
+	st->parts = (int)w->nparts;
+	st->bytes_uploaded = hp_uploaded(w);
+	if (w->cw == NULL)
+		return;
+	chunks_writer_stats(w->cw, &cs);
+	st->bytes_read = cs.read;
+	st->bytes_reused = cs.reused;
+	st->chunks_new = cs.chunks_new;
+	st->chunks_reused = cs.chunks_reused;
+	st->files_unchanged = cs.files_unchanged;
+	snprintf(st->parent, sizeof st->parent, "%s",
+	    chunks_writer_parent(w->cw) ? chunks_writer_parent(w->cw) : "");
+	snprintf(st->hash_name, sizeof st->hash_name, "%s",
+	    chunks_writer_hash_name(w->cw));
 }
 
 int
@@ -738,10 +852,13 @@ hostpath_backup(struct store *s, const char *key, const char *dir,
 		memset(&defaults, 0, sizeof defaults);
 		o = &defaults;
 	}
+	if (st != NULL)
+		memset(st, 0, sizeof *st);
 	memset(&w, 0, sizeof w);
 	w.s = s;
 	w.key = key;
 	w.o = o;
+	buf_init(&w.list, (size_t)1 << 30);
 	root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0) {
 		rc = cairn_err_errno(&w.err, errno == ENOENT ? CAIRN_ENOTFOUND :
@@ -777,17 +894,16 @@ out:
 	 * marks the volume Failed).
 	 */
 	if (rc < 0 && rc != CAIRN_ECANCELED && rc != CAIRN_EFENCED &&
-	    w.writing && hp_fence(&w) == 0)
+	    w.writing && hp_fence(&w) == 0) {
 		(void)store_mpu_abort(s, key, w.upload_id, NULL);
-	if (st != NULL) {
-		st->bytes_total = w.bytes_total;
-		st->files_total = w.files_total;
-		st->bytes_done = w.bytes_done;
-		st->compressed = w.compressed;
-		st->parts = (int)w.nparts;
+		chunks_writer_abandon(w.cw);
 	}
+	if (st != NULL)
+		hp_stats(&w, st);
 	tarparts_free(w.tp);	/* unfinished: nothing more reaches the sink */
 	partsink_free(w.ps);
+	chunks_writer_free(w.cw);
+	buf_free(&w.list);
 	if (w.disk != NULL)
 		archive_read_free(w.disk);
 	if (w.e != NULL)
@@ -860,6 +976,7 @@ struct hp_restore {
 	const char *key;
 	char *abs;			/* realpath of the target, owned */
 	struct archive *a, *out;
+	struct chunks_reader *cr;	/* chunked entries' data, or NULL */
 	uint64_t done, total, files, since;
 	int have_root;
 	mode_t root_mode;
@@ -899,16 +1016,42 @@ hr_open(struct hp_restore *h, struct store *s, const char *dir)
 	h->out = archive_write_disk_new();
 	archive_write_disk_set_options(h->out, flags);
 	archive_write_disk_set_standard_lookup(h->out);
+	if (h->o->chunk_dir != NULL)
+		h->cr = chunks_reader_new(s, h->o->chunk_dir);
 	return 0;
 }
 
 static void
 hr_progress(struct hp_restore *h)
 {
+	struct hostpath_progress p;
+
 	if (h->done > h->total)
 		h->total = h->done;
-	if (h->o->progress != NULL)
-		h->o->progress(h->o->arg, h->done, h->total, h->files, 0);
+	if (h->o->progress == NULL)
+		return;
+	memset(&p, 0, sizeof p);
+	p.bytes_done = h->done;
+	p.bytes_total = h->total;
+	p.files_done = h->files;
+	h->o->progress(h->o->arg, &p);
+}
+
+/* chunks: n more file bytes written; the fence every 4 MiB. */
+static int
+hr_tick(void *arg, uint64_t n, struct cairn_err *err)
+{
+	struct hp_restore *h = arg;
+	int rc;
+
+	h->done += n;
+	hr_progress(h);
+	h->since += n;
+	if (h->since < (4u << 20) || h->o->fence == NULL)
+		return 0;
+	h->since = 0;
+	rc = h->o->fence(h->o->arg, &h->r.err);
+	return rc < 0 ? cairn_err_copy(err, &h->r.err) : 0;
 }
 
 /* The entry's data blocks to disk. */
@@ -994,13 +1137,24 @@ hr_entry(struct hp_restore *h, struct archive_entry *e)
 		archive_entry_copy_hardlink(e, full);
 		free(full);
 	}
-	if (archive_write_header(h->out, e) < ARCHIVE_WARN) {
+	if (chunks_entry_is_list(e)) {
+		struct cairn_err ce = CAIRN_ERR_INIT;
+
+		rc = chunks_restore_entry(h->cr, h->a, e, h->out, rel, hr_tick,
+		    h, &ce);
+		if (rc < 0) {
+			cairn_err_copy(&h->r.err, &ce);
+			cairn_err_prefix(&h->r.err, "%s", h->key);
+			goto out;
+		}
+	} else if (archive_write_header(h->out, e) < ARCHIVE_WARN) {
 		rc = cairn_err_set(&h->r.err, CAIRN_EIO, "%s: extracting "
 		    "\"%.200s\": %s", h->key, rel, archive_error_string(h->out));
 		goto out;
-	}
-	if (archive_entry_size(e) > 0 && (rc = hr_data(h, e, rel)) < 0)
+	} else if (archive_entry_size(e) > 0 &&
+	    (rc = hr_data(h, e, rel)) < 0) {
 		goto out;
+	}
 	if (archive_write_finish_entry(h->out) < ARCHIVE_WARN) {
 		rc = cairn_err_set(&h->r.err, CAIRN_EIO, "%s: finishing "
 		    "\"%.200s\": %s", h->key, rel, archive_error_string(h->out));
@@ -1080,6 +1234,7 @@ hostpath_restore(struct store *s, const char *key, const char *dir,
 	}
 	if (h.out != NULL)
 		archive_write_free(h.out);
+	chunks_reader_free(h.cr);
 	if (h.a != NULL)
 		archive_read_free(h.a);	/* closes nothing of ours */
 	if (h.r.src.close != NULL)

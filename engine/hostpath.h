@@ -12,6 +12,15 @@
  * gzip members, so their concatenation is one ordinary .tar.gz that
  * `tar xzf` reads.
  *
+ * Deduplicated copies (opts.chunk_dir, issue 25): the object is then the
+ * copy's index, the same pax tar.gz where each regular file's data is its
+ * chunk list (engine/chunks.h), and the data goes to chunk packs shared
+ * by the volume's copies: a copy built on a parent stores only chunks
+ * the parent does not hold and reads only files that changed. Packs are
+ * stored before the index part naming them, so resume and takeover stay
+ * as below; the copy's refs (the packs it uses) are made final once the
+ * index is complete.
+ *
  * Resume: after each part is stored the caller's checkpoint() gets the
  * upload id, the number of parts stored, the last file in them (walk
  * order: depth first, names sorted bytewise) and the byte and file counts.
@@ -58,12 +67,6 @@
 /* Where a backup's copy of one volume lives. Owned; NULL for a bad name. */
 char *hostpath_key(const char *prefix, const char *backup, const char *volume);
 
-/*
- * Compare two relative paths in walk order (component by component,
- * bytewise): a directory sorts before everything inside it.
- */
-int hostpath_path_cmp(const char *a, const char *b);
-
 /* Resume point of a volume copy. */
 struct hostpath_ckpt {
 	char upload_id[STORE_UPLOAD_ID_MAX];
@@ -72,6 +75,15 @@ struct hostpath_ckpt {
 	char last_file[HOSTPATH_PATH_MAX];	/* last path in part `parts` */
 	uint64_t bytes_done;			/* file bytes in those parts */
 	uint64_t files_done;			/* entries in those parts */
+	uint64_t bytes_uploaded;		/* stored for them (parts, packs) */
+};
+
+/* Where a copy stands (progress callback). */
+struct hostpath_progress {
+	uint64_t bytes_done;		/* file bytes covered (read, or known unchanged) */
+	uint64_t bytes_total;		/* file bytes to cover (raised, never lowered) */
+	uint64_t files_done, files_total;
+	uint64_t bytes_uploaded;	/* backup: bytes stored (index parts, packs) */
 };
 
 /*
@@ -87,9 +99,8 @@ int hostpath_ckpt_decode(const char *s, struct hostpath_ckpt *ck);
 struct hostpath_opts {
 	size_t part_size;		/* compressed; 0: HOSTPATH_PART_SIZE */
 	const char *spool_dir;		/* where a part is staged; NULL: $TMPDIR or /tmp */
-	/* Bytes and entries moved / expected; done never goes down. */
-	void (*progress)(void *arg, uint64_t bytes_done, uint64_t bytes_total,
-	    uint64_t files_done, uint64_t files_total);
+	/* Where the copy stands; bytes_done never goes down. */
+	void (*progress)(void *arg, const struct hostpath_progress *p);
 	/*
 	 * A part is stored (backup only). Return 0 to go on; an error stops
 	 * the copy with that error (the upload is kept for a resume).
@@ -113,15 +124,33 @@ struct hostpath_opts {
 	int resume_foreign;
 	const atomic_int *stop;	/* non-zero: CAIRN_ECANCELED at the next file */
 	uint64_t expect_total;		/* restore: file bytes the backup had (progress total) */
+	/*
+	 * Deduplicated copies (engine/chunks.h): regular files' data goes to
+	 * the chunk packs of chunk_dir (chunks_volume_dir()) and the object
+	 * at key is the copy's index; a restore fetches the chunks an index
+	 * names from there. NULL: the whole data inside the tar.gz (issue 11's
+	 * format, which restores always read).
+	 */
+	const char *chunk_dir;
+	const char *backup;		/* backup: this copy's backup (names packs) */
+	const char *parent;		/* backup: a completed copy to build on, or NULL */
+	const char *parent_index;	/* its index key */
 };
 
 struct hostpath_stats {
 	uint64_t bytes_total;		/* file bytes (logical sizes) */
 	uint64_t files_total;		/* entries (files, dirs, links...) */
 	uint64_t bytes_done;
-	uint64_t compressed;		/* bytes stored by this call */
+	uint64_t compressed;		/* bytes of the object's parts */
 	int parts;			/* parts of the finished object */
 	char etag[STORE_ETAG_MAX];	/* of the finished object */
+	/* deduplicated copies */
+	uint64_t bytes_uploaded;	/* parts and packs stored, all attempts */
+	uint64_t bytes_read;		/* file bytes read by this call */
+	uint64_t bytes_reused;		/* file bytes found stored (this call) */
+	uint64_t chunks_new, chunks_reused, files_unchanged;
+	char parent[254];		/* the copy built on, "" when none */
+	char hash_name[64];		/* how its chunks are named */
 };
 
 /*

@@ -68,6 +68,9 @@ tests_unit_test_cron_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
 engine_libengine_a_SOURCES += \
 	engine/plugin.c engine/plugin.h \
 	engine/hostpath.c engine/hostpath.h \
+	engine/chunker.c engine/chunker.h \
+	engine/chunks.c engine/chunks.h engine/chunks_int.h \
+	engine/chunks_write.c engine/chunks_read.c engine/chunks_gc.c \
 	engine/volumes.h engine/volumes_int.h engine/volumes_op.c \
 	engine/volumes_backup.c engine/volumes_restore.c engine/volumes_agent.c
 
@@ -78,6 +81,11 @@ tests_unit_test_plugin_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
 check_PROGRAMS += tests/unit/test_hostpath
 tests_unit_test_hostpath_SOURCES = tests/unit/test_hostpath.c
 tests_unit_test_hostpath_LDADD = engine/libengine.a storage/libstorage.a \
+	base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/unit/test_chunks
+tests_unit_test_chunks_SOURCES = tests/unit/test_chunks.c
+tests_unit_test_chunks_LDADD = engine/libengine.a storage/libstorage.a \
 	base/libbase.a $(DEPS_LIBS)
 
 check_PROGRAMS += tests/helpers/volume_mover

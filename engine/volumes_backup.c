@@ -26,6 +26,7 @@
 #include "base/timeutil.h"
 #include "engine/bsl.h"
 #include "engine/bspec.h"
+#include "engine/chunks.h"
 #include "kube/kube.h"
 #include "storage/layout.h"
 #include "storage/store.h"
@@ -193,7 +194,79 @@ find_resume(struct vop *v, struct hostpath_ckpt *ck, int *foreign)
 	return 0;
 }
 
-/* Which mover: -1 built-in, >= 0 plugin index, -2 none, -3 named but missing. */
+/*
+ * The copy to build on: the newest Completed VolumePluginBackup of the
+ * same volume by the built-in mover, deduplicated, in the same location,
+ * of another backup. *backup and *index owned, NULL when there is none.
+ */
+static void
+find_parent(const struct vop *v, const char *location, const char *bname,
+	char **backup, char **index)
+{
+	struct cairn_err e = CAIRN_ERR_INIT;
+	const cJSON *op, *best = NULL;
+	cJSON *items = NULL;
+
+	*backup = *index = NULL;
+	if (vol_list_ops(v->c, &vol_vpb_gvr, VOLUMES_LABEL_VOLUME, v->volume,
+	    &items, &e) < 0) {
+		log_warn("VolumePluginBackup %s: looking for an earlier copy: %s",
+		    v->name, e.msg);
+		return;
+	}
+	cJSON_ArrayForEach(op, items) {
+		if (strcmp(json_str_or(op, "spec.volume", ""), v->volume) != 0 ||
+		    strcmp(json_str_or(op, "spec.provider", ""),
+		    HOSTPATH_PROVIDER) != 0 ||
+		    strcmp(json_str_or(op, "status.phase", ""), "Completed") != 0 ||
+		    strcmp(json_str_or(op, "status.backupProperties.format", ""),
+		    VOL_CHUNKS_FORMAT) != 0 ||
+		    strcmp(json_str_or(op, "status.backupProperties.location",
+		    ""), location) != 0 ||
+		    strcmp(json_str_or(op, "spec.backup", ""), bname) == 0 ||
+		    json_str(op, "status.backupProperties.key") == NULL)
+			continue;
+		if (best == NULL || strcmp(json_str_or(op,
+		    "status.completionTimestamp", ""), json_str_or(best,
+		    "status.completionTimestamp", "")) > 0)
+			best = op;
+	}
+	if (best != NULL) {
+		*backup = xstrdup(json_str(best, "spec.backup"));
+		*index = xstrdup(json_str(best, "status.backupProperties.key"));
+	}
+	cJSON_Delete(items);
+}
+
+/* backupProperties of a completed deduplicated copy. */
+static void
+hp_properties(struct vop *v, const char *key, const char *location,
+	const struct hostpath_stats *hs)
+{
+	const struct { const char *k; uint64_t n; } nums[] = {
+		{ "storedBytes", hs->compressed },
+		{ "parts", (uint64_t)hs->parts },
+		{ "uploadedBytes", hs->bytes_uploaded },
+		{ "readBytes", hs->bytes_read },
+		{ "reusedBytes", hs->bytes_reused },
+		{ "newChunks", hs->chunks_new },
+		{ "reusedChunks", hs->chunks_reused },
+		{ "unchangedFiles", hs->files_unchanged },
+	};
+	char n[32], path[64];
+
+	json_set_str(v->status, "snapshotID", key);
+	json_set_str(v->status, "backupProperties.key", key);
+	json_set_str(v->status, "backupProperties.format", VOL_CHUNKS_FORMAT);
+	json_set_str(v->status, "backupProperties.location", location);
+	json_set_str(v->status, "backupProperties.chunkHash", hs->hash_name);
+	json_set_str(v->status, "backupProperties.parent", hs->parent);
+	for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+		snprintf(n, sizeof n, "%llu", (unsigned long long)nums[i].n);
+		snprintf(path, sizeof path, "backupProperties.%s", nums[i].k);
+		json_set_str(v->status, path, n);
+	}
+}
 
 /* The built-in mover: the volume's directory into the backup's folder. */
 static int
@@ -207,19 +280,24 @@ vpb_hostpath(struct vop *v, const cJSON *obj, const cJSON *backup,
 	struct hostpath_stats hs;
 	struct hostpath_ckpt ck;
 	const char *vpath = json_str(obj, "spec.volumePath");
-	char *key = NULL, *dir = NULL, n[32];
+	const char *bname = json_str_or(obj, "spec.backup", "");
+	char *key = NULL, *dir = NULL, *cdir = NULL, *parent = NULL;
+	char *pindex = NULL;
 	int rc;
 
 	rc = bsl_open(c->kube, c->namespace,
 	    json_str(backup, "spec.storageLocation"), &loc, &e);
-	key = rc == 0 ? hostpath_key(bsl_prefix(loc),
-	    json_str_or(obj, "spec.backup", ""), v->volume) : NULL;
-	if (rc < 0 || key == NULL || vpath == NULL) {
+	if (rc == 0) {
+		key = chunks_index_key(bsl_prefix(loc), bname, v->volume);
+		cdir = chunks_volume_dir(bsl_prefix(loc), v->volume);
+	}
+	if (rc < 0 || key == NULL || cdir == NULL || vpath == NULL) {
 		rc = vop_finish(v, "Failed", rc < 0 ? e.msg :
 		    "no storage key or volume path", err);
 		goto out;
 	}
 	dir = vol_host_path(c->vol, vpath);
+	find_parent(v, bsl_name(loc), bname, &parent, &pindex);
 	memset(&ho, 0, sizeof ho);
 	ho.part_size = c->vol->c.part_size;
 	ho.spool_dir = c->vol->spool_dir;
@@ -228,6 +306,11 @@ vpb_hostpath(struct vop *v, const cJSON *obj, const cJSON *backup,
 	ho.fence = vop_hp_fence;
 	ho.arg = v;
 	ho.stop = c->stop;
+	ho.chunk_dir = cdir;
+	ho.backup = bname;
+	ho.parent = parent;
+	ho.parent_index = pindex;
+	v->has_uploaded = 1;
 	if (find_resume(v, &ck, &ho.resume_foreign))
 		ho.resume = &ck;
 	rc = hostpath_backup(bsl_store(loc), key, dir, &ho, &hs, &e);
@@ -253,18 +336,17 @@ vpb_hostpath(struct vop *v, const cJSON *obj, const cJSON *backup,
 	v->done = hs.bytes_done;
 	v->total = hs.bytes_total;
 	v->files = v->files_total = hs.files_total;
-	json_set_str(v->status, "snapshotID", key);
-	json_set_str(v->status, "backupProperties.key", key);
-	snprintf(n, sizeof n, "%llu", (unsigned long long)hs.compressed);
-	json_set_str(v->status, "backupProperties.storedBytes", n);
-	snprintf(n, sizeof n, "%d", hs.parts);
-	json_set_str(v->status, "backupProperties.parts", n);
+	v->uploaded = hs.bytes_uploaded;
+	hp_properties(v, key, bsl_name(loc), &hs);
 	json_delete(v->status, "checkpoint");
 	rc = vop_finish(v, "Completed", NULL, err);
 out:
 	bsl_free(loc);
 	free(key);
 	free(dir);
+	free(cdir);
+	free(parent);
+	free(pindex);
 	return rc;
 }
 

@@ -35,6 +35,7 @@
 #define VOL_FILE_CAP		(64u << 20)	/* a -volumepluginbackups file */
 #define VOL_WATCH_EVERY_US	(250LL * 1000)	/* lease_watch refreshes */
 #define VOL_LEASE_DEFAULT_US	(15LL * TIME_US_PER_SEC)
+#define VOL_CHUNKS_FORMAT	"chunks/1"	/* backupProperties.format */
 
 struct kube_gvr;
 struct lease_watch;
@@ -119,6 +120,8 @@ struct vop {
 	char volume[JOURNAL_NAME_MAX];
 	/* progress */
 	uint64_t done, total, files, files_total;
+	uint64_t uploaded;		/* bytes stored (deduplicated copies) */
+	int has_uploaded;		/* status.progress.bytesUploaded written */
 	struct cairn_err werr;		/* first failed write inside a callback */
 	int wrc;
 };
@@ -162,8 +165,7 @@ int vop_finished_before(struct vop *v, char *phase, size_t n);
 int64_t vop_item_jid(const struct volumes_ctx *c, const char *kind,
 	const cJSON *item);
 /* hostpath_opts callbacks with arg = the vop: progress and fence. */
-void vop_hp_progress(void *arg, uint64_t done, uint64_t total,
-	uint64_t files, uint64_t ftotal);
+void vop_hp_progress(void *arg, const struct hostpath_progress *p);
 int vop_hp_fence(void *arg, struct cairn_err *err);
 /*
  * Run plugin pi of the configuration with req (its "config" added here),

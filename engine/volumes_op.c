@@ -468,6 +468,9 @@ vop_set_progress(struct vop *v)
 {
 	json_set_int(v->status, "progress.totalBytes", (int64_t)v->total);
 	json_set_int(v->status, "progress.bytesDone", (int64_t)v->done);
+	if (v->has_uploaded)
+		json_set_int(v->status, "progress.bytesUploaded",
+		    (int64_t)v->uploaded);
 }
 
 void
@@ -684,10 +687,14 @@ vop_item_jid(const struct volumes_ctx *c, const char *kind, const cJSON *item)
 /* ---- The hostpath mover's callbacks ----------------------------------- */
 
 void
-vop_hp_progress(void *arg, uint64_t done, uint64_t total, uint64_t files,
-    uint64_t ftotal)
+vop_hp_progress(void *arg, const struct hostpath_progress *p)
 {
-	vop_progress(arg, done, total, files, ftotal, 0);
+	struct vop *v = arg;
+
+	if (p->bytes_uploaded > v->uploaded)
+		v->uploaded = p->bytes_uploaded;
+	vop_progress(v, p->bytes_done, p->bytes_total, p->files_done,
+	    p->files_total, 0);
 }
 
 /* The mover asks before every write, between files and every 4 MiB. */

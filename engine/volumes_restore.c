@@ -17,6 +17,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "engine/bsl.h"
+#include "engine/chunks.h"
 #include "kube/kube.h"
 
 /* ---- Running a VolumePluginRestore ------------------------------------- */
@@ -31,6 +32,7 @@ vpr_hostpath(struct vop *v, const cJSON *obj, const cJSON *backup,
 	struct bsl *loc = NULL;
 	struct hostpath_opts ho;
 	struct hostpath_stats hs;
+	char *cdir;
 	int rc;
 
 	rc = bsl_open(c->kube, c->namespace,
@@ -38,6 +40,9 @@ vpr_hostpath(struct vop *v, const cJSON *obj, const cJSON *backup,
 	if (rc < 0)
 		return vop_finish(v, "Failed", e.msg, err);
 	memset(&ho, 0, sizeof ho);
+	/* the chunks of a deduplicated copy (an older copy has none) */
+	cdir = chunks_volume_dir(bsl_prefix(loc), v->volume);
+	ho.chunk_dir = cdir;
 	ho.progress = vop_hp_progress;
 	ho.fence = vop_hp_fence;
 	ho.arg = v;
@@ -50,6 +55,7 @@ vpr_hostpath(struct vop *v, const cJSON *obj, const cJSON *backup,
 	rc = hostpath_restore(bsl_store(loc),
 	    json_str_or(obj, "spec.snapshotID", ""), dir, &ho, &hs, &e);
 	bsl_free(loc);
+	free(cdir);
 	if (rc == CAIRN_ECANCELED || rc == CAIRN_EFENCED || v->fenced) {
 		cairn_err_copy(err, &e);
 		return v->fenced ? CAIRN_EFENCED : rc;

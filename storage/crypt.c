@@ -228,6 +228,37 @@ crypt_keyring_count(const struct crypt_keyring *kr)
 	return kr->n;
 }
 
+int
+crypt_keyring_derive(const struct crypt_keyring *kr, const char *id,
+    const char *info, unsigned char out[CRYPT_KEY_LEN], struct cairn_err *err)
+{
+	const struct crypt_key *k;
+	EVP_PKEY_CTX *pc;
+	size_t len = CRYPT_KEY_LEN;
+	int ok;
+
+	if (id == NULL)
+		id = kr->current;
+	k = id != NULL ? key_find(kr, id) : NULL;
+	if (k == NULL)
+		return cairn_err_set(err, CAIRN_ENOTFOUND, "no encryption key "
+		    "%s", id != NULL ? id : "to write with");
+	pc = EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, NULL);
+	ok = pc != NULL && EVP_PKEY_derive_init(pc) > 0 &&
+	    EVP_PKEY_CTX_set_hkdf_md(pc, EVP_sha256()) > 0 &&
+	    EVP_PKEY_CTX_set1_hkdf_key(pc, k->key, CRYPT_KEY_LEN) > 0 &&
+	    EVP_PKEY_CTX_add1_hkdf_info(pc, (const unsigned char *)info,
+	    (int)strlen(info)) > 0 &&
+	    EVP_PKEY_derive(pc, out, &len) > 0 && len == CRYPT_KEY_LEN;
+	EVP_PKEY_CTX_free(pc);
+	if (!ok) {
+		OPENSSL_cleanse(out, CRYPT_KEY_LEN);
+		return cairn_err_set(err, CAIRN_EFAIL, "deriving a key from "
+		    "encryption key %s failed (libcrypto)", id);
+	}
+	return 0;
+}
+
 /* ---- sizes ------------------------------------------------------------ */
 
 uint64_t

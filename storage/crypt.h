@@ -75,6 +75,16 @@ int crypt_keyring_set_current(struct crypt_keyring *kr, const char *id,
 const char *crypt_keyring_current(const struct crypt_keyring *kr);
 /* Number of keys. */
 size_t crypt_keyring_count(const struct crypt_keyring *kr);
+/*
+ * A key for another purpose than segments, derived from kr's key `id`
+ * (NULL: the current one): HKDF-SHA256(ikm = that master key, no salt,
+ * info). Different infos give unrelated keys, and nothing about the
+ * master key can be learnt from one. CAIRN_ENOTFOUND when kr has no such
+ * key (or no current one), CAIRN_EFAIL when libcrypto fails.
+ */
+int crypt_keyring_derive(const struct crypt_keyring *kr, const char *id,
+	const char *info, unsigned char out[CRYPT_KEY_LEN],
+	struct cairn_err *err);
 
 /* ---- sizes ------------------------------------------------------------ */
 

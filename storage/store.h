@@ -173,6 +173,16 @@ int store_open_crypt(struct store *inner, struct crypt_keyring *kr,
  * (or has no key to write with).
  */
 const char *store_encryption_key_id(const struct store *s);
+/*
+ * The secret for naming content stored in s without revealing it (the
+ * hostpath mover's keyed chunk hashes): a key derived (crypt.h
+ * crypt_keyring_derive(), info "cairn content names v1") from s's key
+ * key_id, NULL meaning the one new objects are encrypted with. 1 with out
+ * filled; 0 when s does not encrypt (out untouched: plain hashes are
+ * fine there); CAIRN_ENOTFOUND when s has no such key.
+ */
+int store_content_key(const struct store *s, const char *key_id,
+	unsigned char out[32], struct cairn_err *err);
 
 /* Free a store (NULL is fine). No call may be in flight. */
 void store_free(struct store *s);

@@ -418,3 +418,16 @@ store_encryption_key_id(const struct store *s)
 		return NULL;
 	return crypt_keyring_current(((const struct store_crypt *)s)->kr);
 }
+
+int
+store_content_key(const struct store *s, const char *key_id,
+    unsigned char out[32], struct cairn_err *err)
+{
+	int rc;
+
+	if (s->ops != &crypt_ops)
+		return 0;
+	rc = crypt_keyring_derive(((const struct store_crypt *)s)->kr, key_id,
+	    "cairn content names v1", out, err);
+	return rc < 0 ? rc : 1;
+}

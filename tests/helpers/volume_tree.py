@@ -17,6 +17,12 @@
       symlink) for the restore safety tests.
   volume_tree.py bytes DIR
       Print the logical size of the regular files (what totalBytes is).
+  volume_tree.py change DIR [--percent P] [--seed S]
+      Change P percent (default 1, at least one) of the non-empty regular
+      files: 4 KiB of new random bytes at a random offset (the whole file
+      when smaller), the file's mtime then set back to what it was, as a
+      careless tool would (only its ctime tells). Prints the number of
+      files and bytes changed.
 """
 import io
 import os
@@ -187,6 +193,33 @@ def logical_bytes(root):
     return total
 
 
+def change(root, percent=1.0, seed=7):
+    rnd = random.Random(seed)
+    files = []
+    for dirpath, dirs, filenames in os.walk(root):
+        dirs.sort()
+        for n in sorted(filenames):
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
+            if stat.S_ISREG(st.st_mode) and st.st_size > 0:
+                files.append(p)
+    want = max(1, int(len(files) * percent / 100.0))
+    nbytes = 0
+    for p in rnd.sample(files, want):
+        st = os.lstat(p)
+        n = min(4096, st.st_size)
+        off = rnd.randrange(0, st.st_size - n + 1)
+        mode = stat.S_IMODE(st.st_mode)
+        os.chmod(p, mode | 0o200)
+        with open(p, "r+b") as f:
+            f.seek(off)
+            f.write(rnd.randbytes(n))
+        os.chmod(p, mode)
+        os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+        nbytes += n
+    print(want, nbytes)
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "make":
         mb, seed = 4.0, 1
@@ -206,6 +239,17 @@ def main(argv):
         return 0
     if len(argv) == 3 and argv[0] == "evil-name":
         evil_names(argv[1], argv[2])
+        return 0
+    if len(argv) >= 2 and argv[0] == "change":
+        pct, seed = 1.0, 7
+        rest = argv[2:]
+        while rest:
+            if rest[0] == "--percent":
+                pct = float(rest[1])
+            elif rest[0] == "--seed":
+                seed = int(rest[1])
+            rest = rest[2:]
+        change(argv[1], pct, seed)
         return 0
     if len(argv) == 2 and argv[0] == "bytes":
         print(logical_bytes(argv[1]))

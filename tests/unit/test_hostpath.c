@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/mem.h"
+#include "base/util.h"
 #include "engine/hostpath.h"
 #include "storage/store.h"
 #include "tests/unit/unit.h"
@@ -49,17 +50,15 @@ struct rec {
 };
 
 static void
-rec_progress(void *arg, uint64_t done, uint64_t total, uint64_t files,
-    uint64_t ftotal)
+rec_progress(void *arg, const struct hostpath_progress *p)
 {
 	struct rec *r = arg;
 
-	(void)ftotal;
-	if (done < r->last)
+	if (p->bytes_done < r->last)
 		r->monotonic = 0;
-	r->last = done;
-	r->total = total;
-	r->files = files;
+	r->last = p->bytes_done;
+	r->total = p->bytes_total;
+	r->files = p->files_done;
 	r->calls++;
 }
 
@@ -83,12 +82,12 @@ test_path_cmp_and_key(void)
 {
 	char *k;
 
-	CHECK(hostpath_path_cmp("a", "a/x") < 0);
-	CHECK(hostpath_path_cmp("a/x", "a.b") < 0);	/* walk order, not strcmp */
+	CHECK(str_path_cmp("a", "a/x") < 0);
+	CHECK(str_path_cmp("a/x", "a.b") < 0);	/* walk order, not strcmp */
 	CHECK(strcmp("a/x", "a.b") > 0);
-	CHECK(hostpath_path_cmp("a/x", "a/x") == 0);
-	CHECK(hostpath_path_cmp("b", "a/z/z") > 0);
-	CHECK(hostpath_path_cmp("a/b/c", "a/b") > 0);
+	CHECK(str_path_cmp("a/x", "a/x") == 0);
+	CHECK(str_path_cmp("b", "a/z/z") > 0);
+	CHECK(str_path_cmp("a/b/c", "a/b") > 0);
 	k = hostpath_key("pre", "b1", "pv-1");
 	CHECK_STR(k, "pre/backups/b1/volumes/pv-1.tar.gz");
 	free(k);
