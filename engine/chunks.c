@@ -545,3 +545,48 @@ ch_refs_write(struct store *s, const char *key, const char *backup,
 	free(text);
 	return rc;
 }
+
+/* ---- listing ---------------------------------------------------------------- */
+
+static int
+keys_cb(void *arg, const struct store_entry *e)
+{
+	struct ch_keys *k = arg;
+	size_t pl = strlen(k->prefix), sl = strlen(k->suffix), kl;
+
+	if (e->is_prefix)
+		return 0;
+	kl = strlen(e->key);
+	if (kl <= pl + sl || !str_has_suffix(e->key, k->suffix) ||
+	    memchr(e->key + pl, '/', kl - pl - sl) != NULL)
+		return 0;
+	if (k->n + 1 >= k->cap) {
+		k->cap = k->cap ? k->cap * 2 : 32;
+		k->v = xreallocarray(k->v, k->cap, sizeof *k->v);
+		k->sizes = xreallocarray(k->sizes, k->cap, sizeof *k->sizes);
+	}
+	k->v[k->n] = xstrndup(e->key + pl, kl - pl - sl);
+	k->sizes[k->n++] = e->stat.size;
+	k->v[k->n] = NULL;
+	return 0;
+}
+
+/* Names of the keys "<prefix><name><suffix>" (no further '/'). */
+int
+ch_keys_list(struct store *s, const char *prefix, const char *suffix,
+    struct ch_keys *k, struct cairn_err *err)
+{
+	memset(k, 0, sizeof *k);
+	k->prefix = prefix;
+	k->suffix = suffix;
+	return store_list(s, prefix, NULL, keys_cb, k, err);
+}
+
+void
+ch_keys_free(struct ch_keys *k)
+{
+	strv_free(k->v);
+	free(k->sizes);
+	memset(k, 0, sizeof *k);
+}
+

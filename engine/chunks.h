@@ -101,6 +101,11 @@ struct chunks_config {
 	const char *parent_index;	/* its index key (with parent) */
 	size_t pack_size;		/* 0: CHUNKS_PACK_SIZE */
 	const char *spool_dir;		/* the parent's index is spooled here */
+	/*
+	 * The copy resumes an earlier attempt: the chunks that attempt stored
+	 * (its packs' directories) are known, not stored again.
+	 */
+	int resume;
 	/* Asked before every storage write; < 0 stops with that error. */
 	int (*fence)(void *arg, struct cairn_err *err);
 	/*
@@ -139,8 +144,13 @@ int chunks_file(struct chunks_writer *w, int fd, const char *rel,
 /* Make e (a regular file of the index) a chunked entry of list_len bytes. */
 void chunks_mark_entry(struct archive_entry *e, size_t list_len);
 
-/* Store the open pack, if any (before an index part is uploaded). */
+/*
+ * Store the open pack, if any: before an index part is uploaded, and by
+ * the caller at a file boundary once chunks_open_bytes() reached the pack
+ * size (a pack is only cut inside a file past twice the pack size).
+ */
 int chunks_flush(struct chunks_writer *w, struct cairn_err *err);
+size_t chunks_open_bytes(const struct chunks_writer *w);
 /*
  * The copy's index is complete at index_key: store the open pack and
  * make the refs final with the packs the index names (read back from

@@ -27,56 +27,6 @@
 
 #define INDEX_SUFFIX ".index.tar.gz"
 
-struct keys {
-	const char *prefix;		/* the listing's prefix */
-	const char *suffix;		/* keep keys ending so */
-	char **v;			/* names: key minus prefix and suffix */
-	uint64_t *sizes;
-	size_t n, cap;
-};
-
-static int
-keys_cb(void *arg, const struct store_entry *e)
-{
-	struct keys *k = arg;
-	size_t pl = strlen(k->prefix), sl = strlen(k->suffix), kl;
-
-	if (e->is_prefix)
-		return 0;
-	kl = strlen(e->key);
-	if (kl <= pl + sl || !str_has_suffix(e->key, k->suffix) ||
-	    memchr(e->key + pl, '/', kl - pl - sl) != NULL)
-		return 0;
-	if (k->n + 1 >= k->cap) {
-		k->cap = k->cap ? k->cap * 2 : 32;
-		k->v = xreallocarray(k->v, k->cap, sizeof *k->v);
-		k->sizes = xreallocarray(k->sizes, k->cap, sizeof *k->sizes);
-	}
-	k->v[k->n] = xstrndup(e->key + pl, kl - pl - sl);
-	k->sizes[k->n++] = e->stat.size;
-	k->v[k->n] = NULL;
-	return 0;
-}
-
-/* Names of the keys "<prefix><name><suffix>" (no further '/'). */
-static int
-keys_list(struct store *s, const char *prefix, const char *suffix,
-    struct keys *k, struct cairn_err *err)
-{
-	memset(k, 0, sizeof *k);
-	k->prefix = prefix;
-	k->suffix = suffix;
-	return store_list(s, prefix, NULL, keys_cb, k, err);
-}
-
-static void
-keys_free(struct keys *k)
-{
-	strv_free(k->v);
-	free(k->sizes);
-	memset(k, 0, sizeof *k);
-}
-
 /*
  * What the volume's refs protect: packs they name (t, flagged used) and
  * the backups whose copy is in progress (running, into t too, as names
@@ -87,10 +37,10 @@ refs_load(struct store *s, const char *vdir, struct ch_table *t,
     struct cairn_err *err)
 {
 	char *rdir = xasprintf("%srefs/", vdir), *key, **packs, hash[64];
-	struct keys k;
+	struct ch_keys k;
 	int final, rc;
 
-	rc = keys_list(s, rdir, ".json", &k, err);
+	rc = ch_keys_list(s, rdir, ".json", &k, err);
 	for (size_t i = 0; rc == 0 && i < k.n; i++) {
 		key = xasprintf("%s%s.json", rdir, k.v[i]);
 		rc = ch_refs_read(s, key, &packs, &final, hash, sizeof hash,
@@ -116,7 +66,7 @@ refs_load(struct store *s, const char *vdir, struct ch_table *t,
 		}
 		strv_free(packs);
 	}
-	keys_free(&k);
+	ch_keys_free(&k);
 	free(rdir);
 	return rc;
 }
@@ -143,7 +93,7 @@ sweep(struct store *s, const char *vdir, size_t *packs, uint64_t *bytes,
 {
 	char *pdir = xasprintf("%spacks/", vdir), *key;
 	struct ch_table t;
-	struct keys k;
+	struct ch_keys k;
 	int rc;
 
 	ch_table_init(&t);
@@ -154,13 +104,18 @@ sweep(struct store *s, const char *vdir, size_t *packs, uint64_t *bytes,
 		    vdir);
 		goto out;
 	}
-	rc = keys_list(s, pdir, CH_PACK_SUFFIX, &k, err);
+	rc = ch_keys_list(s, pdir, CH_PACK_SUFFIX, &k, err);
 	for (size_t i = 0; rc == 0 && i < k.n; i++) {
 		char *name = xasprintf("%s" CH_PACK_SUFFIX, k.v[i]);
 
 		if (!pack_protected(&t, name)) {
-			key = xasprintf("%s%s", pdir, name);
+			/* its directory first: a directory always has its pack */
+			key = xasprintf("%s%s" CH_DIR_SUFFIX, pdir, k.v[i]);
 			rc = store_delete(s, key, err);
+			free(key);
+			key = xasprintf("%s%s", pdir, name);
+			if (rc == 0)
+				rc = store_delete(s, key, err);
 			free(key);
 			if (rc == 0) {
 				(*packs)++;
@@ -170,7 +125,7 @@ sweep(struct store *s, const char *vdir, size_t *packs, uint64_t *bytes,
 		free(name);
 	}
 out:
-	keys_free(&k);
+	ch_keys_free(&k);
 	ch_table_free(&t);
 	free(pdir);
 	return rc;
@@ -180,7 +135,7 @@ out:
 static int
 vol_cb(void *arg, const struct store_entry *e)
 {
-	struct keys *k = arg;
+	struct ch_keys *k = arg;
 	size_t pl = strlen(k->prefix), kl = strlen(e->key);
 
 	if (!e->is_prefix || kl <= pl + 1)
@@ -205,17 +160,17 @@ release_volumes(struct store *s, const char *prefix, const char *backup,
 	char *bdir = layout_backup_dir(prefix, backup), *vlist, *root, *vdir,
 	    *rkey, **vols = NULL;
 	struct store_stat ss;
-	struct keys k, d;
+	struct ch_keys k, d;
 	int rc;
 
 	*out = NULL;
 	vlist = xasprintf("%svolumes/", bdir);
-	rc = keys_list(s, vlist, INDEX_SUFFIX, &k, err);
+	rc = ch_keys_list(s, vlist, INDEX_SUFFIX, &k, err);
 	free(vlist);
 	free(bdir);
 	for (size_t i = 0; rc == 0 && i < k.n; i++)
 		vols = strv_push(vols, k.v[i]);
-	keys_free(&k);
+	ch_keys_free(&k);
 	root = ch_chunks_root(prefix);
 	memset(&d, 0, sizeof d);
 	d.prefix = root;
@@ -236,7 +191,7 @@ release_volumes(struct store *s, const char *prefix, const char *backup,
 		free(rkey);
 		free(vdir);
 	}
-	keys_free(&d);
+	ch_keys_free(&d);
 	free(root);
 	if (rc < 0)
 		strv_free(vols);

@@ -123,6 +123,30 @@ void ch_table_put(struct ch_table *t, const unsigned char hash[CH_HASH_LEN],
 
 /* ---- refs files ---- */
 
+/* ---- listing ---- */
+
+/* The names of keys "<prefix><name><suffix>" (name without '/'). */
+struct ch_keys {
+	const char *prefix;		/* the listing's prefix */
+	const char *suffix;		/* keep keys ending so */
+	char **v;			/* names, NULL-terminated (owned) */
+	uint64_t *sizes;		/* their stored sizes */
+	size_t n, cap;
+};
+int ch_keys_list(struct store *s, const char *prefix, const char *suffix,
+	struct ch_keys *k, struct cairn_err *err);
+void ch_keys_free(struct ch_keys *k);
+
+/*
+ * A pack's directory "<pack name minus .pack>.dir", stored right after
+ * the pack: CH_DIR_REC bytes per record (chunk name, record offset, record
+ * length, plaintext length, big-endian), so that a copy resumed after a
+ * crash finds the chunks its earlier attempt stored without reading the
+ * packs back.
+ */
+#define CH_DIR_SUFFIX	".dir"
+#define CH_DIR_REC	(CH_HASH_LEN + 16)
+
 /* "<prefix>/plugins/cairn-hostpath/". Owned. */
 char *ch_chunks_root(const char *prefix);
 /* The refs key of backup b under vol_dir. Owned. */

@@ -52,6 +52,8 @@ struct chunks_writer {
 	size_t pack_len, pack_cap;
 	uint32_t pack_idx;
 	int pack_open;
+	unsigned char *dir;		/* the open pack's directory */
+	size_t dir_len, dir_cap;
 	/* a file being chunked */
 	struct chunker ck;
 	unsigned char *cbuf, *io, *zbuf;
@@ -90,13 +92,19 @@ chunks_flush(struct chunks_writer *w, struct cairn_err *err)
 		return rc;
 	key = xasprintf("%spacks/%s", w->vol_dir, w->t.packs[w->pack_idx]);
 	rc = store_put_mem(w->c.s, key, w->pack, w->pack_len, err);
+	if (rc == 0) {
+		/* its directory, for a resume: "<name>.pack" -> "<name>.dir" */
+		strcpy(key + strlen(key) - strlen(CH_PACK_SUFFIX), CH_DIR_SUFFIX);
+		rc = store_put_mem(w->c.s, key, w->dir, w->dir_len, err);
+	}
 	free(key);
 	if (rc < 0)
 		return rc;
-	w->st.uploaded += w->pack_len;
+	w->st.uploaded += w->pack_len + w->dir_len;
 	w->st.packs++;
 	w->pack_open = 0;
 	w->pack_len = 0;
+	w->dir_len = 0;
 	return 0;
 }
 
@@ -113,11 +121,29 @@ pack_start(struct chunks_writer *w)
 	w->pack_idx = ch_table_pack(&w->t, name);
 	free(name);
 	if (w->pack == NULL) {
-		w->pack_cap = w->c.pack_size + CH_REC_MAX;
+		w->pack_cap = 2 * w->c.pack_size + CH_REC_MAX;
 		w->pack = xmalloc(w->pack_cap);
 	}
 	w->pack_open = 1;
 	w->pack_len = 0;
+	w->dir_len = 0;
+}
+
+static void
+put_be64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+static uint64_t
+get_be(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
 }
 
 static void
@@ -155,8 +181,9 @@ chunk_store(struct chunks_writer *w, const unsigned char *p, size_t n,
 			flags = CH_FLAG_DEFLATE;
 		}
 	}
+	/* a file larger than a pack: cut it, at twice the pack size */
 	if (w->pack_open && w->pack_len > 0 &&
-	    w->pack_len + CH_REC_HDR + plen > w->c.pack_size) {
+	    w->pack_len + CH_REC_HDR + plen > 2 * w->c.pack_size) {
 		rc = chunks_flush(w, err);
 		if (rc < 0)
 			return rc;
@@ -176,6 +203,16 @@ chunk_store(struct chunks_writer *w, const unsigned char *p, size_t n,
 	loc->rec_len = (uint32_t)(CH_REC_HDR + plen);
 	loc->pack_off = w->pack_len;
 	w->pack_len += loc->rec_len;
+	if (w->dir_len + CH_DIR_REC > w->dir_cap) {
+		w->dir_cap = w->dir_cap ? w->dir_cap * 2 : 64 * CH_DIR_REC;
+		w->dir = xrealloc(w->dir, w->dir_cap);
+	}
+	rec = w->dir + w->dir_len;
+	memcpy(rec, hash, CH_HASH_LEN);
+	put_be64(rec + CH_HASH_LEN, loc->pack_off);
+	put_be32(rec + CH_HASH_LEN + 8, loc->rec_len);
+	put_be32(rec + CH_HASH_LEN + 12, loc->plain);
+	w->dir_len += CH_DIR_REC;
 	return 0;
 }
 
@@ -627,6 +664,64 @@ parent_open(struct chunks_writer *w, struct cairn_err *err)
 	return 0;
 }
 
+/*
+ * A resumed copy: the chunks its earlier attempts stored (the directories
+ * of the packs named after this backup) go into the table, so the files
+ * after the checkpoint are read again but not sent again.
+ */
+static int
+resume_load(struct chunks_writer *w, struct cairn_err *err)
+{
+	char *prefix = xasprintf("%spacks/%s-", w->vol_dir, w->backup);
+	char *key, *data, *name;
+	struct ch_keys k;
+	struct ch_loc loc;
+	size_t len, n = 0;
+	int rc;
+
+	rc = ch_keys_list(w->c.s, prefix, CH_DIR_SUFFIX, &k, err);
+	for (size_t i = 0; rc == 0 && i < k.n; i++) {
+		key = xasprintf("%s%s" CH_DIR_SUFFIX, prefix, k.v[i]);
+		rc = store_get_mem(w->c.s, key, CH_PACK_MAX, &data, &len, err);
+		free(key);
+		if (rc == CAIRN_ENOTFOUND) {
+			cairn_err_clear(err);
+			rc = 0;
+			continue;
+		}
+		if (rc < 0)
+			break;
+		name = xasprintf("%s-%s" CH_PACK_SUFFIX, w->backup, k.v[i]);
+		if (ch_pack_name_ok(name) && len % CH_DIR_REC == 0) {
+			loc.pack = ch_table_pack(&w->t, name);
+			for (size_t off = 0; off < len; off += CH_DIR_REC) {
+				const unsigned char *r =
+				    (const unsigned char *)data + off;
+
+				loc.pack_off = get_be(r + CH_HASH_LEN, 8);
+				loc.rec_len = (uint32_t)get_be(r + CH_HASH_LEN +
+				    8, 4);
+				loc.plain = (uint32_t)get_be(r + CH_HASH_LEN +
+				    12, 4);
+				if (loc.rec_len <= CH_REC_HDR ||
+				    loc.rec_len > CH_REC_MAX ||
+				    loc.plain > CHUNKER_MAX)
+					continue;
+				ch_table_put(&w->t, r, &loc);
+				n++;
+			}
+		}
+		free(name);
+		free(data);
+	}
+	ch_keys_free(&k);
+	free(prefix);
+	if (rc == 0 && n > 0)
+		log_info("volume copy %s: %zu chunks stored by an earlier attempt",
+		    w->refs_key, n);
+	return rc;
+}
+
 /* Our refs, not final: what we pinned before, and the parent's packs. */
 static int
 pin(struct chunks_writer *w, struct cairn_err *err)
@@ -691,6 +786,8 @@ chunks_writer_open(const struct chunks_config *cfg, struct chunks_writer **out,
 		rc = pin(w, err);
 	if (rc == 0 && w->parent != NULL)
 		rc = parent_open(w, err);
+	if (rc == 0 && cfg->resume)
+		rc = resume_load(w, err);
 	if (rc < 0) {
 		chunks_writer_free(w);
 		return rc;
@@ -700,6 +797,12 @@ chunks_writer_open(const struct chunks_config *cfg, struct chunks_writer **out,
 		    "stored)", w->refs_key, w->parent, w->t.used);
 	*out = w;
 	return 0;
+}
+
+size_t
+chunks_open_bytes(const struct chunks_writer *w)
+{
+	return w->pack_open ? w->pack_len : 0;
 }
 
 const char *
@@ -779,6 +882,7 @@ chunks_writer_free(struct chunks_writer *w)
 	ch_table_free(&w->t);
 	free(w->ppath);
 	free(w->pack);
+	free(w->dir);
 	free(w->cbuf);
 	free(w->io);
 	free(w->zbuf);

@@ -285,6 +285,8 @@ struct hp_writer {
 	uint64_t compressed;
 	uint64_t uploaded_before;	/* by earlier attempts (checkpoint) */
 	uint64_t since_fence;		/* file bytes since the last fence ask */
+	uint64_t packs_at_cut;		/* chunk packs stored when the last part ended */
+	uint64_t done_at_cut;		/* bytes_done then */
 	struct chunks_writer *cw;	/* deduplicated copy, else NULL */
 	struct buf list;		/* a file's chunk list */
 	char last_file[HOSTPATH_PATH_MAX];
@@ -378,6 +380,13 @@ hp_stored(void *arg, const struct store_part *p, uint64_t entries,
 	(void)entries;
 	hp_add_part(w, p);
 	w->compressed += p->size;
+	if (w->cw != NULL) {
+		struct chunks_stats cs;
+
+		chunks_writer_stats(w->cw, &cs);
+		w->packs_at_cut = cs.packs;
+		w->done_at_cut = w->bytes_done;
+	}
 	if (w->closing || w->o->checkpoint == NULL)
 		return 0;
 	memset(&ck, 0, sizeof ck);
@@ -526,6 +535,33 @@ hp_describe(struct hp_writer *w, int dirfd, const char *name, const char *rel,
 	return 0;
 }
 
+/*
+ * After a whole file. A deduplicated copy stores its open pack once it
+ * reached the part size and, where the store takes parts of any size,
+ * ends the index part with it, so the checkpoint follows the data (at
+ * most about HP_CUTS_MAX such parts). Otherwise, and always, a part ends
+ * once it reached the part size.
+ */
+#define HP_CUTS_MAX 4000
+static int
+hp_boundary(struct hp_writer *w, struct cairn_err *e)
+{
+	struct chunks_stats cs;
+	size_t psize = w->o->part_size ? w->o->part_size : HOSTPATH_PART_SIZE;
+
+	if (w->cw == NULL)
+		return tarparts_boundary(w->tp, NULL, e);
+	chunks_writer_stats(w->cw, &cs);
+	if (chunks_open_bytes(w->cw) < psize && cs.packs == w->packs_at_cut)
+		return tarparts_boundary(w->tp, NULL, e);
+	if (store_part_min(w->s) == 0 &&
+	    w->bytes_done - w->done_at_cut >= w->bytes_total / HP_CUTS_MAX)
+		return tarparts_cut(w->tp, e);	/* the fence stores the pack */
+	if (chunks_open_bytes(w->cw) >= psize && chunks_flush(w->cw, e) < 0)
+		return e->code;
+	return tarparts_boundary(w->tp, NULL, e);
+}
+
 /* chunks: n more file bytes covered; progress, and the fence every 4 MiB. */
 static int
 hp_tick(void *arg, uint64_t n, struct cairn_err *err)
@@ -610,7 +646,7 @@ hp_entry(void *arg, int dirfd, const char *name, const char *rel,
 	snprintf(w->last_file, sizeof w->last_file, "%s", rel);
 	hp_progress(w);
 	/* A part ends after a whole file once it reached the part size. */
-	if (strcmp(rel, ".") != 0 && tarparts_boundary(w->tp, NULL, &e) < 0)
+	if (strcmp(rel, ".") != 0 && hp_boundary(w, &e) < 0)
 		rc = hp_fail(w, e.code, &e);
 out:
 	if (fd >= 0)
@@ -758,6 +794,7 @@ hp_pipeline(struct hp_writer *w)
 		cc.parent_index = w->o->parent_index;
 		cc.pack_size = w->o->part_size;
 		cc.spool_dir = w->o->spool_dir;
+		cc.resume = w->o->resume != NULL;
 		cc.fence = hp_chunk_fence;
 		cc.tick = hp_tick;
 		cc.arg = w;

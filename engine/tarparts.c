@@ -812,6 +812,18 @@ tarparts_boundary(struct tarparts *tp, int *cut, struct cairn_err *err)
 }
 
 int
+tarparts_cut(struct tarparts *tp, struct cairn_err *err)
+{
+	if (tp->rc < 0)
+		return tp_fail(tp, err);
+	if (tp->threaded ? tp_merge(tp) < 0 : tp_handoff(tp) < 0)
+		return tp_fail(tp, err);
+	if (tp_cut(tp) < 0)
+		return tp_fail(tp, err);
+	return 0;
+}
+
+int
 tarparts_finish(struct tarparts *tp, struct cairn_err *err)
 {
 	if (tp->rc < 0 || tp_merge(tp) < 0)

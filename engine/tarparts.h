@@ -116,6 +116,15 @@ int tarparts_end_entry(struct tarparts *tp, struct cairn_err *err);
 int tarparts_boundary(struct tarparts *tp, int *cut, struct cairn_err *err);
 
 /*
+ * End the open part here, whatever its size (a point where a part may
+ * end, as for tarparts_boundary()); nothing when no part is open. For a
+ * writer whose parts follow something else than their size: the
+ * deduplicating mover ends an index part once chunk packs were stored, so
+ * that a checkpoint follows them.
+ */
+int tarparts_cut(struct tarparts *tp, struct cairn_err *err);
+
+/*
  * Write the tar end-of-archive blocks and close the last part (a part is
  * opened for them if the previous one was just cut). After success the
  * writer only answers the getters below.

@@ -118,6 +118,8 @@ hp_ckpt_cb(void *arg, const struct hostpath_ckpt *ck, struct cairn_err *err)
 	cJSON *cp;
 
 	v->done = ck->bytes_done > v->done ? ck->bytes_done : v->done;
+	if (ck->bytes_uploaded > v->uploaded)
+		v->uploaded = ck->bytes_uploaded;
 	if (hostpath_ckpt_encode(ck, enc, sizeof enc) < 0)
 		return 0;	/* too long to keep: the next part will do */
 	/* Journal first, cluster second. */
@@ -140,6 +142,9 @@ hp_ckpt_cb(void *arg, const struct hostpath_ckpt *ck, struct cairn_err *err)
 	cJSON_AddStringToObject(cp, "lastFile", ck->last_file);
 	cJSON_AddNumberToObject(cp, "bytesDone", (double)ck->bytes_done);
 	cJSON_AddNumberToObject(cp, "filesDone", (double)ck->files_done);
+	if (ck->bytes_uploaded > 0)
+		cJSON_AddNumberToObject(cp, "bytesUploaded",
+		    (double)ck->bytes_uploaded);
 	json_set_item(v->status, "checkpoint", cp);
 	vop_set_progress(v);
 	/* The status copy follows at most once a second (the journal has it). */
@@ -189,6 +194,7 @@ find_resume(struct vop *v, struct hostpath_ckpt *ck, int *foreign)
 		ck->parts = (int)json_int(cp, "parts", 0);
 		ck->bytes_done = (uint64_t)json_int(cp, "bytesDone", 0);
 		ck->files_done = (uint64_t)json_int(cp, "filesDone", 0);
+		ck->bytes_uploaded = (uint64_t)json_int(cp, "bytesUploaded", 0);
 		return 1;
 	}
 	return 0;
@@ -428,6 +434,8 @@ vol_vpb_run(const struct volumes_ctx *c, const cJSON *obj,
 	}
 	v.done = (uint64_t)json_int(v.obj, "status.progress.bytesDone", 0);
 	v.total = (uint64_t)json_int(v.obj, "status.progress.totalBytes", 0);
+	v.uploaded = (uint64_t)json_int(v.obj, "status.progress.bytesUploaded",
+	    0);
 	pi = vol_plugin_index(c->vol, provider);
 	if (strcmp(provider, HOSTPATH_PROVIDER) == 0) {
 		rc = vpb_hostpath(&v, obj, backup, err);

@@ -500,7 +500,10 @@ BSL = dict(
 
 VOL_PROGRESS = obj({
     "totalBytes": i("Bytes to move."),
-    "bytesDone": i("Bytes moved so far."),
+    "bytesDone": i("Bytes moved so far (the built-in mover: file bytes scanned, "
+                   "read or known unchanged since the copy it builds on)."),
+    "bytesUploaded": i("Bytes stored so far (the built-in mover: its index and the "
+                       "chunks no earlier copy of the volume holds, compressed)."),
 }, "Byte progress reported by the plugin.")
 
 VPB = dict(
@@ -536,6 +539,8 @@ VPB = dict(
             "lastFile": s("Last file (relative path) in the stored parts."),
             "bytesDone": i("Bytes of file data in the stored parts."),
             "filesDone": i("Files in the stored parts."),
+            "bytesUploaded": i("Bytes stored for them (index parts and chunk "
+                               "packs)."),
         }, "Enough to resume a built-in copy after its last stored part "
            "(written after the part is stored and journalled)."),
     }),
@@ -545,6 +550,7 @@ VPB = dict(
         ("Phase", "string", ".status.phase", "Phase", 0),
         ("Done", "integer", ".status.progress.bytesDone", "Bytes done", 0),
         ("Total", "integer", ".status.progress.totalBytes", "Bytes to move", 0),
+        ("Uploaded", "integer", ".status.progress.bytesUploaded", "Bytes stored", 1),
         ("Age", "date", ".metadata.creationTimestamp", "", 0),
     ])
 

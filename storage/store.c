@@ -238,6 +238,12 @@ store_kind(const struct store *s)
 	return s->ops->kind;
 }
 
+size_t
+store_part_min(const struct store *s)
+{
+	return strcmp(s->ops->kind, "fs") == 0 ? 0 : STORE_PART_MIN;
+}
+
 int
 store_check(struct store *s, struct cairn_err *err)
 {

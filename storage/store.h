@@ -191,6 +191,12 @@ void store_free(struct store *s);
 const char *store_describe(const struct store *s);
 /* "fs" or "s3". */
 const char *store_kind(const struct store *s);
+/*
+ * The smallest multipart part (all but the last) the store accepts at
+ * completion: 0 for a local directory, STORE_PART_MIN otherwise (S3, and
+ * any layer over another store, which is not looked through).
+ */
+size_t store_part_min(const struct store *s);
 
 /*
  * Check that the store is reachable and usable: the directory exists and is

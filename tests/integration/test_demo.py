@@ -22,7 +22,8 @@ def demo_runs_end_to_end(t):
     t.check("Phase:  Completed" in out, "the backup completed: " + out[-1500:])
     t.check(any(l.startswith("pv-postgres-0") and "Completed" in l for l in out.splitlines()),
             "the volume is backed up: " + out[-1500:])
-    t.check("backups/shop-backup/volumes/pv-postgres-0.tar.gz" in out, "volume tarball listed")
+    t.check("backups/shop-backup/volumes/pv-postgres-0.index.tar.gz" in out, "volume copy index listed")
+    t.check("plugins/cairn-hostpath/pv-postgres-0/packs/shop-backup-" in out, "its chunk packs listed")
     t.check("Done: a Velero-format backup" in out, out[-800:])
 
 

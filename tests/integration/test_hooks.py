@@ -198,7 +198,7 @@ def hooks_freeze_around_pod_items_and_volumes(t):
             "hooks" % (written[0], t_pre, t_post))
     t.check(any("mounts claims: its post hooks run once its volumes are copied" in m for _, _, m in blog),
             "deferred post hooks logged")
-    copy = stored(store, "pv-db", ".tar.gz")
+    copy = stored(store, "pv-db", ".index.tar.gz")
     with tarfile.open(copy, "r:gz") as tf:
         names = [n.lstrip("./") for n in tf.getnames()]
     t.check("FROZEN" in names and "table.dat" in names, "the volume copy holds the marker: %s" % names)

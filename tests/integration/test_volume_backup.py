@@ -148,14 +148,25 @@ def read_gz_json(store, key_suffix):
     raise CheckFailed("%s not in the store" % key_suffix)
 
 
+MOVER = os.path.join(BUILDDIR, "tests", "helpers", "volume_mover")
+
+
 def stored_volume(store, backup, pv):
-    p = os.path.join(store, "backups", backup, "volumes", pv + ".tar.gz")
+    """The index of pv's copy in backup (a deduplicated copy, issue 25)."""
+    p = os.path.join(store, "backups", backup, "volumes", pv + ".index.tar.gz")
     if not os.path.exists(p):
-        for d, _, files in os.walk(store):
-            if pv + ".tar.gz" in files and ".cairn-uploads" not in d:
-                return os.path.join(d, pv + ".tar.gz")
         raise CheckFailed("no stored copy of %s" % pv)
     return p
+
+
+def extract_stored(t, store, backup, pv, dst):
+    """GNU tar lists the stored index; the mover alone restores the copy."""
+    idx = stored_volume(store, backup, pv)
+    r = subprocess.run(["tar", "-tzf", idx], capture_output=True, text=True)
+    t.check(r.returncode == 0, "GNU tar lists the index: %s" % r.stderr)
+    r = subprocess.run([MOVER, "restore", store, os.path.relpath(idx, store), dst,
+                        "--chunks", "plugins/cairn-hostpath/%s/" % pv], capture_output=True, text=True)
+    t.check(r.returncode == 0, "the stored copy restores: %s" % r.stderr)
 
 
 def same_tree(t, a, b):
@@ -230,11 +241,9 @@ def backup_and_restore_hostpath_volumes(t):
     t.eq(len(vol_lines), 3, "describe lists 3 volumes:\n%s" % d.stdout[-2000:])
     t.check(all("Completed" in l and "100%" in l and "cairn.io/hostpath" in l and " MiB / " in l
                 for l in vol_lines), "describe volume lines: %s" % vol_lines)
-    # GNU tar reads what was stored.
-    x = t.mkdir("gnu-x")
-    r = subprocess.run(["tar", "-C", x, "-xzf", stored_volume(store, "b1", "pv-tree")],
-                       capture_output=True, text=True)
-    t.check(r.returncode == 0, "GNU tar: %s" % r.stderr)
+    # What was stored restores by itself (GNU tar lists the index).
+    x = os.path.join(t.mkdir("gnu-x"), "v")
+    extract_stored(t, store, "b1", "pv-tree", x)
     same_tree(t, odd, x)
     srv.stop()
 
@@ -382,10 +391,8 @@ def kill9_during_copy_resumes(t):
     v = vpbs(sim, "bk")["pv-resume"]["status"]
     t.eq(v["phase"], "Completed", "volume phase")
     t.check(int(v["backupProperties"]["parts"]) > ck["parts"], "parts kept and added")
-    x = t.mkdir("x")
-    r = subprocess.run(["tar", "-C", x, "-xzf", stored_volume(store, "bk", "pv-resume")],
-                       capture_output=True, text=True)
-    t.check(r.returncode == 0, "GNU tar: %s" % r.stderr)
+    x = os.path.join(t.mkdir("x"), "v")
+    extract_stored(t, store, "bk", "pv-resume", x)
     same_tree(t, big, x)
     srv2.stop()
 
@@ -556,10 +563,8 @@ def check_taken_over(t, sim, store, name, y, data, ck):
     g = re.search(r"parts (\d+)\.\.(\d+) left out, continuing at part (\d+)", out)
     t.check(g is not None and int(g.group(1)) == ck["parts"] + 1 and int(g.group(3)) == int(g.group(2)) + 1,
             "ay leaves ax's later part numbers unused: %s" % (g.group(0) if g else out[-1500:]))
-    x = t.mkdir("x-" + name)
-    r = subprocess.run(["tar", "-C", x, "-xzf", stored_volume(store, name, "pv-take")],
-                       capture_output=True, text=True)
-    t.check(r.returncode == 0, "GNU tar: %s" % r.stderr)
+    x = os.path.join(t.mkdir("x-" + name), "v")
+    extract_stored(t, store, name, "pv-take", x)
     same_tree(t, data, x)
     return int(g.group(3))
 
@@ -601,7 +606,7 @@ def dead_node_agent_is_taken_over(t):
 @case
 def stalled_node_agent_is_fenced(t):
     sim, store, srv, x, y, data = takeover_setup(t, "bf")
-    watch = PartWatch(store, "/volumes/pv-take.tar.gz")
+    watch = PartWatch(store, "/volumes/pv-take.index.tar.gz")
     t.on_cleanup(watch.close)
     x.signal(signal.SIGSTOP)
     t_stop = time.time()

@@ -231,7 +231,7 @@ restore(struct world *w, const char *b, const char *dst)
 	return rc;
 }
 
-/* Files and bytes under root/sub (recursive). */
+/* Packs and their bytes under root/sub (recursive). */
 static void
 du(const char *root, const char *sub, size_t *files, uint64_t *bytes)
 {
@@ -240,7 +240,8 @@ du(const char *root, const char *sub, size_t *files, uint64_t *bytes)
 
 	*files = 0;
 	*bytes = 0;
-	cmd = xasprintf("find '%s' -type f -printf '%%s\\n' 2>/dev/null", p);
+	cmd = xasprintf("find '%s' -type f -name '*.pack' -printf '%%s\\n' "
+	    "2>/dev/null", p);
 	f = popen(cmd, "r");
 	while (f != NULL && fgets(line, sizeof line, f) != NULL) {
 		(*files)++;
