@@ -1410,7 +1410,12 @@ cmd_backup_delete(const struct cli_command *cmd, struct flagset *fs)
 		fprintf(stderr, "Backup %s: removing finalizer %s: %s (a cairn "
 		    "server will release it).\n", fs->args[0], GC_FINALIZER,
 		    err.msg);
-	if (cl.location[0] != '\0')
+	if (cl.location[0] != '\0' && cl.packs_removed > 0)
+		printf("Backup %s deleted (%zu objects removed from storage "
+		    "location %s, and %zu volume chunk packs no other backup "
+		    "uses).\n", fs->args[0], cl.removed, cl.location,
+		    cl.packs_removed);
+	else if (cl.location[0] != '\0')
 		printf("Backup %s deleted (%zu objects removed from storage "
 		    "location %s).\n", fs->args[0], cl.removed, cl.location);
 	else

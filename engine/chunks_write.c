@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/fault.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/util.h"
@@ -102,6 +103,7 @@ chunks_flush(struct chunks_writer *w, struct cairn_err *err)
 		return rc;
 	w->st.uploaded += w->pack_len + w->dir_len;
 	w->st.packs++;
+	fault_point("volume.after-pack");
 	w->pack_open = 0;
 	w->pack_len = 0;
 	w->dir_len = 0;

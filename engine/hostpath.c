@@ -54,6 +54,7 @@
 #include <zlib.h>
 
 #include "base/buf.h"
+#include "base/fault.h"
 #include "base/jsonutil.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -376,6 +377,7 @@ hp_stored(void *arg, const struct store_part *p, uint64_t entries,
 {
 	struct hp_writer *w = arg;
 	struct hostpath_ckpt ck;
+	int rc;
 
 	(void)entries;
 	hp_add_part(w, p);
@@ -398,7 +400,10 @@ hp_stored(void *arg, const struct store_part *p, uint64_t entries,
 	ck.bytes_done = w->bytes_done;
 	ck.files_done = w->files_done;
 	ck.bytes_uploaded = hp_uploaded(w);
-	return w->o->checkpoint(w->o->arg, &ck, err);
+	rc = w->o->checkpoint(w->o->arg, &ck, err);
+	if (rc == 0)
+		fault_point("volume.after-part");
+	return rc;
 }
 
 /* The pipeline's error: its message in w->err, the code returned. */
