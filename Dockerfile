@@ -52,8 +52,8 @@ RUN set -e; \
     if [ "$target" = "$native" ]; then /src/configure --prefix=/usr; else \
       PKG_CONFIG_LIBDIR="/usr/lib/$triplet/pkgconfig:/usr/share/pkgconfig" \
       /src/configure --prefix=/usr --host="$triplet"; fi; \
-    make -j"$(nproc)" cairn; \
-    "$triplet-strip" cairn; \
+    make -j"$(nproc)" cairn plugins/csi-snapshotter; \
+    "$triplet-strip" cairn plugins/csi-snapshotter; \
     if [ "$target" = "$native" ]; then ./cairn version; fi
 
 FROM $RUNTIME_IMAGE
@@ -63,6 +63,9 @@ RUN apt-get update \
       libmicrohttpd12 libyaml-0-2 libssl3 libwebsockets17 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/cairn /usr/bin/cairn
+# The plugins shipped with cairn (docs/plugins.md): the CSI snapshotter.
+COPY --from=build /build/plugins/csi-snapshotter /usr/libexec/cairn/plugins/csi-snapshotter
+ENV CAIRN_PLUGIN_DIR=/usr/libexec/cairn/plugins
 # The journal and the fs provider's directory (volumes in the StatefulSet).
 RUN mkdir -p /var/lib/cairn/journal /var/lib/cairn/backups \
  && chown -R 65532:65532 /var/lib/cairn

@@ -290,6 +290,54 @@ str_has_suffix(const char *s, const char *suffix)
 }
 
 int
+str_parse_quantity(const char *s, uint64_t *bytes)
+{
+	static const struct { const char *suf; uint64_t mult; } sufs[] = {
+		{ "Ki", 1ULL << 10 }, { "Mi", 1ULL << 20 }, { "Gi", 1ULL << 30 },
+		{ "Ti", 1ULL << 40 }, { "Pi", 1ULL << 50 }, { "Ei", 1ULL << 60 },
+		{ "k", 1000ULL }, { "M", 1000000ULL }, { "G", 1000000000ULL },
+		{ "T", 1000000000000ULL }, { "P", 1000000000000000ULL },
+		{ "E", 1000000000000000000ULL }, { "", 1 },
+	};
+	uint64_t whole = 0, frac = 0, scale = 1, mult = 0;
+	const char *p = s;
+	size_t i;
+
+	if (s == NULL || *p < '0' || *p > '9')
+		return -1;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (whole > (UINT64_MAX - 9) / 10)
+			return -1;
+		whole = whole * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			if (scale < 1000000000ULL) {
+				frac = frac * 10 + (uint64_t)(*p - '0');
+				scale *= 10;
+			}
+	}
+	for (i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
+		if (strcmp(p, sufs[i].suf) == 0) {
+			mult = sufs[i].mult;
+			break;
+		}
+	if (mult == 0 || (whole != 0 && whole > UINT64_MAX / mult))
+		return -1;
+	*bytes = whole * mult;
+	if (frac != 0) {
+		/* frac / scale of mult, rounded up, without overflow */
+		uint64_t part = mult / scale * frac + ((mult % scale) * frac +
+		    scale - 1) / scale;
+
+		if (*bytes > UINT64_MAX - part)
+			return -1;
+		*bytes += part;
+	}
+	return 0;
+}
+
+int
 str_path_cmp(const char *a, const char *b)
 {
 	size_t la, lb;

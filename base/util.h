@@ -72,6 +72,14 @@ void rand_uuid(char out[37]);
 /* Uniform random in [0, n). */
 uint64_t rand_below(uint64_t n);
 
+/*
+ * A Kubernetes resource quantity as a whole number of bytes: digits with
+ * an optional fraction and a suffix Ki Mi Gi Ti Pi Ei (powers of 1024) or
+ * k M G T P E (powers of 1000), rounded up ("1.5Gi", "10G", "1048576").
+ * 0, or -1 for anything else (exponents, milli, negative, overflow).
+ */
+int str_parse_quantity(const char *s, uint64_t *bytes);
+
 /* Human sizes: "1.5 MiB". out has 32 bytes. */
 void fmt_bytes(uint64_t n, char out[32]);
 

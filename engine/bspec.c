@@ -121,6 +121,7 @@ static const struct {
 	{ "snapshotVolumes", F_DONE, NULL },
 	{ "hooks", F_DONE, NULL },
 	{ "orderedResources", F_DONE, NULL },
+	{ "csiSnapshotTimeout", F_DONE, NULL },	/* to snapshotter plugins */
 	{ "metadata", F_DONE, NULL },	/* checked below */
 	{ "includedClusterScopedResources", F_REFUSE, "use includedResources "
 	    "with includeClusterResources" },
@@ -141,7 +142,6 @@ static const struct {
 	    "is not implemented; volumes are copied by cairn's volume plugins" },
 	{ "defaultVolumesToRestic", F_WARN, "pod volume file-system backup "
 	    "is not implemented; volumes are copied by cairn's volume plugins" },
-	{ "csiSnapshotTimeout", F_WARN, "cairn takes no CSI snapshots" },
 	{ "itemOperationTimeout", F_WARN, "cairn runs no asynchronous item "
 	    "operations; volume plugins have their own idle timeout "
 	    "(--plugin-timeout)" },

@@ -72,7 +72,8 @@ engine_libengine_a_SOURCES += \
 	engine/chunks.c engine/chunks.h engine/chunks_int.h \
 	engine/chunks_write.c engine/chunks_read.c engine/chunks_gc.c \
 	engine/volumes.h engine/volumes_int.h engine/volumes_op.c \
-	engine/volumes_backup.c engine/volumes_restore.c engine/volumes_agent.c
+	engine/volumes_backup.c engine/volumes_restore.c engine/volumes_agent.c \
+	engine/volumes_plugin.c
 
 check_PROGRAMS += tests/unit/test_plugin
 tests_unit_test_plugin_SOURCES = tests/unit/test_plugin.c

@@ -17,9 +17,12 @@
  *   reach a plugin. cairn writes the VolumePluginBackup/Restore objects
  *   itself from what the plugin reports, so a plugin never needs them.
  * - Talk: one poll(2) loop over stdout (protocol), stderr (kept as a short
- *   tail for error messages and logged at debug) and stdin (the request,
- *   written non-blocking, then closed). Deadlines: handshake, idle (no
- *   line), overall; the loop wakes at least every 100 ms to check *stop.
+ *   tail for error messages and logged at debug) and stdin (the request in
+ *   the version the hello named, written non-blocking; version 1: then
+ *   closed; version 2: the answers to the plugin's API calls follow, each
+ *   made synchronously by the caller's callback, which decides what the
+ *   plugin may touch). Deadlines: handshake, idle (no line), overall; the
+ *   loop wakes at least every 100 ms to check *stop.
  * - Caps: a line longer than PLUGIN_LINE_MAX, more than lines_per_sec
  *   lines in one second, JSON nested deeper than CAIRN_JSON_MAX_DEPTH:
  *   protocol errors.
@@ -144,9 +147,11 @@ struct prun {
 	const struct plugin_cbs *cbs;
 	pid_t pid;		/* leader, also the pgid; -1 when reaped */
 	int fd_in, fd_out, fd_err;	/* parent ends, -1 when closed */
-	char *req;		/* request line with '\n', owned */
-	size_t req_len, req_off;
+	const cJSON *request;	/* borrowed; sent after the hello */
+	struct buf out;		/* lines for the plugin's stdin, unsent */
+	int close_in;		/* protocol 1: stdin closes once out is sent */
 	int has_request;
+	int protocol;		/* of the hello */
 	struct buf line;	/* partial stdout line */
 	char errtail[PLUGIN_STDERR_KEEP];
 	int warned_utf8;		/* logged once: invalid UTF-8 replaced */
@@ -363,16 +368,21 @@ parse_hello(struct prun *r, const cJSON *o, struct cairn_err *err)
 
 	if (name == NULL || name[0] == '\0' || strlen(name) >= PLUGIN_NAME_MAX)
 		return proto_err(r, err, "%s", "hello without a valid name");
-	if (ver != PLUGIN_PROTOCOL_VERSION) {
+	if (ver < PLUGIN_PROTOCOL_MIN || ver > PLUGIN_PROTOCOL_VERSION) {
 		snprintf(vbuf, sizeof vbuf, "%lld", (long long)ver);
 		return proto_err(r, err, "speaks protocol version %s, cairn "
-		    "speaks 1", vbuf);
+		    "speaks %d to %d", vbuf, PLUGIN_PROTOCOL_MIN,
+		    PLUGIN_PROTOCOL_VERSION);
 	}
 	if (!cJSON_IsArray(types))
 		return proto_err(r, err, "%s", "hello without volumeTypes");
+	r->protocol = (int)ver;
 	if (r->hello != NULL) {
 		snprintf(r->hello->name, sizeof r->hello->name, "%s", name);
 		r->hello->protocol = (int)ver;
+		r->hello->node_local = ver < 2 ||
+		    !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(o,
+		    "nodeLocal"));
 	}
 	cJSON_ArrayForEach(t, types) {
 		if (!cJSON_IsString(t) || n >= PLUGIN_MAX_TYPES)
@@ -382,6 +392,132 @@ parse_hello(struct prun *r, const cJSON *o, struct cairn_err *err)
 			r->hello->types[n] = xstrdup(t->valuestring);
 		n++;
 	}
+	return 0;
+}
+
+/* The fields of each request in protocol 1 (a v1 plugin gets these only). */
+static const struct {
+	const char *type;
+	const char *fields[9];
+} plugin_v1_fields[] = {
+	{ "create_snapshot", { "type", "volumeName", "volumeType", "volumePath",
+	    "backupName", "node", "config", NULL } },
+	{ "restore_volume", { "type", "snapshotID", "volumeName", "volumeType",
+	    "targetPath", "backupName", "backupProperties", "config", NULL } },
+	{ "delete_snapshot", { "type", "snapshotID", "volumeName", "config",
+	    NULL } },
+};
+
+/* Version 1's fields of request r (all of them for an unknown type). */
+static cJSON *
+request_v1(const cJSON *r)
+{
+	const char *type = json_str_or(r, "type", "");
+	const char *const *f = NULL;
+	cJSON *q;
+
+	for (size_t i = 0; i < sizeof plugin_v1_fields /
+	    sizeof plugin_v1_fields[0]; i++)
+		if (strcmp(plugin_v1_fields[i].type, type) == 0)
+			f = plugin_v1_fields[i].fields;
+	if (f == NULL)
+		return cJSON_Duplicate(r, 1);
+	q = cJSON_CreateObject();
+	for (; *f != NULL; f++)
+		if (cJSON_GetObjectItemCaseSensitive(r, *f) != NULL)
+			cJSON_AddItemToObject(q, *f, cJSON_Duplicate(
+			    cJSON_GetObjectItemCaseSensitive(r, *f), 1));
+	return q;
+}
+
+/* The request, in the plugin's version, queued for its stdin. */
+static void
+queue_request(struct prun *r)
+{
+	cJSON *q;
+	char *text;
+
+	if (r->protocol >= 2) {
+		q = cJSON_Duplicate(r->request, 1);
+		cJSON_DeleteItemFromObjectCaseSensitive(q, "protocolVersion");
+		cJSON_AddNumberToObject(q, "protocolVersion", r->protocol);
+	} else {
+		q = request_v1(r->request);
+		r->close_in = 1;	/* version 1: EOF after the request */
+	}
+	text = json_print(q);
+	cJSON_Delete(q);
+	buf_puts(&r->out, text);
+	buf_putc(&r->out, '\n');
+	free(text);
+}
+
+static const char *const kube_methods[] = {
+	"GET", "POST", "PUT", "PATCH", "DELETE", NULL
+};
+
+/*
+ * A "kube" line (protocol 2): the API call made by the caller's callback,
+ * its answer queued for the plugin's stdin. A malformed call is the
+ * plugin's protocol error; a refused one is an answer (403).
+ */
+static int
+kube_line(struct prun *r, const cJSON *o, struct cairn_err *err)
+{
+	const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+	const cJSON *body = cJSON_GetObjectItemCaseSensitive(o, "body");
+	const char *method = json_str(o, "method"), *path = json_str(o, "path");
+	cJSON *ans = NULL, *line;
+	char *text;
+	size_t i;
+
+	for (i = 0; method != NULL && kube_methods[i] != NULL; i++)
+		if (strcmp(method, kube_methods[i]) == 0)
+			break;
+	if (r->protocol < 2)
+		return proto_err(r, err, "%s", "wrote an unknown line type "
+		    "\"kube\" (protocol version 1)");
+	if (method == NULL || kube_methods[i] == NULL || path == NULL ||
+	    path[0] != '/' || strlen(path) > 2048 ||
+	    (id != NULL && !cJSON_IsString(id) && !cJSON_IsNumber(id)) ||
+	    (body != NULL && !cJSON_IsObject(body) && !cJSON_IsNull(body)))
+		return proto_err(r, err, "%s", "kube needs method (GET, POST, "
+		    "PUT, PATCH, DELETE), path (/...) and at most an object "
+		    "body");
+	if (r->cbs != NULL && r->cbs->kube != NULL)
+		ans = r->cbs->kube(r->cbs->arg, method, path,
+		    cJSON_IsObject(body) ? body : NULL);
+	if (ans == NULL) {
+		ans = cJSON_CreateObject();
+		cJSON_AddNumberToObject(ans, "status", 403);
+		json_set_str(ans, "body.message", "not allowed to this plugin");
+	}
+	line = cJSON_CreateObject();
+	cJSON_AddStringToObject(line, "type", "kube-response");
+	if (id != NULL)
+		cJSON_AddItemToObject(line, "id", cJSON_Duplicate(id, 1));
+	cJSON_AddNumberToObject(line, "status", json_int(ans, "status", 500));
+	if (cJSON_GetObjectItemCaseSensitive(ans, "body") != NULL)
+		cJSON_AddItemToObject(line, "body", cJSON_DetachItemFromObject(
+		    ans, "body"));
+	cJSON_Delete(ans);
+	text = json_print(line);
+	if (strlen(text) >= PLUGIN_KUBE_REPLY_MAX) {
+		free(text);
+		cJSON_DeleteItemFromObjectCaseSensitive(line, "body");
+		cJSON_ReplaceItemInObject(line, "status",
+		    cJSON_CreateNumber(413));
+		json_set_str(line, "body.message", "the reply is too large for "
+		    "the plugin channel");
+		text = json_print(line);
+	}
+	cJSON_Delete(line);
+	if (buf_puts(&r->out, text) < 0 || buf_putc(&r->out, '\n') < 0) {
+		free(text);
+		return proto_err(r, err, "%s", "does not read the answers to its "
+		    "API calls (more than 4 MiB waiting)");
+	}
+	free(text);
 	return 0;
 }
 
@@ -443,6 +579,8 @@ handle_line(struct prun *r, char *line, size_t len, struct cairn_err *err)
 		r->hello_seen = 1;
 		if (!r->has_request)
 			close_fd(&r->fd_in);	/* handshake only: EOF asks it to exit */
+		else
+			queue_request(r);
 		goto done;
 	}
 	if (strcmp(type, "progress") == 0) {
@@ -473,6 +611,8 @@ handle_line(struct prun *r, char *line, size_t len, struct cairn_err *err)
 				r->cbs->property(r->cbs->arg, it->string,
 				    it->valuestring);
 		}
+	} else if (strcmp(type, "kube") == 0) {
+		rc = kube_line(r, o, err);
 	} else if (strcmp(type, "log") == 0) {
 		msg = json_str_or(o, "message", "");
 		log_info("plugin %s: %s", r->path, msg);
@@ -631,7 +771,7 @@ converse(struct prun *r, const atomic_int *stop, struct cairn_err *err)
 			pfd[nfd].fd = r->fd_err;
 			pfd[nfd++].events = POLLIN;
 		}
-		if (r->fd_in >= 0 && r->hello_seen && r->has_request) {
+		if (r->fd_in >= 0 && r->hello_seen && r->out.len > 0) {
 			pfd[nfd].fd = r->fd_in;
 			pfd[nfd++].events = POLLOUT;
 		}
@@ -648,14 +788,13 @@ converse(struct prun *r, const atomic_int *stop, struct cairn_err *err)
 			if (pfd[i].revents == 0)
 				continue;
 			if (pfd[i].fd == r->fd_in) {
-				n = write(r->fd_in, r->req + r->req_off,
-				    r->req_len - r->req_off);
+				n = write(r->fd_in, r->out.data, r->out.len);
 				if (n < 0 && errno != EAGAIN && errno != EINTR) {
 					/* EPIPE: it is gone; stdout tells why */
 					close_fd(&r->fd_in);
 				} else if (n > 0) {
-					r->req_off += (size_t)n;
-					if (r->req_off == r->req_len)
+					buf_consume(&r->out, (size_t)n);
+					if (r->out.len == 0 && r->close_in)
 						close_fd(&r->fd_in);
 				}
 			} else if (pfd[i].fd == r->fd_err) {
@@ -717,6 +856,8 @@ plugin_run(const char *path, const cJSON *request,
 	if (hello != NULL)
 		memset(hello, 0, sizeof *hello);
 	buf_init(&r.line, PLUGIN_LINE_MAX + sizeof(char) * 16384);
+	/* answers wait here while the plugin is slow to read: bounded */
+	buf_init(&r.out, PLUGIN_REQUEST_MAX + 4 * PLUGIN_KUBE_REPLY_MAX);
 	if (request != NULL) {
 		text = json_print(request);
 		if (strlen(text) >= PLUGIN_REQUEST_MAX) {
@@ -724,8 +865,7 @@ plugin_run(const char *path, const cJSON *request,
 			    "request over %u bytes", path, PLUGIN_REQUEST_MAX);
 			goto out;
 		}
-		r.req = xasprintf("%s\n", text);
-		r.req_len = strlen(r.req);
+		r.request = request;
 		r.has_request = 1;
 	}
 	r.start = r.last_line = r.rate_start = time_mono_us();
@@ -753,7 +893,7 @@ out:
 	close_fd(&r.fd_out);
 	close_fd(&r.fd_err);
 	buf_free(&r.line);
-	free(r.req);
+	buf_free(&r.out);
 	free(text);
 	if (rc == 0 && result != NULL) {
 		*result = r.result;
@@ -920,6 +1060,18 @@ const cJSON *
 plugin_dir_config(const struct plugin_dir *pd, size_t i)
 {
 	return i < plugin_dir_count(pd) ? pd->e[i].config : NULL;
+}
+
+int
+plugin_dir_protocol(const struct plugin_dir *pd, size_t i)
+{
+	return i < plugin_dir_count(pd) ? pd->e[i].hello.protocol : 0;
+}
+
+int
+plugin_dir_node_local(const struct plugin_dir *pd, size_t i)
+{
+	return i < plugin_dir_count(pd) ? pd->e[i].hello.node_local : 1;
 }
 
 int

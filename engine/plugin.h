@@ -6,13 +6,24 @@
  * scrubbed environment without any cluster or cloud credentials) and
  * talks JSON lines over its stdin/stdout:
  *
- *   plugin -> {"type":"hello","name":"x","protocolVersion":1,
+ *   plugin -> {"type":"hello","name":"x","protocolVersion":2,
  *              "volumeTypes":["hostPath","local"]}
  *   cairn  -> one request: {"type":"create_snapshot"|"restore_volume"|
- *              "delete_snapshot", ...}, then stdin is closed
+ *              "delete_snapshot", ...}; protocol 1: then stdin is closed
  *   plugin -> {"type":"progress","bytesDone":N,"totalBytes":M} (any number)
  *   plugin -> {"type":"properties","properties":{"k":"v"}} (optional)
+ *   plugin -> {"type":"kube","id":I,"method":"GET","path":"/apis/...",
+ *              "body":{...}} (protocol 2, any number), each answered on
+ *              stdin: {"type":"kube-response","id":I,"status":200,"body":...}
  *   plugin -> {"type":"result",...} or {"type":"error","message":"..."}
+ *
+ * Versions: cairn speaks 1 and 2 ($CAIRN_PLUGIN_PROTOCOL says the highest)
+ * and talks to each plugin in the version of its hello. A version 1
+ * plugin gets a request with version 1's fields only, and stdin closed
+ * after it, exactly as before version 2 existed. Version 2 adds the
+ * volume's objects to requests (PersistentVolume, claim, StorageClass,
+ * node labels; the target claim on restore), "nodeLocal" in the hello,
+ * and API calls made by cairn on the plugin's behalf (plugin_cbs.kube).
  *
  * Whatever the plugin does (dies, hangs, writes garbage or a flood), the
  * call returns an error naming the plugin and what it did wrong, after
@@ -33,7 +44,9 @@
 
 #include "base/err.h"
 
-#define PLUGIN_PROTOCOL_VERSION	1
+#define PLUGIN_PROTOCOL_VERSION	2	/* the highest cairn speaks */
+#define PLUGIN_PROTOCOL_MIN	1	/* the lowest it still speaks */
+#define PLUGIN_KUBE_REPLY_MAX	(1u << 20)	/* one kube-response line */
 #define PLUGIN_NAME_MAX		64	/* hello.name */
 #define PLUGIN_LINE_MAX		(64u << 10)	/* one line of plugin output */
 #define PLUGIN_STDERR_KEEP	1024	/* tail of stderr kept for messages */
@@ -54,6 +67,12 @@ struct plugin_hello {
 	char name[PLUGIN_NAME_MAX];
 	int protocol;
 	char *types[PLUGIN_MAX_TYPES + 1];	/* owned, NULL-terminated */
+	/*
+	 * The plugin works on the node holding the volume (reads its files):
+	 * 1 unless a version 2 hello says "nodeLocal": false (a snapshotter
+	 * that only talks to APIs), whose work any server may run.
+	 */
+	int node_local;
 };
 void plugin_hello_free(struct plugin_hello *h);
 /* 1 if h lists type (exact, case-sensitive). */
@@ -69,13 +88,23 @@ struct plugin_cbs {
 	 * Lease is lost. May be NULL.
 	 */
 	int (*cancel)(void *arg);
+	/*
+	 * Protocol 2: the plugin asks for an API call. Return the answer,
+	 * an object {"status": HTTP code, "body": the reply or a Status}
+	 * (owned by the runner), or NULL for 403 "not allowed to this
+	 * plugin". NULL callback: every call gets that 403.
+	 */
+	cJSON *(*kube)(void *arg, const char *method, const char *path,
+	    const cJSON *body);
 	void *arg;
 };
 
 /*
  * Run one operation of the plugin at path: handshake, send request (a JSON
- * object with "type" set; borrowed), relay progress and properties, and
- * return the result line in *result (owned, cJSON_Delete) on success.
+ * object with "type" set, in protocol 2's form; borrowed; a version 1
+ * plugin gets version 1's fields of it), relay progress and properties,
+ * answer API calls (protocol 2), and return the result line in *result
+ * (owned, cJSON_Delete) on success.
  * hello (may be NULL) receives the handshake. request NULL only shakes
  * hands (stdin closed after the hello; the plugin should exit 0).
  * Errors (the message always names the plugin path):
@@ -124,5 +153,9 @@ int plugin_dir_find(const struct plugin_dir *pd, const char *want,
 /* Executable path and config object (NULL if none) of plugin i; borrowed. */
 const char *plugin_dir_path(const struct plugin_dir *pd, size_t i);
 const cJSON *plugin_dir_config(const struct plugin_dir *pd, size_t i);
+/* The protocol version plugin i said hello with. */
+int plugin_dir_protocol(const struct plugin_dir *pd, size_t i);
+/* Does plugin i work on the volume's node (plugin_hello.node_local)? */
+int plugin_dir_node_local(const struct plugin_dir *pd, size_t i);
 
 #endif

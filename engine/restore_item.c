@@ -432,12 +432,26 @@ pv_target(struct rs *rs, const char *pv, struct cairn_err *err)
 	return to;
 }
 
+/* The claim the volume work fences on (rs->obj is the main thread's). */
+static cJSON *
+volume_fence_obj(struct rs *rs)
+{
+	cJSON *me = cJSON_CreateObject();
+
+	json_set_str(me, "metadata.name", rs->name);
+	json_set_str(me, "status.claim.holder", rs->env->server_id);
+	json_set_int(me, "status.claim.attempt", rs->attempt);
+	return me;
+}
+
 /*
  * restorePVs: the volume's data first, the PV then points at it
  * (volumes_restore_pv). pv still has its backed-up name. A volume the
- * backup holds no data for is restored as it is.
+ * backup holds no data for is restored as it is. 1: the PV is not to be
+ * created, its claim is provisioned from the volume's snapshot
+ * (pvc_snapshot()).
  */
-static void
+static int
 pv_data(struct rs *rs, cJSON *pv)
 {
 	struct volumes_ctx vc;
@@ -446,17 +460,47 @@ pv_data(struct rs *rs, cJSON *pv)
 	int vrc;
 
 	if (!rs->restore_pvs)
-		return;
+		return 0;
 	volumes_ctx_env(&vc, rs->env, rs->jid);
-	/* the claim the volume work fences on (rs->obj is the main thread's) */
-	me = cJSON_CreateObject();
-	json_set_str(me, "metadata.name", rs->name);
-	json_set_str(me, "status.claim.holder", rs->env->server_id);
-	json_set_int(me, "status.claim.attempt", rs->attempt);
+	me = volume_fence_obj(rs);
 	vrc = volumes_restore_pv(&vc, me, rs->backup, pv, &ve);
 	cJSON_Delete(me);
 	if (vrc < 0 && vrc != CAIRN_ENOTFOUND)
 		rs_recordf(rs, 1, "", "%s", ve.msg);
+	return vrc == VOLUMES_BY_CLAIM;
+}
+
+/*
+ * A claim whose volume a snapshotter holds (pv_data() said so): the
+ * plugin makes the snapshot available and pvc gets it as dataSource
+ * (volumes_restore_claim). -1 to go on and create pvc, or the item's
+ * final state when that failed.
+ */
+static int
+pvc_snapshot(struct rs *rs, cJSON *pvc, const char *what, const char *bucket)
+{
+	struct volumes_ctx vc;
+	struct cairn_err ve = CAIRN_ERR_INIT;
+	const char *vn = json_str(pvc, "spec.volumeName");
+	char *pv;
+	cJSON *me;
+	int vrc;
+
+	if (!rs->restore_pvs || vn == NULL || vn[0] == '\0')
+		return -1;
+	volumes_ctx_env(&vc, rs->env, rs->jid);
+	me = volume_fence_obj(rs);
+	pv = xstrdup(vn);
+	vrc = volumes_restore_claim(&vc, me, rs->backup, pv, pvc, &ve);
+	cJSON_Delete(me);
+	if (vrc == 0)
+		rs_event(rs, "info", "%s is provisioned from the snapshot of "
+		    "volume %s", what, pv);
+	free(pv);
+	if (vrc == 0 || vrc == CAIRN_ENOTFOUND)
+		return -1;
+	rs_recordf(rs, 1, bucket, "error restoring %s: %s", what, ve.msg);
+	return JOURNAL_R_FAILED;
 }
 
 /* Same claim (namespace and name) in both PVs' claimRef? */
@@ -537,7 +581,10 @@ pv_step(struct rs *rs, const struct restore_row *row, cJSON *pv,
 		return JOURNAL_R_FAILED;
 	}
 	if (strcmp(to, row->name) != 0) {
-		pv_data(rs, pv);
+		if (pv_data(rs, pv) > 0) {
+			free(to);
+			return JOURNAL_R_SKIPPED;	/* its claim brings it */
+		}
 		json_set_str(pv, "metadata.name", to);
 		cJSON_AddStringToObject(json_ensure(pv, "metadata.annotations"),
 		    RESTORE_ANN_ORIGINAL_PV, row->name);
@@ -553,10 +600,8 @@ pv_step(struct rs *rs, const struct restore_row *row, cJSON *pv,
 		    &live, &err);
 		if (rc < 0)
 			goto fail;
-		if (live == NULL) {
-			pv_data(rs, pv);	/* ours to create: its data too */
-			return -1;
-		}
+		if (live == NULL)	/* ours to create: its data too */
+			return pv_data(rs, pv) > 0 ? JOURNAL_R_SKIPPED : -1;
 		if (!same_claim(live, pv) ||
 		    json_str(live, "spec.claimRef.uid") == NULL) {
 			cJSON_Delete(live);
@@ -631,11 +676,15 @@ static int
 pvc_step(struct rs *rs, cJSON *pvc, const char *what, const char *bucket)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
-	const char *vn = json_str(pvc, "spec.volumeName");
+	const char *vn;
 	cJSON *live = NULL;
 	char *text, *to;
 	int rc;
 
+	rc = pvc_snapshot(rs, pvc, what, bucket);
+	if (rc >= 0)
+		return rc;
+	vn = json_str(pvc, "spec.volumeName");
 	if (vn == NULL || vn[0] == '\0')
 		return -1;
 	text = restore_plan_item(rs->plan, "persistentvolumes", "", vn);

@@ -143,12 +143,32 @@ int volumes_backup(const struct volumes_ctx *c, const cJSON *backup,
  * PV from the backup tarball, changed in place to point at the restored
  * data (hostPath/local path). Creates the VPR
  * (<restore>-<pv>), runs it here or waits for the node-agent of the
- * PV's node. 0 when restored; CAIRN_ENOTFOUND when the backup holds no
- * data for this PV (pv unchanged: restore it as is); other errors fail
- * this volume only (the caller records it and goes on).
+ * PV's node. 0 when restored; VOLUMES_BY_CLAIM when the volume has no
+ * directory and a snapshotter that provisions (protocol 2, e.g. CSI)
+ * holds its data: the PV is not to be created, its claim is restored
+ * from the snapshot instead (volumes_restore_claim()); CAIRN_ENOTFOUND
+ * when the backup holds no data for this PV (pv unchanged: restore it as
+ * is); other errors fail this volume only (the caller records it and
+ * goes on).
  */
+#define VOLUMES_BY_CLAIM 1
 int volumes_restore_pv(const struct volumes_ctx *c, const cJSON *restore,
 	const char *backup_name, cJSON *pv, struct cairn_err *err);
+
+/*
+ * Restore a claim whose volume (backed-up PV pv_name) a snapshotter holds
+ * (volumes_restore_pv() said VOLUMES_BY_CLAIM): pvc is the claim about to
+ * be created (namespace mapped). The VPR <restore>-<pv> gives the plugin
+ * the target claim; the plugin makes the snapshot available there and
+ * names a dataSource, which pvc gets (its volumeName and binding
+ * annotations dropped, its request raised to the snapshot's size), so
+ * the cluster provisions a new volume from the snapshot. 0 when pvc was
+ * changed; CAIRN_ENOTFOUND when pv_name is not such a volume (pvc
+ * unchanged); other errors fail this claim's volume.
+ */
+int volumes_restore_claim(const struct volumes_ctx *c, const cJSON *restore,
+	const char *backup_name, const char *pv_name, cJSON *pvc,
+	struct cairn_err *err);
 
 /*
  * A backup is being deleted (GC, before its folder goes): ask each

@@ -358,12 +358,14 @@ out:
 
 /* An external plugin: one create_snapshot run. */
 static int
-vpb_plugin(struct vop *v, const cJSON *obj, int pi, struct cairn_err *err)
+vpb_plugin(struct vop *v, const cJSON *obj, const cJSON *backup, int pi,
+	struct cairn_err *err)
 {
 	struct cairn_err e = CAIRN_ERR_INIT;
 	const char *vpath = json_str(obj, "spec.volumePath");
 	const char *node = vol_label_of(obj, VOLUMES_LABEL_NODE);
 	cJSON *req = cJSON_CreateObject(), *res = NULL;
+	struct vol_scope scope;
 	char *dir = NULL;
 	int rc, stopped;
 
@@ -378,7 +380,13 @@ vpb_plugin(struct vop *v, const cJSON *obj, int pi, struct cairn_err *err)
 	cJSON_AddStringToObject(req, "backupName",
 	    json_str_or(obj, "spec.backup", ""));
 	cJSON_AddStringToObject(req, "node", node != NULL ? node : "");
-	rc = vop_plugin(v, pi, req, "backupProperties", &res, &stopped, &e);
+	vol_plugin_backup_objects(v->c, v->volume, req, &scope);
+	if (json_str(backup, "spec.csiSnapshotTimeout") != NULL)
+		cJSON_AddStringToObject(req, "csiSnapshotTimeout",
+		    json_str(backup, "spec.csiSnapshotTimeout"));
+	rc = vop_plugin(v, pi, req, "backupProperties", &scope, &res, &stopped,
+	    &e);
+	vol_scope_free(&scope);
 	if (stopped) {
 		cairn_err_copy(err, &e);
 		goto out;	/* stays InProgress */
@@ -446,7 +454,7 @@ vol_vpb_run(const struct volumes_ctx *c, const cJSON *obj,
 		rc = vop_finish(&v, "Failed", m, err);
 		free(m);
 	} else {
-		rc = vpb_plugin(&v, obj, pi, err);
+		rc = vpb_plugin(&v, obj, backup, pi, err);
 	}
 out:
 	cJSON_Delete(backup);
@@ -505,14 +513,15 @@ pv_cb(void *arg, cJSON *pv)
 	const char *type, *path, *provider = NULL;
 	char *name, *node;
 	cJSON *o, *out = NULL;
-	int rc;
+	int rc, mover;
 
 	if (ns == NULL || json_str(pv, "spec.claimRef.name") == NULL)
 		return 0;
 	if (w->spec != NULL && !bspec_ns_included(w->spec, ns))
 		return 0;
 	type = vol_pv_type(pv, &path);
-	if (pick_mover(w->c->vol, pv, type, &provider) == -2) {
+	mover = pick_mover(w->c->vol, pv, type, &provider);
+	if (mover == -2) {
 		log_info("backup %s: volume %s (%s) has no plugin: skipped",
 		    bname, pvname, type);
 		return 0;
@@ -523,7 +532,8 @@ pv_cb(void *arg, cJSON *pv)
 		return rc;
 	}
 	name = vol_op_name(bname, pvname);
-	node = pv_node(w->c->kube, pv);
+	node = mover >= 0 && !plugin_dir_node_local(w->c->vol->pd,
+	    (size_t)mover) ? NULL : pv_node(w->c->kube, pv);
 	o = vpb_object(w, pv, name, node, provider);
 	rc = kube_create(w->c->kube, &vol_vpb_gvr, w->c->namespace, o, &out,
 	    &w->err);
@@ -728,6 +738,20 @@ out:
 
 /* ---- Deletion with the backup ---------------------------------------------- */
 
+struct del_arg {
+	const struct volumes_ctx *c;
+	struct vol_scope scope;		/* snapshot objects only */
+	const char *what;
+};
+
+static cJSON *
+del_kube(void *arg, const char *method, const char *path, const cJSON *body)
+{
+	struct del_arg *d = arg;
+
+	return vol_plugin_kube(d->c, &d->scope, d->what, method, path, body);
+}
+
 /* Have plugin pi delete snapshot id of stored VPB v. 0 or its error. */
 static int
 delete_snapshot(const struct volumes_ctx *c, int pi, const cJSON *v,
@@ -735,17 +759,30 @@ delete_snapshot(const struct volumes_ctx *c, int pi, const cJSON *v,
 {
 	const struct volumes *vol = c->vol;
 	cJSON *req = cJSON_CreateObject();
+	struct plugin_cbs cbs;
+	struct del_arg d;
 	int rc;
 
 	cJSON_AddStringToObject(req, "type", "delete_snapshot");
 	cJSON_AddStringToObject(req, "snapshotID", id);
 	cJSON_AddStringToObject(req, "volumeName",
 	    json_str_or(v, "spec.volume", ""));
+	cJSON_AddStringToObject(req, "backupName",
+	    json_str_or(v, "spec.backup", ""));
+	if (json_get(v, "status.backupProperties") != NULL)
+		cJSON_AddItemToObject(req, "backupProperties", cJSON_Duplicate(
+		    json_get(v, "status.backupProperties"), 1));
 	if (plugin_dir_config(vol->pd, (size_t)pi) != NULL)
 		cJSON_AddItemToObject(req, "config", cJSON_Duplicate(
 		    plugin_dir_config(vol->pd, (size_t)pi), 1));
+	memset(&cbs, 0, sizeof cbs);
+	memset(&d, 0, sizeof d);
+	d.c = c;
+	d.what = json_str_or(v, "metadata.name", "VolumePluginBackup");
+	cbs.kube = del_kube;
+	cbs.arg = &d;
 	rc = plugin_run(plugin_dir_path(vol->pd, (size_t)pi), req, &vol->lim,
-	    NULL, NULL, c->stop, NULL, NULL, err);
+	    &cbs, NULL, c->stop, NULL, NULL, err);
 	cJSON_Delete(req);
 	return rc;
 }

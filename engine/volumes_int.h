@@ -41,7 +41,7 @@ struct kube_gvr;
 struct lease_watch;
 
 extern const struct kube_gvr vol_vpb_gvr, vol_vpr_gvr, vol_backups_gvr,
-	vol_restores_gvr;
+	vol_restores_gvr, vol_sc_gvr;
 
 /* The process's volume configuration (volumes_open), read-only but watch. */
 struct volumes {
@@ -100,6 +100,33 @@ void vol_expire_unclaimed(const struct volumes_ctx *c,
 /* The backup's stored VolumePluginBackups (an array, owned) or NULL. */
 cJSON *vol_stored_vpbs(const struct volumes_ctx *c, const cJSON *backup,
 	struct cairn_err *err);
+
+/* ---- what plugins are told, what they may ask (volumes_plugin.c) ---- */
+
+/* What a plugin's API calls may reach (vol_plugin_kube). */
+struct vol_scope {
+	char *namespace;		/* VolumeSnapshots there; the claim's */
+	char *pv, *pvc;			/* readable: the PV, the claim (namespace) */
+	char *storage_class;		/* readable */
+};
+void vol_scope_free(struct vol_scope *sc);
+/* o as a plugin sees it (metadata that matters, spec, status). Owned. */
+cJSON *vol_plugin_object(const cJSON *o);
+/*
+ * Protocol 2's objects of a backup request for PV pv_name (its claim,
+ * StorageClass, the labels of the node named in req's "node"), added to
+ * req; sc gets the operation's scope (vol_scope_free()).
+ */
+void vol_plugin_backup_objects(const struct volumes_ctx *c,
+	const char *pv_name, cJSON *req, struct vol_scope *sc);
+/*
+ * A plugin's API call (plugin_cbs.kube): made with c's client when sc
+ * allows it (see volumes_plugin.c), answered {status, body}; NULL (403)
+ * otherwise. what names the operation in logs.
+ */
+cJSON *vol_plugin_kube(const struct volumes_ctx *c, const struct vol_scope *sc,
+	const char *what, const char *method, const char *path,
+	const cJSON *body);
 
 /* ---- one operation (volumes_op.c) ---- */
 
@@ -170,14 +197,16 @@ int vop_hp_fence(void *arg, struct cairn_err *err);
 /*
  * Run plugin pi of the configuration with req (its "config" added here),
  * relaying progress and the properties it reports (into
- * status.<props_key>), and stopping it when the claim or the Lease is
+ * status.<props_key>), making the API calls scope allows (protocol 2;
+ * NULL: none), and stopping it when the claim or the Lease is
  * lost. Returns the plugin's answer (0 with *res owned, or its error);
  * when it was stopped, *stopped is 1 and the operation stays InProgress:
  * CAIRN_EFENCED, CAIRN_ECANCELED, or CAIRN_EFAIL after a Lease lapse
  * (run it again).
  */
 int vop_plugin(struct vop *v, int pi, cJSON *req, const char *props_key,
-	cJSON **res, int *stopped, struct cairn_err *err);
+	const struct vol_scope *scope, cJSON **res, int *stopped,
+	struct cairn_err *err);
 
 /* ---- the runs (volumes_backup.c, volumes_restore.c) ---- */
 

@@ -61,6 +61,7 @@ const struct kube_gvr vol_vpb_gvr = { "cairn.io", "v1", "volumepluginbackups" };
 const struct kube_gvr vol_vpr_gvr = { "cairn.io", "v1", "volumepluginrestores" };
 const struct kube_gvr vol_backups_gvr = { "cairn.io", "v1", "backups" };
 const struct kube_gvr vol_restores_gvr = { "cairn.io", "v1", "restores" };
+const struct kube_gvr vol_sc_gvr = { "storage.k8s.io", "v1", "storageclasses" };
 
 /* ---- The configuration -------------------------------------------------- */
 
@@ -718,7 +719,18 @@ vop_hp_fence(void *arg, struct cairn_err *err)
 struct plug_arg {
 	struct vop *v;
 	cJSON *props;		/* backupProperties / restoreProperties */
+	const struct vol_scope *scope;
 };
+
+static cJSON *
+plug_kube(void *arg, const char *method, const char *path, const cJSON *body)
+{
+	struct plug_arg *p = arg;
+	char what[VOL_NAME_MAX + 32];
+
+	snprintf(what, sizeof what, "%s %s", p->v->what, p->v->name);
+	return vol_plugin_kube(p->v->c, p->scope, what, method, path, body);
+}
 
 static void
 plug_progress(void *arg, int64_t done, int64_t total)
@@ -778,7 +790,8 @@ plug_property(void *arg, const char *k, const char *val)
 
 int
 vop_plugin(struct vop *v, int pi, cJSON *req, const char *props_key,
-	cJSON **res, int *stopped, struct cairn_err *err)
+	const struct vol_scope *scope, cJSON **res, int *stopped,
+	struct cairn_err *err)
 {
 	const struct volumes *vol = v->c->vol;
 	struct plugin_cbs cbs;
@@ -792,9 +805,11 @@ vop_plugin(struct vop *v, int pi, cJSON *req, const char *props_key,
 		    plugin_dir_config(vol->pd, (size_t)pi), 1));
 	pa.v = v;
 	pa.props = cJSON_CreateObject();
+	pa.scope = scope;
 	cbs.progress = plug_progress;
 	cbs.property = plug_property;
 	cbs.cancel = plug_cancel;
+	cbs.kube = plug_kube;
 	cbs.arg = &pa;
 	rc = plugin_run(plugin_dir_path(vol->pd, (size_t)pi), req, &vol->lim,
 	    &cbs, NULL, v->c->stop, NULL, res, err);

@@ -278,7 +278,9 @@ BACKUP_SPEC_PROPS = {
     "snapshotMoveData": b("CSI snapshot data movement: not implemented, refused "
                           "when true.", nullable=True),
     "datamover": s("Data mover for snapshotMoveData: not implemented, warned."),
-    "csiSnapshotTimeout": s("Not implemented (cairn takes no CSI snapshots): warned."),
+    "csiSnapshotTimeout": s("How long the CSI snapshot plugin waits for each "
+                            "VolumeSnapshot to become ready (default 10m), as "
+                            "Velero's."),
     "itemOperationTimeout": s("Not implemented (no asynchronous item operations): "
                               "warned."),
     "uploaderConfig": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
@@ -572,11 +574,27 @@ VPR = dict(
                          "VolumePluginBackup)."),
         "backupProperties": smap("backupProperties of the VolumePluginBackup, "
                                  "handed to the plugin."),
+        "persistentVolume": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                             "description": "The PersistentVolume from the backup "
+                                            "(metadata and spec), for the plugin."},
+        "persistentVolumeClaim": {"type": "object",
+                                  "x-kubernetes-preserve-unknown-fields": True,
+                                  "description": "The claim being restored (namespace "
+                                                 "mapped) when the plugin restores "
+                                                 "through it (a snapshot as its "
+                                                 "dataSource)."},
     }, "The volume operation."),
     status=obj({
         "phase": s("Lifecycle phase.", enum=["New", "InProgress", "Completed",
                                              "PartiallyFailed", "Failed"]),
         "volumeID": s("Id of the restored volume."),
+        "dataSource": obj({
+            "apiGroup": s("API group (snapshot.storage.k8s.io)."),
+            "kind": s("Kind (VolumeSnapshot)."),
+            "name": s("Name, in the claim's namespace."),
+        }, "What the restored claim is provisioned from (a plugin that restores "
+           "through the claim)."),
+        "restoreSize": s("Smallest size of a claim provisioned from that dataSource."),
         "message": s("Detail from the plugin."),
         "startTimestamp": t("Start."),
         "completionTimestamp": t("End."),

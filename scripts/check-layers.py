@@ -33,6 +33,7 @@ LAYERS = {
     "web": {"base"},
     "engine": {"kube", "storage", "journal", "base"},
     "cmd": {"engine", "web", "kube", "storage", "journal", "base", "schema"},
+    "plugins": {"base"},        # separate programs: no engine, no credentials
 }
 NO_CYCLES_WITHIN = {"engine"}
 MAX_FUNCTION_LINES = 120

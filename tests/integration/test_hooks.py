@@ -323,7 +323,7 @@ def backup_fields_not_implemented_refused_or_warned(t):
     create_backup(sim, "badhook", {"hooks": {"resources": [
         {"name": "x", "pre": [{"exec": {"command": [], "onError": "Maybe"}}], "post": [{"run": {}}]}]}})
     create_backup(sim, "warned", {"includedNamespaces": [APP], "volumeSnapshotLocations": ["aws-east"],
-                                  "csiSnapshotTimeout": "10m", "defaultVolumesToFsBackup": True})
+                                  "itemOperationTimeout": "10m", "defaultVolumesToFsBackup": True})
     for name, want in (("policy", "spec.resourcePolicy is not supported by cairn"),
                        ("typo", "spec.includeNamespaces: unknown field"),
                        ("scoped", "spec.includedClusterScopedResources is not supported by cairn"),
@@ -339,7 +339,7 @@ def backup_fields_not_implemented_refused_or_warned(t):
     t.eq((st["phase"], st.get("warnings")), ("Completed", 3), "warned fields: completed with 3 warnings")
     with gzip.open(stored(store, "warned", "-results.gz"), "rt") as f:
         warn = json.dumps(json.load(f)["warnings"])
-    for f in ("volumeSnapshotLocations", "csiSnapshotTimeout", "defaultVolumesToFsBackup"):
+    for f in ("volumeSnapshotLocations", "itemOperationTimeout", "defaultVolumesToFsBackup"):
         t.check("spec.%s is ignored" % f in warn, "warning for %s: %s" % (f, warn))
 
 

@@ -32,7 +32,7 @@ import time
 from ks_core import loads, invalid_many
 from ks_types import now_rfc3339
 
-ALL = ("namespace", "pod", "job", "pv")
+ALL = ("namespace", "pod", "job", "pv", "snapshot")   # snapshot: ks_snapshot.py
 MANAGER = "kube-controller-manager"
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
@@ -129,6 +129,7 @@ class Controllers:
         self.ns_cleaning = set()  # namespaces whose content deletion has run
         self.pod_due = {}       # (ns, name) -> when the "kubelet" deletes the pod
         self.pv_rv = 0          # last resourceVersion the binder looked at
+        self.snap = None        # ks_snapshot.Snapshots (ks_snapshot.install)
         self.stop = False
         self.thread = None
 
@@ -318,6 +319,8 @@ class Controllers:
                 if self._volumes_changed():
                     self._sync_volumes()
                 self.pv_rv = sim.rv
+            if self.snap is not None and self.on("snapshot"):
+                self.snap.tick(now)
         finally:
             loc.manager, loc.user_agent, loc.sub, loc.user = saved
 

@@ -44,6 +44,7 @@ import ks_exec  # noqa: E402
 import ks_psa  # noqa: E402
 import ks_discovery  # noqa: E402
 import ks_controllers  # noqa: E402
+import ks_snapshot  # noqa: E402
 import ks_auth  # noqa: E402
 import ks_virtual  # noqa: E402
 import ks_patch  # noqa: E402
@@ -1315,6 +1316,11 @@ def main(argv=None):
                     help="how long a deleted namespace stays Terminating before its content goes (default 2)")
     ap.add_argument("--pod-delete-seconds", type=float, default=2.0,
                     help="longest a gracefully deleted pod stays before the kubelet removes it (default 2)")
+    ap.add_argument("--snapshot-crds", action="store_true",
+                    help="install the external-snapshotter's CRDs at start (ks_snapshot.py)")
+    ap.add_argument("--csi-root", help="the CSI driver's volumes and snapshots (default: a temp dir)")
+    ap.add_argument("--snapshot-seconds", type=float, default=1.0,
+                    help="how long a new snapshot takes to become ready (default 1)")
     opts = ap.parse_args(argv)
     try:
         enabled = ks_controllers.parse_list(opts.controllers)
@@ -1340,6 +1346,8 @@ def main(argv=None):
     if opts.seed:
         load_seeds(sim, opts.seed)
     ks_psa.install(sim)     # after the seeds: they are what existed before the labels
+    ks_snapshot.install(sim, ctl, opts.csi_root or os.path.join(tmp, "csi"), opts.snapshot_seconds,
+                        opts.snapshot_crds)
     ctl.start()
 
     clients = []

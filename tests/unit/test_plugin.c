@@ -287,9 +287,15 @@ test_garbage(void)
 	p = script("badprog", HELLO "read x\necho '{\"type\":\"progress\",\"bytesDone\":-1,\"totalBytes\":2}'\n");
 	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
 	free(p);
-	p = script("v2", "echo '{\"type\":\"hello\",\"name\":\"t\",\"protocolVersion\":2,\"volumeTypes\":[]}'\n");
+	p = script("v3", "echo '{\"type\":\"hello\",\"name\":\"t\",\"protocolVersion\":3,\"volumeTypes\":[]}'\n");
 	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
-	CHECK(strstr(err.msg, "protocol version 2") != NULL);
+	CHECK(strstr(err.msg, "speaks protocol version 3, cairn speaks 1 to 2") !=
+	    NULL);
+	free(p);
+	p = script("v1kube", HELLO "read x\necho '{\"type\":\"kube\",\"id\":1,"
+	    "\"method\":\"GET\",\"path\":\"/api\"}'\nsleep 30\n");
+	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "unknown line type \"kube\"") != NULL);
 	free(p);
 	p = script("noHello", "echo '{\"type\":\"result\"}'\n");
 	CHECK_INT(run(p, req, NULL, &err, NULL), CAIRN_EPROTO);
@@ -400,7 +406,7 @@ test_env_scrubbed(void)
 	    &err), 0);
 	close(sock);
 	cmd = xasprintf("! grep -E 'KUBE|AWS_|SERVICEACCOUNT' %s && "
-	    "grep -q CAIRN_PLUGIN_PROTOCOL=1 %s && grep -q CAIRN_EXTRA=1 %s && "
+	    "grep -q CAIRN_PLUGIN_PROTOCOL=2 %s && grep -q CAIRN_EXTRA=1 %s && "
 	    "grep -qx HOME=/nonexistent %s", envf, envf, envf, envf);
 	CHECK(system(cmd) == 0);
 	free(cmd);
@@ -418,6 +424,147 @@ test_env_scrubbed(void)
 	free(p);
 	free(body);
 	free(envf);
+}
+
+#define HELLO2 "echo '{\"type\":\"hello\",\"name\":\"t2\",\"protocolVersion\":2,\"volumeTypes\":[\"csi\"],\"nodeLocal\":false}'\n"
+
+/* A request as the engine builds it: version 1's fields and version 2's. */
+static cJSON *
+request_v2(void)
+{
+	cJSON *r = request("create_snapshot");
+
+	cJSON_AddStringToObject(r, "volumeName", "pv-1");
+	cJSON_AddStringToObject(r, "backupName", "b1");
+	json_set_str(r, "persistentVolume.metadata.name", "pv-1");
+	json_set_str(r, "persistentVolumeClaim.metadata.name", "data");
+	cJSON_AddNullToObject(r, "storageClass");
+	return r;
+}
+
+/*
+ * Old plugins keep working: a version 1 plugin gets exactly version 1's
+ * fields and EOF after them, as before version 2 existed; a version 2
+ * plugin gets the objects and "protocolVersion": 2, and stdin stays open.
+ */
+static void
+test_protocol_versions(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct plugin_hello h;
+	cJSON *req = request_v2(), *res = NULL, *got;
+	char *p, *body, *f = xasprintf("%s/req.out", tmp), *text = NULL;
+	size_t len;
+
+	/* v1: the line, then EOF (the second read fails) */
+	body = xasprintf(HELLO "read -r x\nprintf '%%s' \"$x\" > %s\n"
+	    "if read -r y; then echo '{\"type\":\"error\",\"message\":"
+	    "\"stdin open\"}'; else echo '{\"type\":\"result\",\"snapshotID\":"
+	    "\"s\"}'; fi\n", f);
+	p = script("v1dump", body);
+	CHECK_INT(plugin_run(p, req, NULL, NULL, NULL, NULL, &h, &res, &err), 0);
+	CHECK_INT(h.protocol, 1);
+	CHECK_INT(h.node_local, 1);
+	plugin_hello_free(&h);
+	REQUIRE(buf_read_file(f, 1 << 20, "dump", &text, &len, &err) == 0);
+	got = json_parse(text, len, NULL);
+	CHECK_STR(json_str(got, "volumeName"), "pv-1");
+	CHECK(json_get(got, "persistentVolume") == NULL);
+	CHECK(json_get(got, "storageClass") == NULL);
+	CHECK(json_get(got, "protocolVersion") == NULL);
+	cJSON_Delete(got);
+	cJSON_Delete(res);
+	free(text);
+	free(p);
+	free(body);
+	/* v2: everything, protocolVersion 2, stdin still open after it */
+	body = xasprintf(HELLO2 "read -r x\nprintf '%%s' \"$x\" > %s\n"
+	    "echo '{\"type\":\"result\",\"snapshotID\":\"s\"}'\n", f);
+	p = script("v2dump", body);
+	CHECK_INT(plugin_run(p, req, NULL, NULL, NULL, NULL, &h, &res, &err), 0);
+	CHECK_INT(h.protocol, 2);
+	CHECK_INT(h.node_local, 0);
+	plugin_hello_free(&h);
+	REQUIRE(buf_read_file(f, 1 << 20, "dump", &text, &len, &err) == 0);
+	got = json_parse(text, len, NULL);
+	CHECK_INT(json_int(got, "protocolVersion", 0), 2);
+	CHECK_STR(json_str(got, "persistentVolumeClaim.metadata.name"), "data");
+	CHECK(cJSON_IsNull(json_get(got, "storageClass")));
+	cJSON_Delete(got);
+	cJSON_Delete(res);
+	free(text);
+	free(p);
+	free(body);
+	free(f);
+	cJSON_Delete(req);
+}
+
+struct kube_calls {
+	int n;
+	char last[256];
+};
+
+static cJSON *
+on_kube(void *arg, const char *method, const char *path, const cJSON *body)
+{
+	struct kube_calls *k = arg;
+	cJSON *a;
+
+	k->n++;
+	snprintf(k->last, sizeof k->last, "%s %s %s", method, path,
+	    json_str_or(body, "kind", "-"));
+	if (strcmp(path, "/apis/ok") != 0)
+		return NULL;	/* out of scope: 403 */
+	a = cJSON_CreateObject();
+	cJSON_AddNumberToObject(a, "status", 201);
+	json_set_str(a, "body.kind", "Thing");
+	return a;
+}
+
+/* Version 2's API calls: made by the callback, answered on stdin. */
+static void
+test_kube_channel(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct kube_calls k = { 0, "" };
+	struct plugin_cbs cbs;
+	cJSON *req = request_v2(), *res = NULL;
+	char *p, *body, *f = xasprintf("%s/kube.out", tmp), *text = NULL;
+	size_t len;
+
+	memset(&cbs, 0, sizeof cbs);
+	cbs.kube = on_kube;
+	cbs.arg = &k;
+	body = xasprintf(HELLO2 "read -r x\n"
+	    "echo '{\"type\":\"kube\",\"id\":7,\"method\":\"POST\","
+	    "\"path\":\"/apis/ok\",\"body\":{\"kind\":\"Thing\"}}'\n"
+	    "read -r a\necho \"$a\" > %s\n"
+	    "echo '{\"type\":\"kube\",\"id\":\"b\",\"method\":\"DELETE\","
+	    "\"path\":\"/api/v1/secrets\"}'\n"
+	    "read -r b\necho \"$b\" >> %s\n"
+	    "echo '{\"type\":\"result\",\"snapshotID\":\"s\"}'\n", f, f);
+	p = script("kube", body);
+	CHECK_INT(plugin_run(p, req, NULL, &cbs, NULL, NULL, NULL, &res, &err),
+	    0);
+	CHECK_INT(k.n, 2);
+	CHECK_STR(k.last, "DELETE /api/v1/secrets -");
+	REQUIRE(buf_read_file(f, 1 << 20, "dump", &text, &len, &err) == 0);
+	CHECK(strstr(text, "{\"type\":\"kube-response\",\"id\":7,"
+	    "\"status\":201,\"body\":{\"kind\":\"Thing\"}}\n") == text);
+	CHECK(strstr(text, "\"id\":\"b\",\"status\":403") != NULL);
+	cJSON_Delete(res);
+	free(text);
+	free(p);
+	free(body);
+	/* a malformed call is the plugin's protocol error */
+	p = script("badkube", HELLO2 "read -r x\necho '{\"type\":\"kube\","
+	    "\"method\":\"BREW\",\"path\":\"/x\"}'\nsleep 30\n");
+	CHECK_INT(plugin_run(p, req, NULL, &cbs, NULL, NULL, NULL, &res, &err),
+	    CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "kube needs method") != NULL);
+	free(p);
+	free(f);
+	cJSON_Delete(req);
 }
 
 static void
@@ -480,6 +627,8 @@ main(void)
 	RUN(test_flood);
 	RUN(test_env_scrubbed);
 	RUN(test_result_then_bad_exit);
+	RUN(test_protocol_versions);
+	RUN(test_kube_channel);
 	RUN(test_plugin_dir);
 	return unit_done();
 }
