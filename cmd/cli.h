@@ -42,7 +42,12 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 int cli_fail(const char *fmt, ...) CAIRN_PRINTF(1, 2);
 /* Apply --log-level / --log-format; returns 0 or 2 after printing. */
 int cli_setup_logging(const struct cli_command *cmd, const struct flagset *fs);
-/* The API client from the cluster flags: 0, or -1 after printing why. */
+/*
+ * The API client from the cluster flags: 0, or -1 after printing why. Its
+ * writes ask for strict field validation (kube_set_strict_fields), as
+ * kubectl's do: a field the cluster's schema lacks (an older CRD) is
+ * refused, never dropped.
+ */
 struct kube;
 int cli_open_kube(const struct flagset *fs, struct kube **k);
 /* obj[key] = the strings of list (NULL-terminated); nothing when empty. */

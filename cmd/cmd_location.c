@@ -179,8 +179,8 @@ cmd_location_create(const struct cli_command *cmd, struct flagset *fs)
 		rc = cli_fail("%s", err.msg);
 		goto out;
 	}
-	if (kube_open_flags(fs, &k, &err) < 0) {
-		rc = cli_fail("%s", err.msg);
+	if (cli_open_kube(fs, &k) < 0) {
+		rc = CLI_EXIT_FAIL;
 		goto out;
 	}
 	if (creds != NULL) {

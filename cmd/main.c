@@ -279,6 +279,7 @@ cli_open_kube(const struct flagset *fs, struct kube **k)
 		cli_fail("%s", err.msg);
 		return -1;
 	}
+	kube_set_strict_fields(*k, 1);
 	return 0;
 }
 

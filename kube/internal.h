@@ -127,6 +127,9 @@ void kube_call_done(struct kube_call *c);
 int kube_call_json(struct kube *k, struct kube_call *c, cJSON **out,
 	struct cairn_err *err);
 
+/* Was kube_set_strict_fields(k, 1) called? */
+int kube_strict_fields(const struct kube *k);
+
 /* Map an HTTP status and Status reason to an enum cairn_rc. */
 int kube_http_rc(long http, const char *reason);
 /* Record the thread's last status. */

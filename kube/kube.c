@@ -100,6 +100,7 @@ struct kube {
 	struct kube_discovery *disc;	/* one reference held here */
 	int64_t disc_at;
 	int warned_http_token;
+	int strict_fields;		/* kube_set_strict_fields */
 };
 
 static _Thread_local struct kube_status tl_status;
@@ -325,6 +326,18 @@ void
 kube_set_connect_wait(struct kube *k, int64_t us)
 {
 	k->o.connect_wait_us = us;
+}
+
+void
+kube_set_strict_fields(struct kube *k, int on)
+{
+	k->strict_fields = on != 0;
+}
+
+int
+kube_strict_fields(const struct kube *k)
+{
+	return k->strict_fields;
 }
 
 void

@@ -113,6 +113,15 @@ int kube_open_flags(const struct flagset *fs, struct kube **out,
  * default 2 s; a server rides out an API server restart with more.
  */
 void kube_set_connect_wait(struct kube *k, int64_t us);
+/*
+ * Ask the server to refuse fields its schema does not declare in this
+ * client's kube_create/kube_update/kube_update_status/kube_patch
+ * (fieldValidation=Strict: 400 "strict decoding error: unknown field
+ * ..."), as kubectl does, instead of the server's default (Warn: dropped,
+ * with only a Warning header). Set before the client is shared between
+ * threads. The CLI sets it: what a user asked for is never dropped.
+ */
+void kube_set_strict_fields(struct kube *k, int on);
 /* Free the client; no request may be running. NULL is fine. */
 void kube_free(struct kube *k);
 

@@ -93,6 +93,24 @@ check_gvr(const struct kube_gvr *r, const char *name, int need_name,
 	return 0;
 }
 
+/*
+ * The path of a write to an object or collection: with
+ * ?fieldValidation=Strict when the client asks for it
+ * (kube_set_strict_fields). Owned.
+ */
+static char *
+write_path(struct kube *k, const struct kube_gvr *r, const char *ns,
+    const char *name, const char *sub)
+{
+	char *p = kube_path(r, ns, name, sub), *q;
+
+	if (!kube_strict_fields(k))
+		return p;
+	q = xasprintf("%s?fieldValidation=Strict", p);
+	free(p);
+	return q;
+}
+
 /* Run one request with a JSON body (may be NULL); owned reply in *out. */
 static int
 call(struct kube *k, const char *method, char *path, const char *ctype,
@@ -144,8 +162,8 @@ kube_create(struct kube *k, const struct kube_gvr *r, const char *ns,
 	if (rc < 0)
 		return rc;
 	body = json_print(obj);
-	rc = call(k, "POST", kube_path(r, ns, NULL, NULL), NULL, body, 0, out,
-	    err);
+	rc = call(k, "POST", write_path(k, r, ns, NULL, NULL), NULL, body, 0,
+	    out, err);
 	free(body);
 	return rc;
 }
@@ -165,7 +183,7 @@ put(struct kube *k, const struct kube_gvr *r, const char *ns,
 	if (rc < 0)
 		return rc;
 	body = json_print(obj);
-	rc = call(k, "PUT", kube_path(r, ns, name, sub), NULL, body,
+	rc = call(k, "PUT", write_path(k, r, ns, name, sub), NULL, body,
 	    rv != NULL && *rv != '\0', out, err);
 	free(body);
 	return rc;
@@ -211,7 +229,7 @@ kube_patch(struct kube *k, const struct kube_gvr *r, const char *ns,
 	default:
 		return cairn_err_set(err, CAIRN_EINVAL, "unknown patch type");
 	}
-	return call(k, "PATCH", kube_path(r, ns, name, sub), ct, patch, 0,
+	return call(k, "PATCH", write_path(k, r, ns, name, sub), ct, patch, 0,
 	    out, err);
 }
 
