@@ -16,6 +16,7 @@
 #include "base/mem.h"
 #include "base/timeutil.h"
 #include "base/util.h"
+#include "engine/spec_fields.h"
 
 static void
 add_err(cJSON *errs, const char *fmt, ...) CAIRN_PRINTF(2, 3);
@@ -99,67 +100,6 @@ parse_selector(const cJSON *sel, const char *field, char **text, cJSON *errs)
 	return ks;
 }
 
-/*
- * Every field a Backup spec may carry (Velero's BackupSpec) and what cairn
- * does with it: nothing a user writes is silently ignored.
- */
-enum field_use { F_DONE, F_REFUSE, F_WARN };
-static const struct {
-	const char *name;
-	enum field_use use;
-	const char *why;	/* for F_REFUSE / F_WARN */
-} spec_fields[] = {
-	{ "includedNamespaces", F_DONE, NULL },
-	{ "excludedNamespaces", F_DONE, NULL },
-	{ "includedResources", F_DONE, NULL },
-	{ "excludedResources", F_DONE, NULL },
-	{ "includeClusterResources", F_DONE, NULL },
-	{ "labelSelector", F_DONE, NULL },
-	{ "orLabelSelectors", F_DONE, NULL },
-	{ "ttl", F_DONE, NULL },
-	{ "storageLocation", F_DONE, NULL },
-	{ "snapshotVolumes", F_DONE, NULL },
-	{ "hooks", F_DONE, NULL },
-	{ "orderedResources", F_DONE, NULL },
-	{ "csiSnapshotTimeout", F_DONE, NULL },	/* to snapshotter plugins */
-	{ "metadata", F_DONE, NULL },	/* checked below */
-	{ "includedClusterScopedResources", F_REFUSE, "use includedResources "
-	    "with includeClusterResources" },
-	{ "excludedClusterScopedResources", F_REFUSE, "use excludedResources "
-	    "with includeClusterResources" },
-	{ "includedNamespaceScopedResources", F_REFUSE, "use "
-	    "includedResources" },
-	{ "excludedNamespaceScopedResources", F_REFUSE, "use "
-	    "excludedResources" },
-	{ "resourcePolicy", F_REFUSE, "resource policies are not implemented; "
-	    "filter with the include/exclude lists and label selectors" },
-	{ "snapshotMoveData", F_REFUSE, "CSI snapshot data movement is not "
-	    "implemented; cairn copies volume data with its volume plugins "
-	    "(docs/plugins.md)" },
-	{ "volumeSnapshotLocations", F_WARN, "cairn's volume plugins decide "
-	    "where volume data goes (docs/plugins.md)" },
-	{ "defaultVolumesToFsBackup", F_WARN, "pod volume file-system backup "
-	    "is not implemented; volumes are copied by cairn's volume plugins" },
-	{ "defaultVolumesToRestic", F_WARN, "pod volume file-system backup "
-	    "is not implemented; volumes are copied by cairn's volume plugins" },
-	{ "itemOperationTimeout", F_WARN, "cairn runs no asynchronous item "
-	    "operations; volume plugins have their own idle timeout "
-	    "(--plugin-timeout)" },
-	{ "datamover", F_WARN, "no data mover is used (snapshotMoveData is "
-	    "not implemented)" },
-	{ "uploaderConfig", F_WARN, "there is no pod volume uploader" },
-};
-
-/* A value that asks for nothing: absent, null, false, "", [] or {}. */
-static int
-value_unset(const cJSON *v)
-{
-	return v == NULL || cJSON_IsNull(v) || cJSON_IsFalse(v) ||
-	    (cJSON_IsString(v) && v->valuestring[0] == '\0') ||
-	    ((cJSON_IsArray(v) || cJSON_IsObject(v)) &&
-	    cJSON_GetArraySize(v) == 0);
-}
-
 static void
 add_warning(struct bspec *s, size_t *n, const char *fmt, ...)
 	CAIRN_PRINTF(3, 4);
@@ -178,36 +118,78 @@ add_warning(struct bspec *s, size_t *n, const char *fmt, ...)
 	s->warnings[*n] = NULL;
 }
 
+/*
+ * Every field a Backup spec may carry (Velero's BackupSpec) and what cairn
+ * does with it: nothing a user writes is silently ignored. Each is
+ * declared in the CRD (schema/gen_crds.py), so a cluster keeps it.
+ */
+static const struct spec_field spec_fields[] = {
+	{ "includedNamespaces", SPEC_DONE, NULL },
+	{ "excludedNamespaces", SPEC_DONE, NULL },
+	{ "includedResources", SPEC_DONE, NULL },
+	{ "excludedResources", SPEC_DONE, NULL },
+	{ "includeClusterResources", SPEC_DONE, NULL },
+	{ "labelSelector", SPEC_DONE, NULL },
+	{ "orLabelSelectors", SPEC_DONE, NULL },
+	{ "ttl", SPEC_DONE, NULL },
+	{ "storageLocation", SPEC_DONE, NULL },
+	{ "snapshotVolumes", SPEC_DONE, NULL },
+	{ "hooks", SPEC_DONE, NULL },
+	{ "orderedResources", SPEC_DONE, NULL },
+	{ "csiSnapshotTimeout", SPEC_DONE, NULL },	/* to snapshotter plugins */
+	{ "metadata", SPEC_DONE, NULL },	/* checked below */
+	{ "includedClusterScopedResources", SPEC_REFUSE, "use "
+	    "includedResources with includeClusterResources" },
+	{ "excludedClusterScopedResources", SPEC_REFUSE, "use "
+	    "excludedResources with includeClusterResources" },
+	{ "includedNamespaceScopedResources", SPEC_REFUSE, "use "
+	    "includedResources" },
+	{ "excludedNamespaceScopedResources", SPEC_REFUSE, "use "
+	    "excludedResources" },
+	{ "resourcePolicy", SPEC_REFUSE, "resource policies are not "
+	    "implemented; filter with the include/exclude lists and label "
+	    "selectors" },
+	{ "snapshotMoveData", SPEC_REFUSE, "CSI snapshot data movement is not "
+	    "implemented; cairn copies volume data with its volume plugins "
+	    "(docs/plugins.md)" },
+	{ "volumeSnapshotLocations", SPEC_WARN, "cairn's volume plugins decide "
+	    "where volume data goes (docs/plugins.md)" },
+	{ "defaultVolumesToFsBackup", SPEC_WARN, "pod volume file-system "
+	    "backup is not implemented; volumes are copied by cairn's volume "
+	    "plugins" },
+	{ "defaultVolumesToRestic", SPEC_WARN, "pod volume file-system backup "
+	    "is not implemented; volumes are copied by cairn's volume plugins" },
+	{ "volumeGroupSnapshotLabelKey", SPEC_WARN, "cairn's CSI snapshot "
+	    "plugin snapshots each volume on its own, not volume groups" },
+	{ "itemOperationTimeout", SPEC_WARN, "cairn runs no asynchronous item "
+	    "operations; volume plugins have their own idle timeout "
+	    "(--plugin-timeout)" },
+	{ "datamover", SPEC_WARN, "no data mover is used (snapshotMoveData is "
+	    "not implemented)" },
+	{ "uploaderConfig", SPEC_WARN, "there is no pod volume uploader" },
+	{ "backupType", SPEC_WARN, "cairn's volume plugins decide how volume "
+	    "data is copied (docs/plugins.md)" },
+};
+
 /* Refuse or warn about every field cairn does not implement. */
 static void
 check_fields(const cJSON *spec, struct bspec *s, cJSON *errs)
 {
+	cJSON *warns = cJSON_CreateArray();
 	const cJSON *it, *md;
-	size_t nw = 0, i;
+	size_t nw = 0;
 
-	cJSON_ArrayForEach(it, spec) {
-		for (i = 0; i < sizeof spec_fields / sizeof spec_fields[0]; i++)
-			if (strcmp(it->string, spec_fields[i].name) == 0)
-				break;
-		if (i == sizeof spec_fields / sizeof spec_fields[0]) {
-			add_err(errs, "spec.%s: unknown field", it->string);
-			continue;
-		}
-		if (spec_fields[i].use == F_DONE || value_unset(it))
-			continue;
-		if (spec_fields[i].use == F_REFUSE)
-			add_err(errs, "spec.%s is not supported by cairn: %s",
-			    it->string, spec_fields[i].why);
-		else
-			add_warning(s, &nw, "spec.%s is ignored: %s",
-			    it->string, spec_fields[i].why);
-	}
+	spec_fields_check(spec, "spec", spec_fields,
+	    sizeof spec_fields / sizeof spec_fields[0], errs, warns);
+	cJSON_ArrayForEach(it, warns)
+		add_warning(s, &nw, "%s", it->valuestring);
+	cJSON_Delete(warns);
 	md = cJSON_GetObjectItemCaseSensitive(spec, "metadata");
 	cJSON_ArrayForEach(it, md) {
 		if (strcmp(it->string, "labels") != 0)
 			add_err(errs, "spec.metadata.%s: unknown field",
 			    it->string);
-		else if (!value_unset(it))
+		else if (!spec_value_unset(it))
 			add_warning(s, &nw, "spec.metadata.labels is ignored on "
 			    "a Backup: it labels the Backups a Schedule creates "
 			    "from its template; label the Backup's own metadata");

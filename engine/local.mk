@@ -7,6 +7,7 @@ engine_libengine_a_SOURCES = \
 	engine/tarparts.c engine/tarparts.h \
 	engine/partsink.c engine/partsink.h \
 	engine/bspec.c engine/bspec.h \
+	engine/spec_fields.c engine/spec_fields.h \
 	engine/bsl.c engine/bsl.h \
 	engine/backup.c engine/backup.h \
 	engine/itemlog.c engine/itemlog.h \

@@ -856,9 +856,12 @@ rs_validate(struct rs *rs, struct cairn_err *err)
 	struct cairn_err e2 = CAIRN_ERR_INIT;
 	struct kube_discovery *disc = NULL;
 	cJSON *errs = cJSON_CreateArray(), *bk = NULL;
+	cJSON *warns = cJSON_CreateArray();
+	const cJSON *w;
 	const char *phase;
 	int rc = 0;
 
+	restore_spec_check(json_get(rs->obj, "spec"), errs, warns);
 	if (rs->backup[0] == '\0')
 		cJSON_AddItemToArray(errs, cJSON_CreateString(
 		    "spec.backupName is required"));
@@ -925,9 +928,13 @@ rs_validate(struct rs *rs, struct cairn_err *err)
 		rc = rs_validation_failed(rs, errs, err);
 		if (rc == 0)
 			rc = 1;
+	} else {
+		cJSON_ArrayForEach(w, warns)
+			rs_record(rs, 0, NULL, w->valuestring);
 	}
 out:
 	cJSON_Delete(errs);
+	cJSON_Delete(warns);
 	cJSON_Delete(bk);
 	return rc;
 }

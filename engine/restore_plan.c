@@ -39,6 +39,7 @@
 #include "base/mem.h"
 #include "base/util.h"
 #include "engine/archive_read.h"
+#include "engine/spec_fields.h"
 #include "kube/kube.h"
 
 /* Velero's restore priorities, group-qualified as tarball folders are. */
@@ -320,6 +321,50 @@ check_overlap(char **inc, char **exc, const char *what, cJSON *errs)
 			add_err(errs, "Invalid included/excluded %s lists: "
 			    "excludes list cannot contain an item in the "
 			    "includes list: %s", what, exc[i]);
+}
+
+/* Velero's RestoreSpec, field by field (declared in schema/gen_crds.py). */
+static const struct spec_field restore_fields[] = {
+	{ "backupName", SPEC_DONE, NULL },
+	{ "scheduleName", SPEC_DONE, NULL },	/* see restore_spec_check */
+	{ "includedNamespaces", SPEC_DONE, NULL },
+	{ "excludedNamespaces", SPEC_DONE, NULL },
+	{ "includedResources", SPEC_DONE, NULL },
+	{ "excludedResources", SPEC_DONE, NULL },
+	{ "namespaceMapping", SPEC_DONE, NULL },
+	{ "labelSelector", SPEC_DONE, NULL },
+	{ "orLabelSelectors", SPEC_DONE, NULL },
+	{ "restorePVs", SPEC_DONE, NULL },
+	{ "restoreStatus", SPEC_DONE, NULL },
+	{ "preserveNodePorts", SPEC_DONE, NULL },
+	{ "includeClusterResources", SPEC_DONE, NULL },
+	{ "existingResourcePolicy", SPEC_DONE, NULL },
+	{ "hooks", SPEC_DONE, NULL },
+	{ "resourceModifier", SPEC_REFUSE, "resource modifiers are not "
+	    "implemented: the objects would be restored unmodified" },
+	{ "resourcePolicy", SPEC_REFUSE, "resource policies are not "
+	    "implemented; filter with the include/exclude lists and label "
+	    "selectors" },
+	{ "itemOperationTimeout", SPEC_WARN, "cairn runs no asynchronous item "
+	    "operations; volume plugins have their own idle timeout "
+	    "(--plugin-timeout)" },
+	{ "uploaderConfig", SPEC_WARN, "there is no pod volume uploader; "
+	    "cairn's volume plugins restore volume data" },
+};
+
+void
+restore_spec_check(const cJSON *spec, cJSON *errs, cJSON *warnings)
+{
+	const char *bk = json_str(spec, "backupName");
+	const char *sched = json_str(spec, "scheduleName");
+
+	spec_fields_check(spec, "spec", restore_fields,
+	    sizeof restore_fields / sizeof restore_fields[0], errs, warnings);
+	if ((bk == NULL || bk[0] == '\0') && sched != NULL && sched[0] != '\0')
+		add_err(errs, "spec.scheduleName is not supported by cairn: "
+		    "name the backup to restore in spec.backupName ('cairn "
+		    "restore create --from-schedule %s' picks the schedule's "
+		    "latest Completed backup)", sched);
 }
 
 int

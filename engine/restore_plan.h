@@ -63,6 +63,16 @@ int restore_never_restored(const char *resgroup);
 void restore_tier_key(const char *resgroup, char *out);
 
 /*
+ * Every field of a Restore spec is implemented, refused or warned about
+ * (engine/spec_fields.h): refusals and unknown fields are appended to errs
+ * (validationErrors), warnings to warnings (both cJSON arrays of strings).
+ * spec.scheduleName without spec.backupName is refused (the server does
+ * not pick a schedule's latest backup; the CLI's --from-schedule does and
+ * records the schedule next to backupName).
+ */
+void restore_spec_check(const cJSON *spec, cJSON *errs, cJSON *warnings);
+
+/*
  * The filters of a Restore spec. Validation problems a user must fix
  * (bad mapping, bad selector, unknown policy) are appended to errs (Velero's
  * validationErrors) and *out is NULL; 0 is still returned. disc (may be

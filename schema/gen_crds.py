@@ -115,7 +115,8 @@ HOOK_TARGETS = {
 
 BACKUP_EXEC_HOOK = obj({
     "container": s("Container to run in; default: the pod's first container."),
-    "command": strs("The command and its arguments (run as is, no shell added)."),
+    "command": dict(strs("The command and its arguments (run as is, no shell "
+                         "added); at least one."), minItems=1),
     "onError": s("Fail (the default): a failure fails the backup, naming the hook; "
                  "Continue: it is recorded as a warning.", enum=["Continue", "Fail"]),
     "timeout": s("How long the command may run (Go duration); default 30s."),
@@ -150,7 +151,8 @@ RESTORE_HOOKS = obj({
             }, "Init containers added to restored pods the rule selects."),
             "exec": obj({
                 "container": s("Container to run in; default: the pod's first."),
-                "command": strs("The command and its arguments (no shell added)."),
+                "command": dict(strs("The command and its arguments (no shell "
+                                     "added); at least one."), minItems=1),
                 "onError": s("Fail (the default): a failure is a restore error "
                              "(PartiallyFailed) and the pod's later hooks do not "
                              "run; Continue: a warning.", enum=["Continue", "Fail"]),
@@ -286,6 +288,12 @@ BACKUP_SPEC_PROPS = {
     "uploaderConfig": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
                        "description": "Velero's pod volume uploader settings: not "
                                       "implemented, warned."},
+    "volumeGroupSnapshotLabelKey": s("Label key grouping PVCs into CSI volume group "
+                                     "snapshots: not implemented (cairn takes no CSI "
+                                     "snapshots), warned."),
+    "backupType": s("Full or Incremental volume data: not implemented (cairn's "
+                    "volume plugins decide how volume data is copied), warned.",
+                    enum=["Full", "Incremental"]),
 }
 
 PROGRESS_BACKUP = obj({
@@ -360,10 +368,12 @@ RESTORE = dict(
     kind="Restore", plural="restores", singular="restore", short=["crestore", "crs"],
     desc="A restore of the objects of a Backup into the cluster.",
     spec=obj({
-        "backupName": s("Backup to restore from."),
+        "backupName": s("Backup to restore from (required)."),
         "scheduleName": s("The Schedule whose latest Completed backup "
                           "`cairn restore create --from-schedule` chose as "
-                          "backupName (a record; the restore reads backupName)."),
+                          "backupName (a record; the restore reads backupName). "
+                          "Without backupName it is refused (FailedValidation): "
+                          "the server does not pick a schedule's latest backup."),
         "includedNamespaces": strs("Namespaces to restore ('*' globs); empty: all."),
         "excludedNamespaces": strs("Namespaces not to restore."),
         "includedResources": strs("Resources to restore; empty: all."),
@@ -381,6 +391,19 @@ RESTORE = dict(
         "existingResourcePolicy": s("What to do with existing objects that differ.",
                                     enum=["", "none", "update"]),
         "hooks": RESTORE_HOOKS,
+        "itemOperationTimeout": s("Not implemented (no asynchronous item "
+                                  "operations): warned."),
+        "resourceModifier": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                             "description": "Velero resource modifiers (JSON patches "
+                                            "applied before restoring): not "
+                                            "implemented, refused (FailedValidation)."},
+        "resourcePolicy": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                           "description": "Velero resource filter policies: not "
+                                          "implemented, refused (FailedValidation)."},
+        "uploaderConfig": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                           "description": "Velero's pod volume restore settings "
+                                          "(writeSparseFiles, parallelFilesDownload): "
+                                          "not implemented, warned."},
     }, "What to restore."),
     status=obj({
         "phase": s("Lifecycle phase.", enum=["New", "FailedValidation", "InProgress",

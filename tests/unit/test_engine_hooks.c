@@ -215,18 +215,22 @@ test_backup_fields(void)
 	/* unset values ask for nothing; set ones are warned about */
 	b = cJSON_Parse("{\"spec\":{\"snapshotMoveData\":false,"
 	    "\"resourcePolicy\":null,\"volumeSnapshotLocations\":[\"x\"],"
-	    "\"defaultVolumesToFsBackup\":false,\"csiSnapshotTimeout\":\"1m\","
-	    "\"metadata\":{\"labels\":{\"a\":\"b\"}},\"datamover\":\"\"}}");
+	    "\"defaultVolumesToFsBackup\":false,\"itemOperationTimeout\":\"1m\","
+	    "\"metadata\":{\"labels\":{\"a\":\"b\"}},\"datamover\":\"\","
+	    "\"volumeGroupSnapshotLabelKey\":\"group\",\"backupType\":\"Full\"}}");
 	errs = cJSON_CreateArray();
 	REQUIRE(bspec_parse(b, &s, errs) == 0);
 	REQUIRE(s != NULL);
 	CHECK_INT(cJSON_GetArraySize(errs), 0);
-	CHECK_INT(strv_len(s->warnings), 3);
+	REQUIRE(strv_len(s->warnings) == 5);
 	CHECK(strstr(s->warnings[0], "spec.volumeSnapshotLocations is "
 	    "ignored") != NULL);
-	CHECK(strstr(s->warnings[1], "spec.csiSnapshotTimeout is ignored") !=
-	    NULL);
-	CHECK(strstr(s->warnings[2], "spec.metadata.labels is ignored") !=
+	CHECK(strstr(s->warnings[1], "spec.itemOperationTimeout is "
+	    "ignored") != NULL);
+	CHECK(strstr(s->warnings[2], "spec.volumeGroupSnapshotLabelKey is "
+	    "ignored") != NULL);
+	CHECK(strstr(s->warnings[3], "spec.backupType is ignored") != NULL);
+	CHECK(strstr(s->warnings[4], "spec.metadata.labels is ignored") !=
 	    NULL);
 	bspec_free(s);
 	cJSON_Delete(b);

@@ -117,6 +117,53 @@ test_filter_validation(void)
 	cJSON_Delete(errs);
 }
 
+/* The text of the i-th string of a, or "". */
+static const char *
+nth(const cJSON *a, int i)
+{
+	const cJSON *x = cJSON_GetArrayItem(a, i);
+
+	return cJSON_IsString(x) ? x->valuestring : "";
+}
+
+static void
+test_spec_fields(void)
+{
+	cJSON *spec = cJSON_Parse("{\"backupName\":\"b\",\"scheduleName\":"
+	    "\"nightly\",\"resourceModifier\":{\"kind\":\"ConfigMap\","
+	    "\"name\":\"m\"},\"itemOperationTimeout\":\"1h\","
+	    "\"uploaderConfig\":{\"writeSparseFiles\":true},"
+	    "\"restorPVs\":true,\"resourcePolicy\":null}");
+	cJSON *errs = cJSON_CreateArray(), *warns = cJSON_CreateArray();
+
+	restore_spec_check(spec, errs, warns);
+	CHECK_INT(cJSON_GetArraySize(errs), 2);
+	CHECK(strstr(nth(errs, 0), "spec.resourceModifier is not supported by "
+	    "cairn") != NULL);
+	CHECK_STR(nth(errs, 1), "spec.restorPVs: unknown field");
+	CHECK_INT(cJSON_GetArraySize(warns), 2);
+	CHECK(strstr(nth(warns, 0), "spec.itemOperationTimeout is ignored") !=
+	    NULL);
+	CHECK(strstr(nth(warns, 1), "spec.uploaderConfig is ignored") != NULL);
+	cJSON_Delete(spec);
+	cJSON_Delete(errs);
+	cJSON_Delete(warns);
+
+	/* a schedule's latest backup is not picked: refused, not ignored */
+	spec = cJSON_Parse("{\"scheduleName\":\"nightly\"}");
+	errs = cJSON_CreateArray();
+	warns = cJSON_CreateArray();
+	restore_spec_check(spec, errs, warns);
+	CHECK_INT(cJSON_GetArraySize(errs), 1);
+	CHECK(strstr(nth(errs, 0), "spec.scheduleName is not supported by "
+	    "cairn") != NULL);
+	CHECK(strstr(nth(errs, 0), "--from-schedule nightly") != NULL);
+	CHECK_INT(cJSON_GetArraySize(warns), 0);
+	cJSON_Delete(spec);
+	cJSON_Delete(errs);
+	cJSON_Delete(warns);
+}
+
 static void
 test_filter_semantics(void)
 {
@@ -452,6 +499,7 @@ main(void)
 	RUN(test_path_parse);
 	RUN(test_tiers);
 	RUN(test_filter_validation);
+	RUN(test_spec_fields);
 	RUN(test_filter_semantics);
 	RUN(test_plan_all);
 	RUN(test_plan_filtered);
