@@ -532,7 +532,16 @@ def backup_sigterm_then_resume(t):
 def backup_fenced_when_claim_is_taken(t):
     root, sim = slow_bulk(t, 2000, 0.3, "z")
     srv = server(t, sim, part_size=8192)
-    create_backup(sim, "stolen", {"includedNamespaces": ["bulk"]})
+    # Created with the cleanup finalizer, as schedules and sync create
+    # theirs: otherwise the collector (every server's, owner or not; see
+    # docs/protocol.md) adds it on its next pass, which may fall after the
+    # takeover below. That write is not the fenced worker's (metadata only,
+    # conditional on the resourceVersion listed; the new owner's next write
+    # gets a 409, re-reads and finds its claim intact), and here every
+    # write after the takeover must be one.
+    sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                        "metadata": {"name": "stolen", "namespace": NS, "finalizers": ["cairn.io/backup-cleanup"]},
+                        "spec": {"includedNamespaces": ["bulk"]}})
     wait_for(lambda: get_backup(sim, "stolen").get("status", {}).get("checkpoint", {}).get("parts"),
              60, "a checkpoint", interval=0.02)
     # another server, alive (its Lease is fresh and long), takes the item
