@@ -27,7 +27,7 @@ enum { M_BOOKMARK, M_ERROR };
 
 static struct {
 	int mode;
-	int n;			/* watch requests answered */
+	atomic_int n;		/* watch requests answered */
 } fk;
 
 static void
@@ -71,17 +71,30 @@ on_event(void *arg, enum kube_event_type t, cJSON *obj)
 	return 0;
 }
 
+static struct {
+	int64_t us;		/* stop after this long */
+	int until_n;		/* > 0: or once this many requests came */
+} stop_at;
+
 static void *
 stopper(void *arg)
 {
-	time_sleep_us(*(int64_t *)arg, NULL);
+	int64_t end = time_mono_us() + stop_at.us;
+
+	(void)arg;
+	while (time_mono_us() < end &&
+	    (stop_at.until_n <= 0 || fk.n < stop_at.until_n))
+		time_sleep_us(1000, NULL);
 	stop_ = 1;
 	return NULL;
 }
 
-/* Watch with reconnect for us microseconds; the watch's rc. */
+/*
+ * Watch with reconnect for us microseconds, or (until_n > 0) until the
+ * server answered until_n requests; the watch's rc.
+ */
 static int
-watch_for(int64_t us, int bookmarks, char **rv)
+watch_for(int64_t us, int until_n, int bookmarks, char **rv)
 {
 	struct kube_gvr g = { "", "v1", "configmaps" };
 	struct kube_watch_opts wo;
@@ -97,7 +110,9 @@ watch_for(int64_t us, int bookmarks, char **rv)
 	stop_ = 0;
 	fk.n = 0;
 	uh_log_clear();
-	pthread_create(&th, NULL, stopper, &us);
+	stop_at.us = us;
+	stop_at.until_n = until_n;
+	pthread_create(&th, NULL, stopper, NULL);
 	rc = kube_watch(kube_, &g, NULL, &wo, on_event, NULL, rv, &err);
 	pthread_join(th, NULL);
 	return rc;
@@ -109,7 +124,8 @@ test_resume_from_bookmark(void)
 	char *rv = NULL;
 
 	fk.mode = M_BOOKMARK;
-	CHECK(watch_for(300000, 1, &rv) == CAIRN_ECANCELED);
+	/* a condition, not a time: three reconnects, however slow the host */
+	CHECK(watch_for(60000000, 3, 1, &rv) == CAIRN_ECANCELED);
 	REQUIRE(fk.n >= 3);
 	/* each reconnect starts at the bookmark the one before brought */
 	CHECK(uh_log_count("resourceVersion=40&allowWatchBookmarks=true") ==
@@ -130,7 +146,7 @@ test_error_event_backs_off(void)
 {
 	fk.mode = M_ERROR;
 	errors_seen = 0;
-	CHECK(watch_for(1500000, 1, NULL) == CAIRN_ECANCELED);
+	CHECK(watch_for(1500000, 0, 1, NULL) == CAIRN_ECANCELED);
 	/*
 	 * Backoff from 100 ms doubling (jittered to half): at most about 6
 	 * connections in 1.5 s; at once would be hundreds.
