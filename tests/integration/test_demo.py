@@ -20,7 +20,7 @@ def demo_runs_end_to_end(t):
     out = r.stdout + r.stderr
     t.eq(r.returncode, 0, "demo exit code; output ends:\n" + out[-2000:])
     t.check("Phase:  Completed" in out, "the backup completed: " + out[-1500:])
-    t.check(any(l.startswith("pv-postgres-0") and "Completed" in l for l in out.splitlines()),
+    t.check(any(l.strip().startswith("pv-postgres-0") and "Completed" in l for l in out.splitlines()),
             "the volume is backed up: " + out[-1500:])
     t.check("backups/shop-backup/volumes/pv-postgres-0.index.tar.gz" in out, "volume copy index listed")
     t.check("plugins/cairn-hostpath/pv-postgres-0/packs/shop-backup-" in out, "its chunk packs listed")
