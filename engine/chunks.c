@@ -69,24 +69,26 @@ chunks_volume_dir(const char *prefix, const char *volume)
 }
 
 char *
-chunks_index_key(const char *prefix, const char *backup, const char *volume)
-{
-	char *dir, *key;
-
-	if (volume == NULL || !layout_name_ok(volume))
-		return NULL;
-	dir = layout_backup_dir(prefix, backup);
-	if (dir == NULL)
-		return NULL;
-	key = xasprintf("%svolumes/%s.index.tar.gz", dir, volume);
-	free(dir);
-	return key;
-}
-
-char *
 ch_refs_key(const char *vol_dir, const char *backup)
 {
 	return xasprintf("%srefs/%s.json", vol_dir, backup);
+}
+
+void
+ch_put_be(unsigned char *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * (n - 1 - i)));
+}
+
+uint64_t
+ch_get_be(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
 }
 
 /* ---- chunk names ------------------------------------------------------ */

@@ -76,12 +76,10 @@ struct chunks_reader;
 #define CHUNKS_MARKER		"cairn.chunks"	/* xattr of a chunked entry */
 #define CHUNKS_LIST_LINE_MAX	512		/* one line of a chunk list */
 #define CHUNKS_HASH_NAME_MAX	64
+#define CHUNKS_INDEX_SUFFIX	".index.tar.gz"	/* hostpath_key() */
 
 /* "<prefix>/plugins/cairn-hostpath/<volume>/", NULL for a bad name. Owned. */
 char *chunks_volume_dir(const char *prefix, const char *volume);
-/* "<prefix>/backups/<backup>/volumes/<volume>.index.tar.gz" or NULL. Owned. */
-char *chunks_index_key(const char *prefix, const char *backup,
-	const char *volume);
 
 /* What a copy moved. */
 struct chunks_stats {

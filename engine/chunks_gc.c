@@ -25,8 +25,6 @@
 #include "base/util.h"
 #include "storage/layout.h"
 
-#define INDEX_SUFFIX ".index.tar.gz"
-
 /*
  * What the volume's refs protect: packs they name (t, flagged used) and
  * the backups whose copy is in progress (running, into t too, as names
@@ -165,7 +163,7 @@ release_volumes(struct store *s, const char *prefix, const char *backup,
 
 	*out = NULL;
 	vlist = xasprintf("%svolumes/", bdir);
-	rc = ch_keys_list(s, vlist, INDEX_SUFFIX, &k, err);
+	rc = ch_keys_list(s, vlist, CHUNKS_INDEX_SUFFIX, &k, err);
 	free(vlist);
 	free(bdir);
 	for (size_t i = 0; rc == 0 && i < k.n; i++)

@@ -147,6 +147,10 @@ void ch_keys_free(struct ch_keys *k);
 #define CH_DIR_SUFFIX	".dir"
 #define CH_DIR_REC	(CH_HASH_LEN + 16)
 
+/* Big-endian fields of pack records and directories (n bytes). */
+void ch_put_be(unsigned char *p, uint64_t v, int n);
+uint64_t ch_get_be(const unsigned char *p, int n);
+
 /* "<prefix>/plugins/cairn-hostpath/". Owned. */
 char *ch_chunks_root(const char *prefix);
 /* The refs key of backup b under vol_dir. Owned. */

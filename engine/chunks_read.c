@@ -157,13 +157,6 @@ pack_get(struct chunks_reader *r, const char *name, struct pack_slot **out,
 	return 0;
 }
 
-static uint32_t
-get_be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3];
-}
-
 /* The chunk of ref into r->buf, checked. */
 static int
 chunk_fetch(struct chunks_reader *r, const struct ch_ref *ref, const char *rel,
@@ -185,7 +178,7 @@ chunk_fetch(struct chunks_reader *r, const struct ch_ref *ref, const char *rel,
 	rec = (const unsigned char *)ps->data + ref->pack_off;
 	plen = ref->rec_len - CH_REC_HDR;
 	if (memcmp(rec, CH_REC_MAGIC, 4) != 0 ||
-	    get_be32(rec + 8) != ref->plain || get_be32(rec + 12) != plen ||
+	    ch_get_be(rec + 8, 4) != ref->plain || ch_get_be(rec + 12, 4) != plen ||
 	    memcmp(rec + 16, ref->hash, CH_HASH_LEN) != 0 ||
 	    (rec[4] & ~CH_FLAG_DEFLATE) != 0)
 		return cairn_err_set(err, CAIRN_EPROTO, "\"%.200s\": pack %s "

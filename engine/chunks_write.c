@@ -131,32 +131,6 @@ pack_start(struct chunks_writer *w)
 	w->dir_len = 0;
 }
 
-static void
-put_be64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (56 - 8 * i));
-}
-
-static uint64_t
-get_be(const unsigned char *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void
-put_be32(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)(v >> 24);
-	p[1] = (unsigned char)(v >> 16);
-	p[2] = (unsigned char)(v >> 8);
-	p[3] = (unsigned char)v;
-}
-
 /*
  * Store a new chunk: deflated (or raw) as a record of the open pack; loc
  * gets where it is.
@@ -196,8 +170,8 @@ chunk_store(struct chunks_writer *w, const unsigned char *p, size_t n,
 	memcpy(rec, CH_REC_MAGIC, 4);
 	rec[4] = (unsigned char)flags;
 	rec[5] = rec[6] = rec[7] = 0;
-	put_be32(rec + 8, (uint32_t)n);
-	put_be32(rec + 12, (uint32_t)plen);
+	ch_put_be(rec + 8, n, 4);
+	ch_put_be(rec + 12, plen, 4);
 	memcpy(rec + 16, hash, CH_HASH_LEN);
 	memcpy(rec + CH_REC_HDR, payload, plen);
 	loc->pack = w->pack_idx;
@@ -211,9 +185,9 @@ chunk_store(struct chunks_writer *w, const unsigned char *p, size_t n,
 	}
 	rec = w->dir + w->dir_len;
 	memcpy(rec, hash, CH_HASH_LEN);
-	put_be64(rec + CH_HASH_LEN, loc->pack_off);
-	put_be32(rec + CH_HASH_LEN + 8, loc->rec_len);
-	put_be32(rec + CH_HASH_LEN + 12, loc->plain);
+	ch_put_be(rec + CH_HASH_LEN, loc->pack_off, 8);
+	ch_put_be(rec + CH_HASH_LEN + 8, loc->rec_len, 4);
+	ch_put_be(rec + CH_HASH_LEN + 12, loc->plain, 4);
 	w->dir_len += CH_DIR_REC;
 	return 0;
 }
@@ -700,10 +674,10 @@ resume_load(struct chunks_writer *w, struct cairn_err *err)
 				const unsigned char *r =
 				    (const unsigned char *)data + off;
 
-				loc.pack_off = get_be(r + CH_HASH_LEN, 8);
-				loc.rec_len = (uint32_t)get_be(r + CH_HASH_LEN +
+				loc.pack_off = ch_get_be(r + CH_HASH_LEN, 8);
+				loc.rec_len = (uint32_t)ch_get_be(r + CH_HASH_LEN +
 				    8, 4);
-				loc.plain = (uint32_t)get_be(r + CH_HASH_LEN +
+				loc.plain = (uint32_t)ch_get_be(r + CH_HASH_LEN +
 				    12, 4);
 				if (loc.rec_len <= CH_REC_HDR ||
 				    loc.rec_len > CH_REC_MAX ||

@@ -15,6 +15,14 @@
  *   Holes of sparse files are found with SEEK_DATA/SEEK_HOLE and fed to
  *   libarchive as zeros it drops (the pax writer skips hole ranges), so a
  *   1 TiB sparse file with 1 MiB of data costs 1 MiB of reading.
+ *   A deduplicated copy (opts.chunk_dir, engine/chunks.h) gives each
+ *   regular file to chunks_file() instead (its data extents cut into
+ *   chunks, stored in packs unless the parent holds them, or the parent's
+ *   list when the file did not change) and writes the chunk list as the
+ *   entry's data; hp_boundary() stores the open pack at a file boundary
+ *   once it is a part's size, and on stores that take small parts ends the
+ *   index part with it; the partsink's fence hook stores the open pack
+ *   before any part is uploaded, so a stored part only names stored chunks.
  *
  * Order and resume: names in each directory are sorted bytewise, so the
  * walk order equals comparing paths component by component (str_path_cmp()).
@@ -81,7 +89,7 @@ hostpath_key(const char *prefix, const char *backup, const char *volume)
 	dir = layout_backup_dir(prefix, backup);
 	if (dir == NULL)
 		return NULL;
-	key = xasprintf("%svolumes/%s.tar.gz", dir, volume);
+	key = xasprintf("%svolumes/%s" CHUNKS_INDEX_SUFFIX, dir, volume);
 	free(dir);
 	return key;
 }

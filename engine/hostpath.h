@@ -64,7 +64,13 @@
 #define HOSTPATH_PATH_MAX	4096		/* longest relative path walked */
 #define HOSTPATH_CKPT_MAX	1024		/* encoded checkpoint (journal last_file) */
 
-/* Where a backup's copy of one volume lives. Owned; NULL for a bad name. */
+/*
+ * Where a backup's copy of one volume lives:
+ * "<prefix>/backups/<backup>/volumes/<volume>.index.tar.gz" (copies made
+ * before deduplicated copies existed are "<volume>.tar.gz": restores find
+ * them through the VolumePluginBackup's snapshotID). Owned; NULL for a
+ * bad name.
+ */
 char *hostpath_key(const char *prefix, const char *backup, const char *volume);
 
 /* Resume point of a volume copy. */

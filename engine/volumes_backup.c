@@ -294,7 +294,7 @@ vpb_hostpath(struct vop *v, const cJSON *obj, const cJSON *backup,
 	rc = bsl_open(c->kube, c->namespace,
 	    json_str(backup, "spec.storageLocation"), &loc, &e);
 	if (rc == 0) {
-		key = chunks_index_key(bsl_prefix(loc), bname, v->volume);
+		key = hostpath_key(bsl_prefix(loc), bname, v->volume);
 		cdir = chunks_volume_dir(bsl_prefix(loc), v->volume);
 	}
 	if (rc < 0 || key == NULL || cdir == NULL || vpath == NULL) {

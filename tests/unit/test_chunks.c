@@ -192,7 +192,7 @@ copy_opts(struct world *w, struct hostpath_opts *o, const char *b,
 	o->chunk_dir = w->cdir;
 	o->backup = b;
 	o->parent = p;
-	*pindex = p != NULL ? chunks_index_key(w->prefix, p, "pv") : NULL;
+	*pindex = p != NULL ? hostpath_key(w->prefix, p, "pv") : NULL;
 	o->parent_index = *pindex;
 }
 
@@ -202,7 +202,7 @@ copy(struct world *w, const char *src, const char *b, const char *p,
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct hostpath_opts o;
-	char *key = chunks_index_key(w->prefix, b, "pv"), *pindex;
+	char *key = hostpath_key(w->prefix, b, "pv"), *pindex;
 	int rc;
 
 	copy_opts(w, &o, b, p, &pindex);
@@ -219,7 +219,7 @@ restore(struct world *w, const char *b, const char *dst)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct hostpath_opts o;
-	char *key = chunks_index_key(w->prefix, b, "pv");
+	char *key = hostpath_key(w->prefix, b, "pv");
 	int rc;
 
 	memset(&o, 0, sizeof o);
@@ -304,7 +304,7 @@ test_roundtrip_and_incremental(void)
 	/* Without the chunk location a chunked index is refused clearly. */
 	{
 		struct cairn_err err = CAIRN_ERR_INIT;
-		char *key = chunks_index_key(w.prefix, "b1", "pv");
+		char *key = hostpath_key(w.prefix, "b1", "pv");
 		char *d3 = xasprintf("%s/d3", tmp);
 
 		CHECK(hostpath_restore(w.s, key, d3, NULL, NULL, &err) < 0);
@@ -415,7 +415,7 @@ test_resume_and_takeover(void)
 	REQUIRE(sh("python3 " CAIRN_SRCDIR "/tests/helpers/volume_tree.py "
 	    "change '%s' --percent 30 --seed 11 >/dev/null", src) == 0);
 	/* An incremental copy stopped after its second index part. */
-	key = chunks_index_key(w.prefix, "inc", "pv");
+	key = hostpath_key(w.prefix, "inc", "pv");
 	copy_opts(&w, &o, "inc", "base", &pindex);
 	o.part_size = 4 << 10;		/* many index parts */
 	memset(&sp, 0, sizeof sp);
@@ -448,7 +448,7 @@ test_resume_and_takeover(void)
 	CHECK_INT(copy(&w, src, "t0", NULL, &st), 0);
 	REQUIRE(sh("python3 " CAIRN_SRCDIR "/tests/helpers/volume_tree.py "
 	    "change '%s' --percent 30 --seed 12 >/dev/null", src) == 0);
-	key = chunks_index_key(w.prefix, "t1", "pv");
+	key = hostpath_key(w.prefix, "t1", "pv");
 	copy_opts(&w, &o, "t1", "t0", &pindex);
 	o.part_size = 4 << 10;
 	memset(&sp, 0, sizeof sp);

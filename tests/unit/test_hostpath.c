@@ -89,10 +89,10 @@ test_path_cmp_and_key(void)
 	CHECK(str_path_cmp("b", "a/z/z") > 0);
 	CHECK(str_path_cmp("a/b/c", "a/b") > 0);
 	k = hostpath_key("pre", "b1", "pv-1");
-	CHECK_STR(k, "pre/backups/b1/volumes/pv-1.tar.gz");
+	CHECK_STR(k, "pre/backups/b1/volumes/pv-1.index.tar.gz");
 	free(k);
 	k = hostpath_key(NULL, "b1", "pv-1");
-	CHECK_STR(k, "backups/b1/volumes/pv-1.tar.gz");
+	CHECK_STR(k, "backups/b1/volumes/pv-1.index.tar.gz");
 	free(k);
 	CHECK(hostpath_key(NULL, "b1", "../x") == NULL);
 	CHECK(hostpath_key(NULL, "a/b", "x") == NULL);
