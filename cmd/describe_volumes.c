@@ -1,7 +1,8 @@
 /*
  * describe_volumes.c: the "Volumes:" section of `cairn backup describe`
  * (and of `restore describe`): one line per VolumePluginBackup /
- * VolumePluginRestore of the item, with a bar, bytes done of total, the
+ * VolumePluginRestore of the item, with a bar, bytes done of total (and
+ * the bytes sent, for the built-in mover's deduplicated copies), the
  * average rate since the operation started, its node and mover, and the
  * message of a failed one. Reads the objects by their label
  * (cairn.io/backup-name or cairn.io/restore-name).
@@ -74,6 +75,13 @@ dv_row(void *arg, cJSON *o)
 	fmt_bytes((uint64_t)done, d);
 	fmt_bytes((uint64_t)total, t);
 	snprintf(bytes, sizeof bytes, "%s / %s", d, total > 0 ? t : "?");
+	if (json_get(o, "status.progress.bytesUploaded") != NULL) {
+		/* a deduplicated copy: what it sent, beside what it covered */
+		fmt_bytes((uint64_t)json_int(o, "status.progress.bytesUploaded",
+		    0), r32);
+		snprintf(bytes + strlen(bytes), sizeof bytes - strlen(bytes),
+		    " (%s sent)", r32);
+	}
 	snprintf(rate, sizeof rate, "-");
 	if (time_parse(json_str_or(o, "status.startTimestamp", ""), &start) ==
 	    0) {
