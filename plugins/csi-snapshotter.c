@@ -347,6 +347,23 @@ wait_ready(const char *ns, const char *name, uint64_t fallback, int cleanup)
 	}
 }
 
+/* A snapshot.storage.k8s.io/v1 object of kind, named name (in ns). Owned. */
+static cJSON *
+snap_object(const char *kind, const char *ns, const char *name,
+    const char *cls)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "apiVersion", "snapshot.storage.k8s.io/v1");
+	cJSON_AddStringToObject(o, "kind", kind);
+	json_set_str(o, "metadata.name", name);
+	if (ns != NULL)
+		json_set_str(o, "metadata.namespace", ns);
+	if (cls != NULL)
+		json_set_str(o, "spec.volumeSnapshotClassName", cls);
+	return o;
+}
+
 /* Create VolumeSnapshot body in ns, or find the one of that name. Owned. */
 static cJSON *
 create_or_get(const char *path, const char *name, cJSON *body)
@@ -403,15 +420,9 @@ do_backup(const cJSON *req)
 		name = n2;
 	}
 	path = xasprintf(SNAP_API "/namespaces/%s/volumesnapshots", ns);
-	body = cJSON_CreateObject();
-	cJSON_AddStringToObject(body, "apiVersion",
-	    "snapshot.storage.k8s.io/v1");
-	cJSON_AddStringToObject(body, "kind", "VolumeSnapshot");
-	json_set_str(body, "metadata.name", name);
-	json_set_str(body, "metadata.namespace", ns);
+	body = snap_object("VolumeSnapshot", ns, name, cls);
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(json_get(body,
 	    "metadata"), "annotations"), "cairn.io/backup-name", bname);
-	json_set_str(body, "spec.volumeSnapshotClassName", cls);
 	json_set_str(body, "spec.source.persistentVolumeClaimName", claim);
 	vs = create_or_get(path, name, body);
 	if (strcmp(json_str_or(vs, "spec.source.persistentVolumeClaimName", ""),
@@ -495,17 +506,11 @@ do_restore(const cJSON *req)
 		free(t);
 	}
 	/* a pre-provisioned content for the handle: Retain, the backup owns it */
-	body = cJSON_CreateObject();
-	cJSON_AddStringToObject(body, "apiVersion",
-	    "snapshot.storage.k8s.io/v1");
-	cJSON_AddStringToObject(body, "kind", "VolumeSnapshotContent");
-	json_set_str(body, "metadata.name", vsc_name);
+	body = snap_object("VolumeSnapshotContent", NULL, vsc_name,
+	    json_str(p, "volumeSnapshotClass"));
 	json_set_str(body, "spec.deletionPolicy", "Retain");
 	json_set_str(body, "spec.driver", driver);
 	json_set_str(body, "spec.source.snapshotHandle", handle);
-	if (json_str(p, "volumeSnapshotClass") != NULL)
-		json_set_str(body, "spec.volumeSnapshotClassName",
-		    json_str(p, "volumeSnapshotClass"));
 	json_set_str(body, "spec.volumeSnapshotRef.apiVersion",
 	    "snapshot.storage.k8s.io/v1");
 	json_set_str(body, "spec.volumeSnapshotRef.kind", "VolumeSnapshot");
@@ -518,15 +523,8 @@ do_restore(const cJSON *req)
 	cJSON_Delete(r);
 	/* the VolumeSnapshot the claim is provisioned from */
 	path = xasprintf(SNAP_API "/namespaces/%s/volumesnapshots", ns);
-	body = cJSON_CreateObject();
-	cJSON_AddStringToObject(body, "apiVersion",
-	    "snapshot.storage.k8s.io/v1");
-	cJSON_AddStringToObject(body, "kind", "VolumeSnapshot");
-	json_set_str(body, "metadata.name", vs_name);
-	json_set_str(body, "metadata.namespace", ns);
-	if (json_str(p, "volumeSnapshotClass") != NULL)
-		json_set_str(body, "spec.volumeSnapshotClassName",
-		    json_str(p, "volumeSnapshotClass"));
+	body = snap_object("VolumeSnapshot", ns, vs_name,
+	    json_str(p, "volumeSnapshotClass"));
 	json_set_str(body, "spec.source.volumeSnapshotContentName", vsc_name);
 	cJSON_Delete(create_or_get(path, vs_name, body));
 	(void)str_parse_quantity(json_str(p, "restoreSize"), &fallback);
@@ -572,11 +570,7 @@ do_delete(const cJSON *req)
 	    json_str(p, "driver") != NULL) {
 		/* gone from the cluster (another cluster's backup): recreate
 		 * it so that the driver deletes the snapshot */
-		body = cJSON_CreateObject();
-		cJSON_AddStringToObject(body, "apiVersion",
-		    "snapshot.storage.k8s.io/v1");
-		cJSON_AddStringToObject(body, "kind", "VolumeSnapshotContent");
-		json_set_str(body, "metadata.name", name);
+		body = snap_object("VolumeSnapshotContent", NULL, name, NULL);
 		json_set_str(body, "spec.deletionPolicy", "Delete");
 		json_set_str(body, "spec.driver", json_str(p, "driver"));
 		json_set_str(body, "spec.source.snapshotHandle", handle);
