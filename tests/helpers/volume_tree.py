@@ -220,17 +220,20 @@ def change(root, percent=1.0, seed=7):
     print(want, nbytes)
 
 
+def options(rest, defaults):
+    """--name value pairs over defaults (numbers)."""
+    out = dict(defaults)
+    while len(rest) >= 2:
+        if rest[0] in out:
+            out[rest[0]] = float(rest[1])
+        rest = rest[2:]
+    return out
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "make":
-        mb, seed = 4.0, 1
-        rest = argv[2:]
-        while rest:
-            if rest[0] == "--mb":
-                mb = float(rest[1])
-            elif rest[0] == "--seed":
-                seed = int(rest[1])
-            rest = rest[2:]
-        make(argv[1], mb, seed)
+        o = options(argv[2:], {"--mb": 4.0, "--seed": 1})
+        make(argv[1], o["--mb"], int(o["--seed"]))
         return 0
     if len(argv) == 3 and argv[0] == "compare":
         return compare(argv[1], argv[2])
@@ -241,15 +244,8 @@ def main(argv):
         evil_names(argv[1], argv[2])
         return 0
     if len(argv) >= 2 and argv[0] == "change":
-        pct, seed = 1.0, 7
-        rest = argv[2:]
-        while rest:
-            if rest[0] == "--percent":
-                pct = float(rest[1])
-            elif rest[0] == "--seed":
-                seed = int(rest[1])
-            rest = rest[2:]
-        change(argv[1], pct, seed)
+        o = options(argv[2:], {"--percent": 1.0, "--seed": 7})
+        change(argv[1], o["--percent"], int(o["--seed"]))
         return 0
     if len(argv) == 2 and argv[0] == "bytes":
         print(logical_bytes(argv[1]))
