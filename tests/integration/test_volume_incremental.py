@@ -19,6 +19,7 @@ Sizes are small (about 40 MiB); the 1 GiB figures are `make bench`'s
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -190,6 +191,13 @@ def incremental_copy_survives_kill_and_takeover(t):
             "not under 3%% of %d" % (up, volume_bytes))
     t.check(st["progress"]["bytesDone"] >= seen_before, "progress resumed, not from 0")
     s2.stop()
+    # what a user reads: the copy's row says what it covered and what it sent
+    r = subprocess.run([BIN, "backup", "describe", "b2", "--kubeconfig", sim.kubeconfig, "--namespace", NS],
+                       capture_output=True, text=True, timeout=60)
+    t.eq(r.returncode, 0, "backup describe: %s" % r.stderr)
+    row = [ln for ln in r.stdout.splitlines() if ln.strip().startswith(PV)]
+    t.check(len(row) == 1 and re.search(r"/ [0-9.]+ [KMG]?i?B \([0-9.]+ [KMG]?i?B sent\)", row[0]),
+            "describe shows the bytes sent beside the bytes covered: %s" % row)
 
     # 5. both restore byte-identical (the server's restore controller)
     s3 = server(t, sim, "s0")
