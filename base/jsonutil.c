@@ -5,6 +5,7 @@
 #include "base/mem.h"
 #include "base/util.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -629,4 +630,20 @@ json_depth(const char *data, size_t len)
 	if (p < end)
 		(void)skip_value(p, end, &depth);
 	return depth;
+}
+
+void
+json_add_msgf(cJSON *arr, int max, const char *fmt, ...)
+{
+	struct buf b;
+	va_list ap;
+
+	if (arr == NULL || (max > 0 && cJSON_GetArraySize(arr) >= max))
+		return;
+	buf_init(&b, 256);
+	va_start(ap, fmt);
+	(void)buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	cJSON_AddItemToArray(arr, cJSON_CreateString(buf_cstr(&b)));
+	buf_free(&b);
 }

@@ -43,6 +43,14 @@ void json_set_item(cJSON *root, const char *path, cJSON *item);
 void json_delete(cJSON *root, const char *path);
 
 /*
+ * Append the formatted string to the array arr, unless arr is NULL or
+ * already holds max entries (max 0: no cap). For lists of validation
+ * errors and warnings that must stay bounded whatever the input.
+ */
+void json_add_msgf(cJSON *arr, int max, const char *fmt, ...)
+	CAIRN_PRINTF(3, 4);
+
+/*
  * Parse len bytes of untrusted JSON: refuses documents nested deeper than
  * CAIRN_JSON_MAX_DEPTH or not parsing, with a message naming what. Owned
  * result, NULL on error.

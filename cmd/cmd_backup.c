@@ -55,13 +55,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <openssl/evp.h>
-#include <zlib.h>
 
 #define BK_POLL_US		500000		/* --wait: one GET per interval */
 #define BK_UNCLAIMED_US		(3 * TIME_US_PER_SEC)	/* New this long: say waiting */
 #define BK_NAME_MAX		253		/* DNS-1123 subdomain */
 #define BK_CAP_LIST_ITEMS	100000		/* backups printed by get */
-#define BK_GUNZIP_CHUNK		65536
 
 static const struct kube_gvr gvr_backups = { "cairn.io", "v1", "backups" };
 static const struct kube_gvr gvr_bsl = { "cairn.io", "v1",
@@ -981,44 +979,15 @@ open_backup(const struct cli_command *cmd, const struct flagset *fs,
 	return 0;
 }
 
-struct gunzip {
-	z_stream zs;
-	int started;		/* inflateInit2 done */
-	int in_member;		/* inside a gzip member (not at a boundary) */
-	FILE *out;
-	int write_failed;
-};
-
-/* Sink: inflate concatenated gzip members to out. */
+/* Sink: the gunzipped logs to stdout; a write error stops the get. */
 static int
-gunzip_write(void *arg, const void *data, size_t n)
+logs_write(void *arg, const void *data, size_t n)
 {
-	struct gunzip *g = arg;
-	unsigned char obuf[BK_GUNZIP_CHUNK];
+	int *write_failed = arg;
 
-	g->zs.next_in = (unsigned char *)(uintptr_t)data;
-	g->zs.avail_in = (uInt)n;
-	while (g->zs.avail_in > 0) {
-		int zrc;
-
-		g->zs.next_out = obuf;
-		g->zs.avail_out = sizeof obuf;
-		g->in_member = 1;
-		zrc = inflate(&g->zs, Z_NO_FLUSH);
-		if (zrc != Z_OK && zrc != Z_STREAM_END && zrc != Z_BUF_ERROR)
-			return -1;
-		if (sizeof obuf - g->zs.avail_out > 0 &&
-		    fwrite(obuf, 1, sizeof obuf - g->zs.avail_out, g->out) !=
-		    sizeof obuf - g->zs.avail_out) {
-			g->write_failed = 1;
-			return -1;
-		}
-		if (zrc == Z_STREAM_END) {
-			g->in_member = 0;
-			if (inflateReset(&g->zs) != Z_OK)
-				return -1;
-		} else if (zrc == Z_BUF_ERROR && g->zs.avail_in == 0)
-			break;
+	if (fwrite(data, 1, n, stdout) != n) {
+		*write_failed = 1;
+		return -1;
 	}
 	return 0;
 }
@@ -1028,7 +997,7 @@ cmd_backup_logs(const struct cli_command *cmd, struct flagset *fs)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct bk_location loc;
-	struct gunzip g;
+	int write_failed = 0;
 	struct kube *k;
 	cJSON *b;
 	char *key = NULL;
@@ -1042,30 +1011,20 @@ cmd_backup_logs(const struct cli_command *cmd, struct flagset *fs)
 		rc = cli_fail("\"%s\" cannot be a backup name", fs->args[0]);
 		goto out;
 	}
-	memset(&g, 0, sizeof g);
-	g.out = stdout;
-	if (inflateInit2(&g.zs, 16 + MAX_WBITS) != Z_OK) {
-		rc = cli_fail("cannot start zlib");
-		goto out;
-	}
-	g.started = 1;
-	rc = store_get(loc.store, key, 0, -1, gunzip_write, &g, NULL, &err);
+	rc = store_get_gunzip_to(loc.store, key, logs_write, &write_failed,
+	    &err);
 	fflush(stdout);
 	if (rc == CAIRN_ENOTFOUND)
 		rc = cli_fail("no logs for backup %s in storage location %s "
 		    "(%s): the backup has not finished yet, or failed before "
 		    "uploading", fs->args[0], loc.name, key);
-	else if (rc == CAIRN_ECANCELED)
-		rc = cli_fail("%s: %s", key, g.write_failed ?
-		    "cannot write output" : "not valid gzip data");
+	else if (rc < 0 && write_failed)
+		rc = cli_fail("%s: cannot write output", key);
 	else if (rc < 0)
 		rc = cli_fail("reading logs of backup %s: %s", fs->args[0],
 		    err.msg);
-	else if (g.in_member)
-		rc = cli_fail("%s: gzip data ends early", key);
 	else
 		rc = CLI_EXIT_OK;
-	inflateEnd(&g.zs);
 out:
 	free(key);
 	location_free(&loc);

@@ -18,22 +18,8 @@
 #include "base/util.h"
 #include "engine/spec_fields.h"
 
-static void
-add_err(cJSON *errs, const char *fmt, ...) CAIRN_PRINTF(2, 3);
-
-static void
-add_err(cJSON *errs, const char *fmt, ...)
-{
-	char msg[CAIRN_ERR_MSG_MAX];
-	va_list ap;
-
-	if (cJSON_GetArraySize(errs) >= BSPEC_MAX_VALIDATION)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	cJSON_AddItemToArray(errs, cJSON_CreateString(msg));
-}
+/* Append a formatted message to the array a (at most BSPEC_MAX_VALIDATION). */
+#define add_err(a, ...) json_add_msgf((a), BSPEC_MAX_VALIDATION, __VA_ARGS__)
 
 /* A spec list of strings; non-strings are validation errors. */
 static char **

@@ -23,22 +23,8 @@
 #define HOOK_MAX_ERRS 32
 #define HOOK_OUT_LOG 1024		/* bytes of stdout/stderr logged */
 
-static void
-add_msg(cJSON *a, const char *fmt, ...) CAIRN_PRINTF(2, 3);
-
-static void
-add_msg(cJSON *a, const char *fmt, ...)
-{
-	char msg[CAIRN_ERR_MSG_MAX];
-	va_list ap;
-
-	if (a == NULL || cJSON_GetArraySize(a) >= HOOK_MAX_ERRS)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	cJSON_AddItemToArray(a, cJSON_CreateString(msg));
-}
+/* Append a formatted message to the array a (at most HOOK_MAX_ERRS). */
+#define add_msg(a, ...) json_add_msgf((a), HOOK_MAX_ERRS, __VA_ARGS__)
 
 const char *
 hook_phase_name(enum hook_phase p)

@@ -242,22 +242,8 @@ str_array(const cJSON *spec, const char *key, cJSON *errs)
 	return v;
 }
 
-static void
-add_err(cJSON *errs, const char *fmt, ...) CAIRN_PRINTF(2, 3);
-
-static void
-add_err(cJSON *errs, const char *fmt, ...)
-{
-	va_list ap;
-	struct buf b;
-
-	buf_init(&b, 4096);
-	va_start(ap, fmt);
-	(void)buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	cJSON_AddItemToArray(errs, cJSON_CreateString(buf_cstr(&b)));
-	buf_free(&b);
-}
+/* Append a formatted message to the array a. */
+#define add_err(a, ...) json_add_msgf((a), 0, __VA_ARGS__)
 
 /* Resolve resource names through discovery to resource[.group]. */
 static void

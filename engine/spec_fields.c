@@ -10,23 +10,10 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/jsonutil.h"
 
-static void
-add_msg(cJSON *a, const char *fmt, ...) CAIRN_PRINTF(2, 3);
-
-static void
-add_msg(cJSON *a, const char *fmt, ...)
-{
-	char msg[CAIRN_ERR_MSG_MAX];
-	va_list ap;
-
-	if (a == NULL || cJSON_GetArraySize(a) >= SPEC_FIELDS_MAX_MSGS)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	cJSON_AddItemToArray(a, cJSON_CreateString(msg));
-}
+/* Append a formatted message to the array a (at most SPEC_FIELDS_MAX_MSGS). */
+#define add_msg(a, ...) json_add_msgf((a), SPEC_FIELDS_MAX_MSGS, __VA_ARGS__)
 
 int
 spec_value_unset(const cJSON *v)

@@ -42,9 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
-#include "base/buf.h"
 #include "base/jsonutil.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -903,47 +901,26 @@ vol_stored_vpbs(const struct volumes_ctx *c, const cJSON *backup,
     struct cairn_err *err)
 {
 	struct bsl *loc = NULL;
-	char *key = NULL, *gz = NULL;
+	char *key = NULL, *text = NULL;
 	size_t len = 0;
 	cJSON *arr = NULL;
-	z_stream z;
-	struct buf b;
-	unsigned char chunk[65536];
-	int zrc;
 
 	if (bsl_open(c->kube, c->namespace,
 	    json_str(backup, "spec.storageLocation"), &loc, err) < 0)
 		return NULL;
 	key = bsl_backup_key(loc, json_str_or(backup, "metadata.name", ""),
 	    LAYOUT_BACKUP_VOLUMEPLUGINBACKUPS);
-	if (store_get_mem(bsl_store(loc), key, VOL_FILE_CAP, &gz, &len,
+	if (store_get_gunzip(bsl_store(loc), key, VOL_FILE_CAP, &text, &len,
 	    err) < 0)
 		goto out;
-	buf_init(&b, VOL_FILE_CAP);
-	memset(&z, 0, sizeof z);
-	inflateInit2(&z, 15 + 16);
-	z.next_in = (Bytef *)gz;
-	z.avail_in = (uInt)len;
-	do {
-		z.next_out = chunk;
-		z.avail_out = sizeof chunk;
-		zrc = inflate(&z, Z_NO_FLUSH);
-		if (buf_append(&b, chunk, sizeof chunk - z.avail_out) < 0)
-			zrc = Z_MEM_ERROR;
-	} while (zrc == Z_OK);
-	inflateEnd(&z);
-	if (zrc == Z_STREAM_END)
-		arr = json_parse(buf_cstr(&b), b.len, err);
-	else
-		cairn_err_set(err, CAIRN_EPROTO, "%s: not gzip", key);
-	buf_free(&b);
+	arr = json_parse(text, len, err);
 	if (arr != NULL && !cJSON_IsArray(arr)) {
 		cairn_err_set(err, CAIRN_EPROTO, "%s: not a JSON array", key);
 		cJSON_Delete(arr);
 		arr = NULL;
 	}
 out:
-	free(gz);
+	free(text);
 	free(key);
 	bsl_free(loc);
 	return arr;

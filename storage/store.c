@@ -354,11 +354,12 @@ store_get_mem(struct store *s, const char *key, size_t cap, char **data,
 	return 0;
 }
 
-/* Streaming gunzip of a get into a capped buffer (store_get_gunzip). */
+/* Streaming gunzip of a get into another sink. */
 struct gunzip {
 	z_stream z;
-	struct buf *out;
-	int rc;				/* 0, CAIRN_EPROTO or CAIRN_ETOOBIG */
+	store_write_fn sink;
+	void *arg;
+	int rc;				/* 0, CAIRN_EPROTO or CAIRN_ECANCELED */
 	int ended;			/* the last member ended */
 };
 
@@ -383,8 +384,9 @@ gunzip_sink(void *arg, const void *p, size_t n)
 			g->rc = CAIRN_EPROTO;
 			return -1;
 		}
-		if (buf_append(g->out, tmp, sizeof tmp - g->z.avail_out) < 0) {
-			g->rc = CAIRN_ETOOBIG;
+		if (sizeof tmp > g->z.avail_out && g->sink(g->arg, tmp,
+		    sizeof tmp - g->z.avail_out) < 0) {
+			g->rc = CAIRN_ECANCELED;
 			return -1;
 		}
 		if (zr == Z_STREAM_END)
@@ -396,29 +398,43 @@ gunzip_sink(void *arg, const void *p, size_t n)
 }
 
 int
-store_get_gunzip(struct store *s, const char *key, size_t cap, char **data,
-    size_t *len, struct cairn_err *err)
+store_get_gunzip_to(struct store *s, const char *key, store_write_fn sink,
+    void *arg, struct cairn_err *err)
 {
 	struct gunzip g;
-	struct buf b;
 	int rc;
 
-	*data = NULL;
 	memset(&g, 0, sizeof g);
-	buf_init(&b, cap);
-	g.out = &b;
+	g.sink = sink;
+	g.arg = arg;
 	if (inflateInit2(&g.z, 15 + 16) != Z_OK)
 		return cairn_err_set(err, CAIRN_EFAIL, "zlib init failed");
 	rc = store_get(s, key, 0, -1, gunzip_sink, &g, NULL, err);
 	if (rc == 0 && !g.ended)
 		g.rc = CAIRN_EPROTO;
 	inflateEnd(&g.z);
-	if (g.rc == CAIRN_ETOOBIG)
-		rc = cairn_err_set(err, CAIRN_ETOOBIG, "%s: \"%.200s\" is larger "
-		    "than %zu bytes gunzipped", store_describe(s), key, cap);
+	if (g.rc == CAIRN_ECANCELED)
+		rc = cairn_err_set(err, CAIRN_ECANCELED, "%s: reading \"%.200s\": "
+		    "its reader stopped", store_describe(s), key);
 	else if (g.rc < 0)
 		rc = cairn_err_set(err, CAIRN_EPROTO, "%s: \"%.200s\" is not "
 		    "whole gzip data", store_describe(s), key);
+	return rc;
+}
+
+int
+store_get_gunzip(struct store *s, const char *key, size_t cap, char **data,
+    size_t *len, struct cairn_err *err)
+{
+	struct buf b;
+	int rc;
+
+	*data = NULL;
+	buf_init(&b, cap);
+	rc = store_get_gunzip_to(s, key, get_mem_sink, &b, err);
+	if (rc == CAIRN_ECANCELED)	/* only the buffer refuses: its cap */
+		rc = cairn_err_set(err, CAIRN_ETOOBIG, "%s: \"%.200s\" is larger "
+		    "than %zu bytes gunzipped", store_describe(s), key, cap);
 	if (rc < 0) {
 		buf_free(&b);
 		return rc;

@@ -247,6 +247,13 @@ int store_get_mem(struct store *s, const char *key, size_t cap, char **data,
  */
 int store_get_gunzip(struct store *s, const char *key, size_t cap,
 	char **data, size_t *len, struct cairn_err *err);
+/*
+ * The object gunzipped (one or more gzip members), streamed into sink.
+ * CAIRN_EPROTO when it is not whole gzip data; a sink that returns -1
+ * stops the get with CAIRN_ECANCELED (err says the sink refused).
+ */
+int store_get_gunzip_to(struct store *s, const char *key,
+	store_write_fn sink, void *arg, struct cairn_err *err);
 
 /* Size, ETag and mtime of key; CAIRN_ENOTFOUND when missing. */
 int store_head(struct store *s, const char *key, struct store_stat *st,

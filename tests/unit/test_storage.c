@@ -444,6 +444,62 @@ test_fs_atomic_and_progress(void)
 }
 
 static int
+refuse_sink(void *arg, const void *p, size_t n)
+{
+	(void)p;
+	*(size_t *)arg += n;
+	return -1;
+}
+
+/* Gzip files as Velero writes them: one or more members, read whole. */
+static void
+test_get_gunzip(void)
+{
+	char *root = fresh_dir("gunzip"), *data = NULL, *gz = NULL;
+	struct store *s = NULL;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	size_t len = 0, glen = 0, seen = 0;
+	struct buf two;
+
+	REQUIRE(store_open_fs(root, 1, &s, &err) == 0);
+	REQUIRE(store_put_gzip(s, "a.gz", "hello ", 6, 6, &err) == 0);
+	REQUIRE(store_get_mem(s, "a.gz", 1000, &gz, &glen, &err) == 0);
+	/* two members back to back read as one text */
+	buf_init(&two, 2 * glen);
+	buf_append(&two, gz, glen);
+	buf_append(&two, gz, glen);
+	REQUIRE(store_put_mem(s, "two.gz", two.data, two.len, &err) == 0);
+	REQUIRE(store_get_gunzip(s, "two.gz", 100, &data, &len, &err) == 0);
+	CHECK_STR(data, "hello hello ");
+	CHECK_INT(len, 12);
+	free(data);
+	data = NULL;
+	/* past the cap: too big, nothing returned */
+	CHECK(store_get_gunzip(s, "two.gz", 8, &data, &len, &err) ==
+	    CAIRN_ETOOBIG);
+	CHECK(data == NULL);
+	CHECK(strstr(err.msg, "larger than 8 bytes") != NULL);
+	/* a cut member and plain text are not whole gzip data */
+	REQUIRE(store_put_mem(s, "cut.gz", gz, glen - 3, &err) == 0);
+	CHECK(store_get_gunzip(s, "cut.gz", 100, &data, &len, &err) ==
+	    CAIRN_EPROTO);
+	CHECK(strstr(err.msg, "not whole gzip data") != NULL);
+	REQUIRE(store_put_mem(s, "plain.gz", "hello", 5, &err) == 0);
+	CHECK(store_get_gunzip(s, "plain.gz", 100, &data, &len, &err) ==
+	    CAIRN_EPROTO);
+	/* a sink that refuses stops the read */
+	CHECK(store_get_gunzip_to(s, "two.gz", refuse_sink, &seen, &err) ==
+	    CAIRN_ECANCELED);
+	CHECK_INT(seen, 6);
+	CHECK(store_get_gunzip(s, "none.gz", 100, &data, &len, &err) ==
+	    CAIRN_ENOTFOUND);
+	buf_free(&two);
+	free(gz);
+	store_free(s);
+	free(root);
+}
+
+static int
 parts_collect(void *arg, const struct store_part *p)
 {
 	struct rows *r = arg;
@@ -698,6 +754,7 @@ main(void)
 	RUN(test_layout_keys);
 	RUN(test_layout_list_backups);
 	RUN(test_fs_atomic_and_progress);
+	RUN(test_get_gunzip);
 	RUN(test_fs_multipart_survives_reopen);
 	RUN(test_fs_single_part_complete_links);
 	RUN(test_fs_special_files);
