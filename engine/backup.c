@@ -2801,8 +2801,13 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		json_set_str(b.status, "encryption.algorithm", CRYPT_ALGORITHM);
 	}
 
-	/* Storage reachable? */
+	/* Storage reachable? (A read-only fs: its writes wait, bounded.) */
 	rc = store_check(b.store, err);
+	if (rc == CAIRN_EREADONLY) {
+		log_warn("backup %s/%s: %s", b.ns, b.name, err->msg);
+		cairn_err_clear(err);
+		rc = 0;
+	}
 	if (rc < 0) {
 		snprintf(reason, sizeof reason, "storage location %s (%s) is "
 		    "unreachable: %s", bsl_name(b.loc), store_describe(b.store),

@@ -473,7 +473,7 @@ BSL = dict(
     desc="Where backups are stored: a local directory (fs) or an S3 bucket.",
     spec=obj({
         "provider": s("fs (a local directory) or s3 (aws is an alias)."),
-        "config": smap("Provider settings: path (fs); endpoint, region, "
+        "config": smap("Provider settings: path, readOnlyWait (fs); endpoint, region, "
                        "s3ForcePathStyle, insecureSkipTLSVerify, caCertFile, "
                        "serverSideEncryption (AES256 or aws:kms), kmsKeyId, "
                        "customerKeyEncryptionFile (SSE-C) (s3)."),

@@ -16,6 +16,7 @@
 #include "base/codec.h"
 #include "base/jsonutil.h"
 #include "base/mem.h"
+#include "base/timeutil.h"
 #include "storage/crypt.h"
 
 int
@@ -80,6 +81,23 @@ read_key(const char *path, unsigned char key[CRYPT_KEY_LEN],
 	return rc;
 }
 
+/* fs: config.readOnlyWait, a Go duration ("2m"; "0": do not wait). */
+static int
+fs_readonly_wait(const cJSON *bsl, const char *name, int64_t *us,
+    struct cairn_err *err)
+{
+	const char *v = cfg_str(bsl, "readOnlyWait", NULL);
+
+	*us = STORE_FS_READONLY_WAIT_US;
+	if (v == NULL || *v == '\0')
+		return 0;
+	if (duration_parse(v, us) < 0)
+		return cairn_err_set(err, CAIRN_EINVAL, "BackupStorageLocation "
+		    "%s: config.readOnlyWait \"%.100s\" is not a duration "
+		    "(like 2m or 30s)", name, v);
+	return 0;
+}
+
 static int
 open_or_check(const cJSON *bsl, const char *credentials, int dry,
     struct store **out, char **prefix_out, struct cairn_err *err)
@@ -92,6 +110,7 @@ open_or_check(const cJSON *bsl, const char *credentials, int dry,
 	unsigned char ssec[CRYPT_KEY_LEN];
 	const char *ssec_file;
 	char *ca_pem = NULL;
+	int64_t ro_wait;
 	int rc;
 
 	*out = NULL;
@@ -112,7 +131,10 @@ open_or_check(const cJSON *bsl, const char *credentials, int dry,
 			return cairn_err_set(err, CAIRN_EINVAL,
 			    "BackupStorageLocation %s: provider fs needs spec.config.path",
 			    name);
-		rc = dry ? 0 : store_open_fs(path, 1, out, err);
+		rc = fs_readonly_wait(bsl, name, &ro_wait, err);
+		if (rc < 0)
+			return rc;
+		rc = dry ? 0 : store_open_fs_wait(path, 1, ro_wait, out, err);
 	} else if (strcmp(provider, "s3") == 0 || strcmp(provider, "aws") == 0 ||
 	    strcmp(provider, "velero.io/aws") == 0) {
 		memset(&c, 0, sizeof c);

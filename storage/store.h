@@ -111,11 +111,19 @@ typedef int (*store_part_fn)(void *arg, const struct store_part *p);
 /*
  * Open the local-directory store rooted at root. With create, missing
  * directories are made (0700); otherwise a missing root is CAIRN_ENOTFOUND.
- * A root that is not a readable, writable directory is CAIRN_EIO naming it.
- * *out is owned by the caller (store_free).
+ * A root that is not a readable, writable directory is CAIRN_EIO naming it;
+ * one on a read-only filesystem opens (store_check() then answers
+ * CAIRN_EREADONLY). Writes that fail because the filesystem is read-only
+ * are retried with backoff for up to readonly_wait_us (store_open_fs:
+ * STORE_FS_READONLY_WAIT_US; 0: fail at once), then fail with CAIRN_EIO
+ * saying how long they waited (store_fs.c). *out is owned by the caller
+ * (store_free).
  */
+#define STORE_FS_READONLY_WAIT_US	(120LL * 1000 * 1000)
 int store_open_fs(const char *root, int create, struct store **out,
 	struct cairn_err *err);
+int store_open_fs_wait(const char *root, int create, int64_t readonly_wait_us,
+	struct store **out, struct cairn_err *err);
 
 /* S3 settings. Strings are copied by store_open_s3. */
 struct store_s3_config {
@@ -202,6 +210,8 @@ size_t store_part_min(const struct store *s);
  * Check that the store is reachable and usable: the directory exists and is
  * writable, or the bucket exists and the credentials are accepted (one
  * ListObjectsV2 of at most one key). The error is the clear one to show.
+ * A directory on a read-only filesystem is CAIRN_EREADONLY at once (a
+ * probe does not wait; writes do, see store_open_fs).
  */
 int store_check(struct store *s, struct cairn_err *err);
 

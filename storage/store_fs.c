@@ -32,6 +32,22 @@
  * symlinks; following one would read outside the root), fstat, refuse
  * anything that is not a regular file, then clear O_NONBLOCK.
  *
+ * A read-only filesystem is a transient failure, as a 503 is for S3: a
+ * filesystem remounted read-only (an NFS server restarting, an fsck, an
+ * operator's remount) usually comes back. Every writing call (put, part,
+ * create, complete, abort, delete) that fails with EROFS is run again with
+ * capped exponential backoff (100 ms doubling to 5 s, jitter over the upper
+ * half) until it succeeds or readonly_wait_us (BackupStorageLocation
+ * config.readOnlyWait, default STORE_FS_READONLY_WAIT_US) has passed since
+ * its first failure; then it fails with CAIRN_EIO saying how long it
+ * waited. A put whose source was read is re-sent only when the source can
+ * rewind. EACCES and EPERM are not waited for: a remount gives EROFS, and
+ * those two mean permissions or attributes, which an operator has to fix,
+ * so the clear error comes at once. store_check() does not wait either (it
+ * is a probe): it answers CAIRN_EREADONLY, and opening tolerates that.
+ * Which errno made a call fail is kept per thread (tl_errno, set by
+ * fs_fail()), so the retry loop does not parse messages.
+ *
  * Threads: there is no mutable state in the struct after open; temp names
  * are random, so concurrent calls are safe (two puts of one key: the last
  * rename wins, both complete).
@@ -53,7 +69,9 @@
 #include <openssl/evp.h>
 
 #include "base/buf.h"
+#include "base/log.h"
 #include "base/mem.h"
+#include "base/timeutil.h"
 #include "base/util.h"
 
 #define FS_HIDDEN	".cairn-"
@@ -61,11 +79,17 @@
 #define FS_TMP		".cairn-tmp-"
 #define FS_XATTR	"user.cairn.etag"
 #define FS_IO_CHUNK	(1u << 20)
+#define FS_RO_BACKOFF_US	(100 * 1000)
+#define FS_RO_BACKOFF_CAP_US	(5 * 1000 * 1000)
 
 struct store_fs {
 	struct store base;
 	char *root;		/* absolute or as given, no trailing '/' */
+	int64_t ro_wait_us;	/* how long writes wait for a read-only fs */
 };
+
+/* The errno behind this thread's last fs_fail() (0: none). */
+static _Thread_local int tl_errno;
 
 static const struct store_ops fs_ops;
 
@@ -81,8 +105,66 @@ static int
 fs_fail(struct store_fs *fs, struct cairn_err *err, int code, int errnum,
     const char *what, const char *key)
 {
+	tl_errno = errnum;
 	return cairn_err_errno(err, code, errnum, "%s: %s \"%.300s\"",
 	    fs->base.desc, what, key);
+}
+
+/* One writing call's wait for a read-only filesystem (file comment). */
+struct fs_wait {
+	int64_t since_us;	/* monotonic time of the first EROFS; 0: none */
+	int tries;		/* failed tries so far */
+};
+
+/*
+ * The writing call `op` on key just returned rc (on failure err is filled
+ * and its errno, if any, is in tl_errno). 1: run it again, after a pause
+ * (it failed on a read-only filesystem, the wait is not over, and src, when
+ * given and read from, was rewound). 0: return rc as is; when the call had
+ * waited, err then says for how long (or the log that it went through).
+ */
+static int
+fs_again(struct store_fs *fs, struct fs_wait *w, int rc, const char *op,
+    const char *key, struct store_src *src, uint64_t src_read,
+    struct cairn_err *err)
+{
+	char waited[TIME_STR_MAX], bound[TIME_STR_MAX];
+	int64_t now = time_mono_us(), delay;
+	int ro = rc < 0 && tl_errno == EROFS;
+
+	tl_errno = 0;
+	if ((!ro && w->since_us == 0) || fs->ro_wait_us == 0)
+		return 0;
+	if (w->since_us == 0) {
+		w->since_us = now;
+		duration_format(fs->ro_wait_us, bound);
+		log_warn("%s: %s \"%.300s\": the filesystem is read-only; "
+		    "waiting up to %s for it to be writable again",
+		    fs->base.desc, op, key, bound);
+	}
+	if (ro && now - w->since_us < fs->ro_wait_us &&
+	    (src == NULL || src_read == 0 || store_src_rewind(src) == 0)) {
+		delay = FS_RO_BACKOFF_US << (w->tries < 6 ? w->tries : 6);
+		if (delay > FS_RO_BACKOFF_CAP_US)
+			delay = FS_RO_BACKOFF_CAP_US;
+		delay = delay / 2 + (int64_t)rand_below((uint64_t)delay / 2 + 1);
+		if (now + delay - w->since_us > fs->ro_wait_us)
+			delay = w->since_us + fs->ro_wait_us - now;
+		w->tries++;
+		time_sleep_us(delay > 0 ? delay : 0, NULL);
+		cairn_err_clear(err);
+		return 1;
+	}
+	duration_format(now - w->since_us, waited);
+	duration_format(fs->ro_wait_us, bound);
+	if (rc == 0)
+		log_info("%s: %s \"%.300s\": writable again after %s",
+		    fs->base.desc, op, key, waited);
+	else if (ro)
+		cairn_err_prefix(err, "the filesystem stayed read-only for %s "
+		    "(%d tries; the wait is config.readOnlyWait, %s)", waited,
+		    w->tries + 1, bound);
+	return 0;
 }
 
 /* fsync the directory holding path. */
@@ -299,6 +381,7 @@ struct fs_publish {
 	char *etag;			/* out: MD5 hex */
 	const char *what;		/* for messages: "object", "part" */
 	const char *key;
+	uint64_t src_read;		/* out: bytes read from src */
 };
 
 static int
@@ -317,6 +400,7 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 	ssize_t n;
 	int fd = -1, in = -1, rc;
 
+	tmp[0] = '\0';
 	if (mkdirs_for(fs->root, path) < 0) {
 		rc = fs_fail(fs, err, CAIRN_EIO, errno,
 		    "making the directories of", pb->key);
@@ -327,6 +411,7 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 	if (fd < 0) {
 		rc = fs_fail(fs, err, CAIRN_EIO, errno, "creating a temp file for",
 		    pb->key);
+		tmp[0] = '\0';
 		goto fail;
 	}
 	ctx = EVP_MD_CTX_new();
@@ -366,6 +451,8 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 			}
 			if (n == 0)
 				break;
+			if (pb->src != NULL)
+				pb->src_read += (uint64_t)n;
 			if (write_all(fd, chunk, (size_t)n) < 0) {
 				rc = fs_fail(fs, err, CAIRN_EIO, errno, "writing",
 				    pb->key);
@@ -414,10 +501,10 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 	rc = 0;
 	goto out;
 fail:
-	if (fd >= 0) {
+	if (fd >= 0)
 		close(fd);
-		unlink(tmp);
-	}
+	if (tmp[0] != '\0')
+		unlink(tmp);	/* may fail too on a read-only fs: listing skips it */
 out:
 	if (in >= 0)
 		close(in);
@@ -449,7 +536,8 @@ fs_put(struct store *s, const char *key, struct store_src *src, char *etag,
     const struct store_progress *prog, struct cairn_err *err)
 {
 	struct store_fs *fs = (struct store_fs *)s;
-	struct fs_publish pb = { src, NULL, 0, prog, etag, "object", key };
+	struct fs_publish pb = { src, NULL, 0, prog, etag, "object", key, 0 };
+	struct fs_wait w = { 0, 0 };
 	char *path;
 	int rc;
 
@@ -457,7 +545,11 @@ fs_put(struct store *s, const char *key, struct store_src *src, char *etag,
 	if (rc < 0)
 		return rc;
 	path = fs_path(fs, key);
-	rc = fs_publish(fs, path, &pb, err);
+	do {
+		pb.src_read = 0;
+		rc = fs_publish(fs, path, &pb, err);
+	} while (fs_again(fs, &w, rc, "writing", key, src, pb.src_read,
+	    err));
 	free(path);
 	return rc;
 }
@@ -575,9 +667,8 @@ fs_head(struct store *s, const char *key, struct store_stat *out,
 }
 
 static int
-fs_del(struct store *s, const char *key, struct cairn_err *err)
+fs_del_once(struct store_fs *fs, const char *key, struct cairn_err *err)
 {
-	struct store_fs *fs = (struct store_fs *)s;
 	struct stat st;
 	char *path;
 	int rc;
@@ -599,6 +690,19 @@ fs_del(struct store *s, const char *key, struct cairn_err *err)
 	rmdirs_for(fs->root, path);
 	free(path);
 	return 0;
+}
+
+static int
+fs_del(struct store *s, const char *key, struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct fs_wait w = { 0, 0 };
+	int rc;
+
+	do
+		rc = fs_del_once(fs, key, err);
+	while (fs_again(fs, &w, rc, "deleting", key, NULL, 0, err));
+	return rc;
 }
 
 /* ---- listing ---------------------------------------------------------- */
@@ -843,15 +947,15 @@ upload_dir(struct store_fs *fs, const char *key, const char *id, char **out,
 }
 
 static int
-fs_mpu_create(struct store *s, const char *key, char **id,
+fs_mpu_create_once(struct store_fs *fs, const char *key, char **id,
     struct cairn_err *err)
 {
-	struct store_fs *fs = (struct store_fs *)s;
 	unsigned char r[16];
 	char hx[33], *dir = NULL, *up = NULL, *kpath = NULL;
 	struct store_src src;
 	char etag[STORE_ETAG_MAX];
-	struct fs_publish pb = { &src, NULL, 0, NULL, etag, "upload key", key };
+	struct fs_publish pb = { &src, NULL, 0, NULL, etag, "upload key", key,
+	    0 };
 	int rc;
 
 	rc = fs_hidden_key(fs, key, err);
@@ -884,12 +988,28 @@ out:
 }
 
 static int
+fs_mpu_create(struct store *s, const char *key, char **id,
+    struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct fs_wait w = { 0, 0 };
+	int rc;
+
+	do
+		rc = fs_mpu_create_once(fs, key, id, err);
+	while (fs_again(fs, &w, rc, "starting an upload of", key, NULL,
+	    0, err));
+	return rc;
+}
+
+static int
 fs_mpu_put_part(struct store *s, const char *key, const char *id, int number,
     struct store_src *src, char *etag, const struct store_progress *prog,
     struct cairn_err *err)
 {
 	struct store_fs *fs = (struct store_fs *)s;
-	struct fs_publish pb = { src, NULL, 0, prog, etag, "part", key };
+	struct fs_publish pb = { src, NULL, 0, prog, etag, "part", key, 0 };
+	struct fs_wait w = { 0, 0 };
 	char *dir, *path;
 	int rc;
 
@@ -897,7 +1017,11 @@ fs_mpu_put_part(struct store *s, const char *key, const char *id, int number,
 	if (rc < 0)
 		return rc;
 	path = xasprintf("%s/part-%05d", dir, number);
-	rc = fs_publish(fs, path, &pb, err);
+	do {
+		pb.src_read = 0;
+		rc = fs_publish(fs, path, &pb, err);
+	} while (fs_again(fs, &w, rc, "writing a part of", key, src,
+	    pb.src_read, err));
 	if (rc < 0)
 		cairn_err_prefix(err, "part %d", number);
 	free(path);
@@ -1047,13 +1171,12 @@ fs_publish_link(struct store_fs *fs, const char *key, const char *path,
 }
 
 static int
-fs_mpu_complete(struct store *s, const char *key, const char *id,
+fs_mpu_complete_once(struct store_fs *fs, const char *key, const char *id,
     const struct store_part *parts, size_t n, char *etag,
     struct cairn_err *err)
 {
-	struct store_fs *fs = (struct store_fs *)s;
 	struct fs_parts ps = { NULL, 0, 0 };
-	struct fs_publish pb = { NULL, NULL, 0, NULL, etag, "object", key };
+	struct fs_publish pb = { NULL, NULL, 0, NULL, etag, "object", key, 0 };
 	char *dir, *path = NULL;
 	size_t i, j;
 	int rc;
@@ -1099,6 +1222,21 @@ out:
 }
 
 static int
+fs_mpu_complete(struct store *s, const char *key, const char *id,
+    const struct store_part *parts, size_t n, char *etag,
+    struct cairn_err *err)
+{
+	struct store_fs *fs = (struct store_fs *)s;
+	struct fs_wait w = { 0, 0 };
+	int rc;
+
+	do
+		rc = fs_mpu_complete_once(fs, key, id, parts, n, etag, err);
+	while (fs_again(fs, &w, rc, "completing", key, NULL, 0, err));
+	return rc;
+}
+
+static int
 fs_mpu_abort(struct store *s, const char *key, const char *id,
     struct cairn_err *err)
 {
@@ -1128,6 +1266,10 @@ fs_check(struct store *s, struct cairn_err *err)
 	if (!S_ISDIR(st.st_mode))
 		return cairn_err_set(err, CAIRN_EIO,
 		    "%s: storage path is not a directory", fs->base.desc);
+	if (access(fs->root, R_OK | W_OK | X_OK) < 0 && errno == EROFS)
+		return cairn_err_set(err, CAIRN_EREADONLY, "%s: the storage "
+		    "directory's filesystem is read-only (writes wait up to "
+		    "config.readOnlyWait for it)", fs->base.desc);
 	if (access(fs->root, R_OK | W_OK | X_OK) < 0)
 		return cairn_err_errno(err, CAIRN_EIO, errno,
 		    "%s: storage directory is not readable and writable",
@@ -1148,6 +1290,14 @@ int
 store_open_fs(const char *root, int create, struct store **out,
     struct cairn_err *err)
 {
+	return store_open_fs_wait(root, create, STORE_FS_READONLY_WAIT_US, out,
+	    err);
+}
+
+int
+store_open_fs_wait(const char *root, int create, int64_t readonly_wait_us,
+    struct store **out, struct cairn_err *err)
+{
 	struct store_fs *fs;
 	size_t n;
 	char *p, *q;
@@ -1160,6 +1310,7 @@ store_open_fs(const char *root, int create, struct store **out,
 	fs = xcalloc(1, sizeof *fs);
 	fs->base.ops = &fs_ops;
 	fs->root = xstrdup(root);
+	fs->ro_wait_us = readonly_wait_us > 0 ? readonly_wait_us : 0;
 	n = strlen(fs->root);
 	while (n > 1 && fs->root[n - 1] == '/')
 		fs->root[--n] = '\0';
@@ -1175,6 +1326,10 @@ store_open_fs(const char *root, int create, struct store **out,
 		free(p);
 	}
 	rc = fs_check(&fs->base, err);
+	if (rc == CAIRN_EREADONLY) {
+		cairn_err_clear(err);	/* opens; writes wait for it */
+		rc = 0;
+	}
 	if (rc < 0) {
 		store_free(&fs->base);
 		return rc;
