@@ -18,7 +18,9 @@ One case, as a user lives it:
     policy (Delete): the content and the driver's snapshot are gone, the
     restored volume stays.
 Also: a claim whose driver has no VolumeSnapshotClass fails its own volume
-with a clear message (the backup is PartiallyFailed).
+with a clear message (the backup is PartiallyFailed); a restore whose
+snapshot the driver lost fails its volume with the VolumeSnapshot's
+status.error (the restore is PartiallyFailed).
 """
 import os
 import shutil
@@ -169,6 +171,25 @@ def csi_claim_backed_up_restored_and_deleted_through_snapshots(t):
     same_tree(t, data, os.path.join(csi, "volumes", newpv["spec"]["csi"]["volumeHandle"]))
     t.eq(sim.get("/api/v1/persistentvolumes/pv-db")[1]["spec"]["csi"]["volumeHandle"], "vol-db",
          "the original volume is untouched")
+
+    # a snapshot the driver lost: the VolumeSnapshot's status.error is the volume's failure
+    hidden = snapdir + ".hidden"
+    os.rename(snapdir, hidden)
+    os.rename(snapdir + ".json", hidden + ".json")
+    sim.ok("POST", RS, {"apiVersion": "cairn.io/v1", "kind": "Restore",
+                        "metadata": {"name": "r2", "namespace": NS},
+                        "spec": {"backupName": "b1", "includedResources": ["persistentvolumeclaims",
+                                                                            "persistentvolumes"],
+                                 "labelSelector": {}, "namespaceMapping": {APP: COPY + "-2"},
+                                 "includedNamespaces": [APP]}})
+    wait_for(lambda: phase(sim, "%s/r2" % RS) in FINAL, 120, "restore r2 to end", interval=0.2)
+    t.eq(phase(sim, "%s/r2" % RS), "PartiallyFailed", "a restore whose snapshot is gone")
+    vpr2 = sim.ok("GET", "%s/r2-pv-db" % VPR)["status"]
+    t.eq(vpr2.get("phase"), "Failed", "VolumePluginRestore of the lost snapshot")
+    t.check("snapshot %s of driver %s does not exist" % (props["snapshotHandle"], DRIVER)
+            in vpr2.get("message", ""), "the driver's error is the message: %s" % vpr2.get("message"))
+    os.rename(hidden, snapdir)
+    os.rename(hidden + ".json", snapdir + ".json")
 
     # deleting the backup deletes the snapshot per its policy (Delete)
     srv.stop()
