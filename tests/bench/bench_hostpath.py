@@ -12,6 +12,11 @@ other build's cairn binary: its tests/helpers/volume_mover (next to it, as
 `make check` builds it) then runs too, interleaved with this build's, each
 backup and restore $CAIRN_BENCH_REPS times (default 3); medians and the
 ratio this/base are printed (the machine may be shared: same-run ratios).
+This build runs twice per round: the plain tar.gz copy ("this", the same
+work as the base) and the deduplicated first copy into a fresh store
+("dedup", --chunks: what `cairn server` does for every hostPath volume
+since issue 25, so the figure a user gets); the base build only knows the
+plain copy.
 """
 import os
 import statistics
@@ -113,33 +118,55 @@ def main():
         compare(src, mb)
 
 
+def mover_argv(mover, op, store, src_or_dst, dedup):
+    if not dedup:
+        return [mover, op, store, "v/vol.tar.gz", src_or_dst]
+    argv = [mover, op, store, "backups/b/volumes/pv.index.tar.gz", src_or_dst,
+            "--chunks", "plugins/cairn-hostpath/pv/"]
+    return argv + (["--backup", "b"] if op == "backup" else [])
+
+
+def stored_bytes(store):
+    n = 0
+    for d, _, files in os.walk(store):
+        n += sum(os.path.getsize(os.path.join(d, f)) for f in files)
+    return n
+
+
 def compare(src, mb):
-    """This build's mover against the base build's, interleaved, medians."""
+    """This build's mover (plain and deduplicated) against the base build's,
+    interleaved (the order rotates each round), medians."""
     base = os.path.join(os.path.dirname(os.path.abspath(BASE_BIN)), "tests", "helpers",
                         "volume_mover")
     if not os.path.exists(base):
         print("base volume_mover not built: %s" % base)
         return
-    times = {"this": {"backup": [], "restore": [], "stored": 0},
-             "base": {"backup": [], "restore": [], "stored": 0}}
+    runs = [("base", base, False), ("this", MOVER, False), ("dedup", MOVER, True)]
+    times = {tag: {"backup": [], "restore": [], "stored": 0} for tag, _, _ in runs}
     for rep in range(REPS):
-        for tag, mover in (("base", base), ("this", MOVER)) if rep % 2 == 0 else \
-                (("this", MOVER), ("base", base)):
+        k = rep % len(runs)
+        for tag, mover, dedup in runs[k:] + runs[:k]:
             store = os.path.join(TMP, "cmp-%s-%d" % (tag, rep))
             dst = os.path.join(TMP, "cmp-dst-%s-%d" % (tag, rep))
-            dt, _ = timed([mover, "backup", store, "v/vol.tar.gz", src])
+            dt, _ = timed(mover_argv(mover, "backup", store, src, dedup))
             times[tag]["backup"].append(dt)
-            times[tag]["stored"] = os.path.getsize(os.path.join(store, "v", "vol.tar.gz"))
-            dt, _ = timed([mover, "restore", store, "v/vol.tar.gz", dst])
+            times[tag]["stored"] = stored_bytes(store)
+            dt, _ = timed(mover_argv(mover, "restore", store, dst, dedup))
             times[tag]["restore"].append(dt)
             subprocess.run(["rm", "-rf", store, dst])
     for op in ("backup", "restore"):
         b = statistics.median(times["base"][op])
-        t = statistics.median(times["this"][op])
-        print("%-7s median of %d: base %6.2f s (%6.1f MB/s)  this %6.2f s (%6.1f MB/s)  "
-              "ratio this/base (time) %.2f" % (op, REPS, b, mb / b, t, mb / t, t / b))
-    print("stored: base %.1f MB, this %.1f MB" % (times["base"]["stored"] / 1e6,
-                                                  times["this"]["stored"] / 1e6))
-
+        line = "%-7s median of %d: base %6.2f s (%6.1f MB/s)" % (op, REPS, b, mb / b)
+        for tag in ("this", "dedup"):
+            t = statistics.median(times[tag][op])
+            line += "  %s %6.2f s (%6.1f MB/s, ratio %s/base (time) %.2f)" % (
+                tag, t, mb / t, tag, t / b)
+        print(line)
+    print("per round (s), base/this/dedup backup: %s" % "  ".join(
+        "%.2f/%.2f/%.2f" % (times["base"]["backup"][i], times["this"]["backup"][i],
+                            times["dedup"]["backup"][i]) for i in range(REPS)))
+    print("stored: base %.1f MB, this %.1f MB, dedup %.1f MB (index + packs + refs)" % (
+        times["base"]["stored"] / 1e6, times["this"]["stored"] / 1e6,
+        times["dedup"]["stored"] / 1e6))
 
 main()
