@@ -95,7 +95,9 @@ struct kube_call {
 	const char *body;
 	size_t body_len;
 	int idempotent;			/* may be re-sent after a connection failure */
-	int64_t timeout_us;		/* 0: client default; < 0: none (watch) */
+	int64_t timeout_us;		/* 0: client default; < 0: none */
+	int watch;			/* long-lived: takes no slot of its
+					   flow's window (flow.c) */
 	/*
 	 * Streamed lists: no total timeout; instead the transfer fails when
 	 * neither a byte arrived nor the sink returned for the client's

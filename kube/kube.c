@@ -889,7 +889,7 @@ kube_call_do(struct kube *k, struct kube_call *c, struct cairn_err *err)
 	struct curl_slist *hdrs = NULL;
 	struct kube_auth auth;
 	int attempt = 0, rc = 0, token_retry = 0, force_token = 0;
-	int flow, counted = c->timeout_us >= 0;
+	int flow, counted = !c->watch;
 	int64_t t0, delay, refused_since = 0;
 	long nconn;
 	CURLcode cc;

@@ -208,6 +208,7 @@ kube_watch(struct kube *k, const struct kube_gvr *r, const char *ns,
 		c.path = buf_cstr(&q);
 		c.idempotent = 1;
 		c.no_retry = 1;
+		c.watch = 1;
 		c.timeout_us = (int64_t)(timeout_s + WATCH_GRACE_S) *
 		    TIME_US_PER_SEC;
 		c.stop = o.stop;
