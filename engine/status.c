@@ -211,9 +211,11 @@ count_outcome(const struct journal_item *it)
 
 /*
  * Count what the journal recorded since the last pass. The first pass
- * only remembers (a restart does not count old outcomes again). An
- * attempt counts once work started (progress or a non-validation end),
- * so a spec rejected at once is a validation failure only, as in Velero.
+ * only remembers what was claimed before this process started (a restart
+ * does not count old outcomes again); work claimed since counts even when
+ * the first pass comes late. An attempt counts once work started
+ * (progress or a non-validation end), so a spec rejected at once is a
+ * validation failure only, as in Velero.
  */
 static void
 probe_metrics(struct status *s)
@@ -237,9 +239,13 @@ probe_metrics(struct status *s)
 
 		init_schedule_series(sched);
 		if (sn->attempt != it[i].attempt) {
+			/* claimed before this process: counted by the last one */
+			int old = !s->primed &&
+			    it[i].claimed_at < s->started_us;
+
 			sn->attempt = it[i].attempt;
-			sn->attempt_counted = !s->primed;
-			sn->finished = !s->primed && done;
+			sn->attempt_counted = old;
+			sn->finished = old && done;
 		}
 		if (!sn->attempt_counted && started) {
 			metrics_inc(backup ? METRIC_BACKUP_ATTEMPT_TOTAL :
