@@ -14,9 +14,13 @@ turned read-only, each followed by an independent check of what landed:
   data, and kubesim's request log shows exactly one successful create
   (201) per object: nothing restored twice.
 
-Every trial draws from one generator seeded by --seed, printed at the start
-and in each failure, so a run is reproduced with the same seed (timings on
-a loaded machine still vary). Kinds:
+The seed (--seed, printed at the start and in each failure) shuffles the
+plan and seeds each trial's own generator (from the seed and the trial's
+number), so a run is reproduced with the same seed, a single trial with
+--seed S --only N, whatever ran beside it (timings on a loaded machine
+still vary). --jobs N runs N trials side by side, each job with worlds of
+its own (kubesim, fs store, s3rver behind a fault proxy), so one trial's
+fault rules and kills never touch another's. Kinds:
 
   kill         kill -9 during a backup; restart with the same journal or a
                takeover by another server (coin flip)
@@ -33,6 +37,7 @@ a loaded machine still vary). Kinds:
                (config.readOnlyWait) and the backup completes, as the next
 
 Usage: chaos.py [--seed N] [--kill N] [--faults N] [--kinds k1,k2] [--objects N]
+                [--jobs N] [--only i,j]
 `make chaos` runs 200 kill trials and 20 of each other kind; the normal
 suite runs a short version (tests/integration/test_chaos_short.py).
 Prints one line per trial and a closing note with the seed and counts;
@@ -48,6 +53,7 @@ import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 import traceback
 
@@ -121,6 +127,8 @@ class World:
                         self.sim.ok("GET", "/api/v1/namespaces/bulk/configmaps")["items"]}
         self.nserver = 0
         self.procs = []
+        self.base = None        # the kill-restore trials' backup, made once
+        self.checked = 0.0      # seconds spent in the independent checks
         self.base_faults()
 
     def base_faults(self):
@@ -182,6 +190,13 @@ class World:
 
     # ---- the independent checks ----
     def check_backup(self, name):
+        t0 = time.monotonic()
+        try:
+            self._check_backup(name)
+        finally:
+            self.checked += time.monotonic() - t0
+
+    def _check_backup(self, name):
         b = self.get("%s/%s" % (BK, name))
         phase = b.get("status", {}).get("phase")
         if phase != "Completed":
@@ -197,15 +212,20 @@ class World:
         if r.returncode != 0:
             raise Trouble("GNU tar cannot read %s: %s" % (name, r.stderr[-300:]))
         gnu = r.stdout.split("\n")[:-1]
+        legacy = "resources/configmaps/namespaces/bulk/"
+        items = {}
         with tarfile.open(tgz, "r:gz") as tf:
-            names = tf.getnames()
+            names = []
+            for m in tf:        # one pass: getmember() per name is quadratic
+                names.append(m.name)
+                if m.name.startswith(legacy) and m.name.endswith(".json"):
+                    items.setdefault(m.name[len(legacy):-5], tf.extractfile(m).read())
             if names != gnu:
                 raise Trouble("GNU tar and tarfile disagree on %s" % name)
             dup = len(names) - len(set(names))
             if dup:
                 raise Trouble("%d entries twice in %s" % (dup, name))
-            for prefix in ("resources/configmaps/namespaces/bulk/",
-                           "resources/configmaps/v1-preferredversion/namespaces/bulk/"):
+            for prefix in (legacy, "resources/configmaps/v1-preferredversion/namespaces/bulk/"):
                 got = {n[len(prefix):-5] for n in names if n.startswith(prefix)}
                 lost = set(self.objects) - got
                 extra = got - set(self.objects)
@@ -213,14 +233,20 @@ class World:
                     raise Trouble("%s: %d lost (%s), %d unexpected under %s" % (
                         name, len(lost), sorted(lost)[:3], len(extra), prefix))
             for n, o in self.objects.items():
-                item = json.loads(tf.extractfile(
-                    "resources/configmaps/namespaces/bulk/%s.json" % n).read())
+                item = json.loads(items[n])
                 md = item.get("metadata", {})
                 if (md.get("uid"), md.get("resourceVersion"), item.get("data")) != (
                         o["metadata"]["uid"], o["metadata"]["resourceVersion"], o["data"]):
                     raise Trouble("%s: %s differs from the API" % (name, n))
 
     def check_restore(self, name, target, since):
+        t0 = time.monotonic()
+        try:
+            self._check_restore(name, target, since)
+        finally:
+            self.checked += time.monotonic() - t0
+
+    def _check_restore(self, name, target, since):
         r = self.get("%s/%s" % (RS, name))
         phase = r.get("status", {}).get("phase")
         if phase != "Completed":
@@ -471,74 +497,127 @@ def can_mount():
     return ok
 
 
-def campaign(seed, plan, objects, out=print):
-    """Run the trials of plan [(kind, count)]; returns (counts, failures)."""
+def run_trial(w, rng, i, kind):
+    """One trial of kind, numbered i, in world w; its note or Trouble."""
+    if kind == "kill":
+        return run_backup_kill(w, rng, i)
+    if kind == "stop":
+        return run_backup_kill(w, rng, i, stop_instead=True)
+    if kind == "kill-restore":
+        if w.base is None:
+            s = w.server("sbase", w.t.path("j-base.db"))
+            w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
+                                  "metadata": {"name": "base", "namespace": NS},
+                                  "spec": {"includedNamespaces": ["bulk"]}})
+            w.wait_final("%s/base" % BK, 120, (s,))
+            w.check_backup("base")
+            w.stop_all()
+            w.base = "base"
+        return run_restore_kill(w, rng, i, w.base)
+    if kind in API_KINDS:
+        return run_api_fault(w, rng, i, kind)
+    if kind in S3_KINDS:
+        return run_s3_fault(w, rng, i, kind)
+    if kind == "disk-full":
+        return run_disk_full(w, rng, i)
+    return run_read_only(w, rng, i)
+
+
+def trial_rng(seed, i):
+    """Trial i's own generator: its draws do not depend on which trials ran
+    before it or beside it (--jobs), so --only i replays it."""
+    return random.Random("cairn-chaos-%d-%d" % (seed, i))
+
+
+def campaign(seed, plan, objects, out=print, jobs=1, only=None):
+    """Run the trials of plan [(kind, count)] on `jobs` workers, each with
+    worlds of its own (kubesim, store, S3: faults and kills of one trial
+    never touch another's); returns (counts, failures)."""
     rng = random.Random(seed)
     counts = {"trials": 0, "ok": 0, "lost_or_dup": 0, "not_completed": 0, "skipped": 0}
     failures = []
-    out("# chaos seed %d: %s; %d objects" % (seed, ", ".join("%s x%d" % kc for kc in plan), objects))
+    out("# chaos seed %d: %s; %d objects; %d job%s" % (
+        seed, ", ".join("%s x%d" % kc for kc in plan), objects, jobs, "s" if jobs > 1 else ""))
     mountable = can_mount()
     trials = [k for k, n in plan for _ in range(n)]
     rng.shuffle(trials)
-    worlds = {}
-    base = None
-    for i, kind in enumerate(trials, 1):
-        s3 = kind in S3_KINDS
-        key = "s3" if s3 else "fs"
-        if key not in worlds:
-            t = Case("chaos-%s-%d" % (key, seed))
-            worlds[key] = (t, World(t, random.Random(rng.random()), objects, s3=s3))
-        t, w = worlds[key]
-        if kind in ("disk-full", "read-only") and not mountable:
-            counts["skipped"] += 1
-            out("trial %d %s: skipped (no mount namespaces here)" % (i, kind))
-            continue
-        counts["trials"] += 1
-        t0 = time.monotonic()
-        try:
-            if kind == "kill":
-                note = run_backup_kill(w, rng, i)
-            elif kind == "stop":
-                note = run_backup_kill(w, rng, i, stop_instead=True)
-            elif kind == "kill-restore":
-                if base is None:
-                    base = "base"
-                    s = w.server("sbase", t.path("j-base.db"))
-                    w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
-                                          "metadata": {"name": base, "namespace": NS},
-                                          "spec": {"includedNamespaces": ["bulk"]}})
-                    w.wait_final("%s/%s" % (BK, base), 120, (s,))
-                    w.check_backup(base)
-                    w.stop_all()
-                note = run_restore_kill(w, rng, i, base)
-            elif kind in API_KINDS:
-                note = run_api_fault(w, rng, i, kind)
-            elif kind in S3_KINDS:
-                note = run_s3_fault(w, rng, i, kind)
-            elif kind == "disk-full":
-                note = run_disk_full(w, rng, i)
-            else:
-                note = run_read_only(w, rng, i)
-            counts["ok"] += 1
-            out("trial %d %s: ok (%.1fs): %s" % (i, kind, time.monotonic() - t0, note))
-        except Trouble as e:
-            msg = str(e)
-            bucket = "lost_or_dup" if ("lost" in msg or "twice" in msg or "creates" in msg or
-                                       "differs" in msg) else "not_completed"
-            counts[bucket] += 1
-            failures.append((i, kind, msg))
-            out("trial %d %s: FAILED (seed %d): %s" % (i, kind, seed, msg[:1500]))
-        except Exception as e:  # noqa: BLE001 - a broken trial is reported, the campaign goes on
-            counts["not_completed"] += 1
-            failures.append((i, kind, repr(e)))
-            out("trial %d %s: ERROR (seed %d): %s" % (i, kind, seed, traceback.format_exc()[-1500:]))
-        finally:
-            w.stop_all()
-    for t, w in worlds.values():
+    todo = [(i, kind) for i, kind in enumerate(trials, 1) if only is None or i in only]
+    lock = threading.Lock()
+    cases = []
+    spent = {"world": 0.0, "check": 0.0, "trial": 0.0}
+
+    def say(line):
+        with lock:
+            out(line)
+
+    def worker(job):
+        worlds = {}
+        while True:
+            with lock:
+                if not todo:
+                    break
+                i, kind = todo.pop(0)
+            if kind in ("disk-full", "read-only") and not mountable:
+                with lock:
+                    counts["skipped"] += 1
+                say("trial %d %s: skipped (no mount namespaces here)" % (i, kind))
+                continue
+            key = "s3" if kind in S3_KINDS else "fs"
+            if key not in worlds:
+                t0 = time.monotonic()
+                t = Case("chaos-%s-%d-%d" % (key, seed, job))
+                with lock:
+                    cases.append(t)
+                worlds[key] = World(t, random.Random("%d-%s-%d" % (seed, key, job)), objects,
+                                    s3=key == "s3")
+                with lock:
+                    spent["world"] += time.monotonic() - t0
+            w = worlds[key]
+            w.checked = 0.0
+            w.sim.ok("DELETE", "/_sim/requests")     # each trial reads only its own
+            with lock:
+                counts["trials"] += 1
+            t0 = time.monotonic()
+            try:
+                note = run_trial(w, trial_rng(seed, i), i, kind)
+                with lock:
+                    counts["ok"] += 1
+                say("trial %d %s: ok (%.1fs, checks %.1fs): %s" % (
+                    i, kind, time.monotonic() - t0, w.checked, note))
+            except Trouble as e:
+                msg = str(e)
+                bucket = "lost_or_dup" if ("lost" in msg or "twice" in msg or "creates" in msg or
+                                           "differs" in msg) else "not_completed"
+                with lock:
+                    counts[bucket] += 1
+                    failures.append((i, kind, msg))
+                say("trial %d %s: FAILED (seed %d): %s" % (i, kind, seed, msg[:1500]))
+            except Exception as e:  # noqa: BLE001 - a broken trial is reported, the campaign goes on
+                with lock:
+                    counts["not_completed"] += 1
+                    failures.append((i, kind, repr(e)))
+                say("trial %d %s: ERROR (seed %d): %s" % (i, kind, seed,
+                                                         traceback.format_exc()[-1500:]))
+            finally:
+                w.stop_all()
+                with lock:
+                    spent["trial"] += time.monotonic() - t0
+                    spent["check"] += w.checked
+
+    t_all = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(j,)) for j in range(max(1, jobs))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for t in cases:
         t.finish()
     out("# chaos seed %d: %d trials, %d ok, %d lost or duplicated, %d not completed, %d skipped" % (
         seed, counts["trials"], counts["ok"], counts["lost_or_dup"], counts["not_completed"],
         counts["skipped"]))
+    out("# time: %.0fs wall; summed over trials %.0fs (of which independent checks %.0fs), "
+        "world set-up %.0fs" % (time.monotonic() - t_all, spent["trial"], spent["check"],
+                                spent["world"]))
     return counts, failures
 
 
@@ -549,6 +628,10 @@ def main():
     ap.add_argument("--faults", type=int, default=20, help="trials of each other kind")
     ap.add_argument("--kinds", default=",".join(ALL_KINDS))
     ap.add_argument("--objects", type=int, default=3000)
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="trials side by side, each job with worlds of its own")
+    ap.add_argument("--only", default="",
+                    help="run only these trial numbers of the seed's plan (e.g. 17,230)")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 31)
     kinds = [k for k in a.kinds.split(",") if k]
@@ -556,7 +639,9 @@ def main():
     if bad:
         ap.error("unknown kinds %s (known: %s)" % (bad, ", ".join(ALL_KINDS)))
     plan = [(k, a.kill if k == "kill" else a.faults) for k in kinds]
-    counts, failures = campaign(seed, plan, a.objects, out=lambda s: print(s, flush=True))
+    only = {int(x) for x in a.only.split(",") if x} or None
+    counts, failures = campaign(seed, plan, a.objects, out=lambda s: print(s, flush=True),
+                                jobs=a.jobs, only=only)
     sys.exit(1 if failures else 0)
 
 
