@@ -17,8 +17,9 @@ of the volume's bytes (the acceptance bound is under 3%). Medians of
 CAIRN_BENCH_REPS rounds (default 3; the machine may be shared, so the
 ratios are of the same round). The first round also restores both copies
 and compares them with the trees they were taken of (byte-identical, modes,
-times, links: tests/helpers/volume_tree.py compare); a difference is
-printed as FAILED. Figures only, never pass/fail.
+times, links: tests/helpers/volume_tree.py compare; a difference is
+printed as FAILED), each beside `tar xzf` of that round's tar czf output.
+Figures only, never pass/fail.
 """
 import os
 import random
@@ -90,22 +91,28 @@ def copy(store, backup, src, parent=None):
     return dt, field(out, "uploaded"), out.strip()
 
 
-def restore_check(store, backup, want, label):
+def restore_check(store, backup, want, label, tgz):
     dst = os.path.join(TMP, "restored-" + backup)
     shutil.rmtree(dst, ignore_errors=True)
     dt, _ = timed([MOVER, "restore", store, "backups/%s/volumes/%s.index.tar.gz" % (backup, PV), dst,
                    "--chunks", "plugins/cairn-hostpath/%s/" % PV])
     r = subprocess.run([sys.executable, TREE, "compare", want, dst], capture_output=True, text=True)
-    print("restore of the %s copy: %6.2f s, %s" % (
-        label, dt, "byte-identical" if r.returncode == 0 else "FAILED: " + (r.stdout + r.stderr)[:500]))
     shutil.rmtree(dst, ignore_errors=True)
+    os.makedirs(dst)
+    dx, _ = timed(["tar", "xzf", tgz, "-C", dst])
+    shutil.rmtree(dst, ignore_errors=True)
+    os.unlink(tgz)
+    print("restore of the %s copy: %6.2f s (tar xzf of its tar czf %6.2f s, ratio %.2f), %s" % (
+        label, dt, dx, dt / dx,
+        "byte-identical" if r.returncode == 0 else "FAILED: " + (r.stdout + r.stderr)[:500]))
 
 
-def tar_czf(src):
-    out = os.path.join(TMP, "tar.tar.gz")
+def tar_czf(src, keep_as=None):
+    out = keep_as or os.path.join(TMP, "tar.tar.gz")
     dt, _ = timed(["tar", "czf", out, "-C", src, "."])
     size = os.path.getsize(out)
-    os.unlink(out)
+    if keep_as is None:
+        os.unlink(out)
     return dt, size
 
 
@@ -124,7 +131,9 @@ def main():
     for rep in range(REPS):
         store = os.path.join(TMP, "store-%d" % rep)
         t1, u1, out1 = copy(store, "first", src)
-        tt1, ts1 = tar_czf(src)
+        tgz1, tgz2 = (os.path.join(TMP, "first.tar.gz"), os.path.join(TMP, "second.tar.gz")) \
+            if rep == 0 else (None, None)
+        tt1, ts1 = tar_czf(src, tgz1)
         keep = None
         if rep == 0:
             keep = os.path.join(TMP, "vol-first")
@@ -132,7 +141,7 @@ def main():
         ch = subprocess.run([sys.executable, TREE, "change", src, "--percent", "1", "--seed",
                              str(100 + rep)], capture_output=True, text=True, check=True).stdout.split()
         t2, u2, out2 = copy(store, "second", src, parent="first")
-        tt2, ts2 = tar_czf(src)
+        tt2, ts2 = tar_czf(src, tgz2)
         rows.append((t1, u1, tt1, ts1, t2, u2, tt2, ts2))
         print("round %d: %s files changed (%s bytes)" % (rep + 1, ch[0], ch[1]))
         print("  first copy : %7.2f s uploaded %8.1f MiB  | tar czf %7.2f s %8.1f MiB" % (
@@ -141,8 +150,8 @@ def main():
             t2, u2 / 2 ** 20, tt2, ts2 / 2 ** 20))
         print("  (%s)" % out2)
         if rep == 0:
-            restore_check(store, "first", keep, "first")
-            restore_check(store, "second", src, "second")
+            restore_check(store, "first", keep, "first", tgz1)
+            restore_check(store, "second", src, "second", tgz2)
             shutil.rmtree(keep, ignore_errors=True)
         shutil.rmtree(store, ignore_errors=True)
     med = [statistics.median(r[k] for r in rows) for k in range(8)]
