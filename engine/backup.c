@@ -94,6 +94,7 @@
 #include "storage/store.h"
 
 #define BK_MAX_RESULTS 1000		/* error/warning lines kept for results */
+#define BK_CARRY_MAX 100		/* ... and carried over by a checkpoint */
 #define BK_PROGRESS_US TIME_US_PER_SEC	/* status.progress at most this often */
 
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
@@ -177,6 +178,15 @@ struct bk {
 	cJSON *errors;			/* array of strings */
 	cJSON *warnings;
 	int nerrors, nwarnings;
+	/*
+	 * status.checkpoint.results: the counts and (first BK_CARRY_MAX)
+	 * messages as of the last stored part, so a resumed run starts from
+	 * them; carried: those messages, each taken off when this run
+	 * records it again (its re-walk, its volume step), never counted
+	 * twice.
+	 */
+	cJSON *ck_results;
+	cJSON *carried[2];		/* [0] warnings, [1] errors */
 	/* the resource list of the items this run wrote (all, unless resumed) */
 	struct rlgz *rl;
 	int resumed;			/* parts were kept from an earlier run */
@@ -271,7 +281,18 @@ static void
 bk_record(struct bk *b, int is_error, const char *msg)
 {
 	cJSON *a = is_error ? b->errors : b->warnings;
+	cJSON *c = b->carried[is_error ? 1 : 0], *m;
+	int i = 0;
 
+	cJSON_ArrayForEach(m, c) {
+		if (strcmp(m->valuestring, msg) == 0) {
+			/* recorded before the restart: counted already */
+			cJSON_DeleteItemFromArray(c, i);
+			bk_event(b, is_error ? "error" : "warning", "%s", msg);
+			return;
+		}
+		i++;
+	}
 	if (is_error)
 		b->nerrors++;
 	else
@@ -384,8 +405,68 @@ bk_set_checkpoint(struct bk *b)
 	if (b->nparts > 0 && b->parts[b->nparts - 1].list_continue[0] != '\0')
 		cJSON_AddStringToObject(c, "listContinue",
 		    b->parts[b->nparts - 1].list_continue);
+	if (b->ck_results != NULL)
+		cJSON_AddItemToObject(c, "results",
+		    cJSON_Duplicate(b->ck_results, 1));
 	hooks_backup_checkpoint(b->hooks, c, b->status);
 	json_set_item(b->status, "checkpoint", c);
+}
+
+/* The first BK_CARRY_MAX strings of a. */
+static cJSON *
+bk_first_msgs(const cJSON *a)
+{
+	cJSON *out = cJSON_CreateArray(), *m;
+	int n = 0;
+
+	cJSON_ArrayForEach(m, a)
+		if (n++ < BK_CARRY_MAX && cJSON_IsString(m))
+			cJSON_AddItemToArray(out, cJSON_CreateString(m->valuestring));
+	return out;
+}
+
+/* A part is stored: what was recorded so far is covered by it. */
+static void
+bk_snapshot_results(struct bk *b)
+{
+	cJSON *r = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(r, "errors", b->nerrors);
+	cJSON_AddNumberToObject(r, "warnings", b->nwarnings);
+	cJSON_AddItemToObject(r, "errorMessages", bk_first_msgs(b->errors));
+	cJSON_AddItemToObject(r, "warningMessages",
+	    bk_first_msgs(b->warnings));
+	cJSON_Delete(b->ck_results);
+	b->ck_results = r;
+}
+
+/*
+ * A resumed run keeps the earlier parts: it starts from the results
+ * recorded up to them (status.checkpoint.results), as counted then.
+ */
+static void
+bk_carry_results(struct bk *b)
+{
+	const cJSON *r = json_get(b->obj, "status.checkpoint.results"), *m;
+
+	if (r == NULL)
+		return;
+	b->nerrors = (int)json_int(r, "errors", 0);
+	b->nwarnings = (int)json_int(r, "warnings", 0);
+	for (int e = 0; e < 2; e++) {
+		cJSON *a = e ? b->errors : b->warnings;
+
+		b->carried[e] = cJSON_CreateArray();
+		cJSON_ArrayForEach(m, json_get(r, e ? "errorMessages" :
+		    "warningMessages")) {
+			if (!cJSON_IsString(m))
+				continue;
+			cJSON_AddItemToArray(a, cJSON_CreateString(m->valuestring));
+			cJSON_AddItemToArray(b->carried[e],
+			    cJSON_CreateString(m->valuestring));
+		}
+	}
+	b->ck_results = cJSON_Duplicate(r, 1);
 }
 
 /* engine/hooks_backup.h's callbacks: state into status, log, results. */
@@ -482,6 +563,7 @@ bk_part_stored(void *arg, const struct store_part *p, uint64_t entries,
 	b->items_stored += (int64_t)b->part_items;
 	b->bytes_stored += (int64_t)bytes;
 	b->part_items = 0;
+	bk_snapshot_results(b);
 	/* ... then the cluster. */
 	bk_set_checkpoint(b);
 	bk_set_progress(b);
@@ -2058,8 +2140,10 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 	}
 	b->items_done = b->items_stored;
 	b->nkept = b->nparts;
-	if (b->tar_done)
+	if (b->tar_done) {
+		bk_carry_results(b);
 		return 0;
+	}
 	if (bspec_key_split(b->parts[b->nparts - 1].last_key, b->resume) < 0) {
 		bk_event(b, "warning", "bad checkpoint key \"%s\": starting "
 		    "again", b->parts[b->nparts - 1].last_key);
@@ -2073,6 +2157,7 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 		if (strcmp(b->res[i].r->group, b->resume[0]) == 0 &&
 		    strcmp(b->res[i].r->resource, b->resume[1]) == 0)
 			b->resume_pass = b->res[i].pass;
+	bk_carry_results(b);
 	bk_event(b, "info", "resuming after part %lld (item %s, %lld items "
 	    "stored; %s)", (long long)b->parts[b->nparts - 1].part_number,
 	    b->parts[b->nparts - 1].last_key, (long long)b->items_stored,
@@ -2720,6 +2805,9 @@ bk_free(struct bk *b)
 	cJSON_Delete(b->status);
 	cJSON_Delete(b->errors);
 	cJSON_Delete(b->warnings);
+	cJSON_Delete(b->ck_results);
+	cJSON_Delete(b->carried[0]);
+	cJSON_Delete(b->carried[1]);
 	buf_free(&b->legacy);
 	buf_free(&b->empty);
 	buf_free(&b->preferred);

@@ -231,6 +231,14 @@ CHECKPOINT_BACKUP = obj({
                       "(expired: the resource is listed again from the start, "
                       "skipping up to lastItem)."),
     "hooks": CHECKPOINT_HOOKS,
+    "results": obj({
+        "errors": i("Errors recorded up to the last completed part."),
+        "warnings": i("Warnings recorded up to the last completed part."),
+        "errorMessages": strs("Their first 100 error messages."),
+        "warningMessages": strs("Their first 100 warning messages."),
+    }, "What was recorded up to the last completed part: a resumed backup "
+       "starts its errors and warnings from here (a message recorded again "
+       "by the resumed run is not counted twice)."),
 }, "Enough to resume: every completed part and the last item it holds. "
    "Written after the part is stored and recorded in the server's journal.")
 

@@ -6,6 +6,8 @@ journal, or another server after the Lease expired, must finish the
 backup from there: the tarball the dead owner completed is recognised,
 the metadata files are written and the phase is Completed.
 """
+import base64
+import gzip
 import json
 import os
 import subprocess
@@ -67,7 +69,8 @@ def crash_at(t, sim, point, name, journal, part_size):
                         "metadata": {"name": name, "namespace": NS},
                         "spec": {"includedNamespaces": ["bulk"]}})
     wait_for(lambda: not srv.alive(), 120, "the server to die at " + point, interval=0.05)
-    t.check("fault point %s" % point in srv.output(), "died elsewhere: %s" % srv.output()[-2000:])
+    t.check("fault point %s" % point.split("@")[0] in srv.output(),
+            "died elsewhere: %s" % srv.output()[-2000:])
     b = get_backup(sim, name)
     t.eq(b["status"]["phase"], "InProgress", "phase after the crash")
     return b
@@ -119,6 +122,32 @@ def crash_after_complete_restart_fs(t):
     out = srv.output()
     t.check("starting the tarball again" not in out, "the tarball was started again")
     t.check("finishing from there" in out, "the completed upload was not recognised")
+
+
+@case
+def errors_before_a_crash_stay_in_the_results(t):
+    """An error recorded before a crash (a list refused, ahead of the parts
+    the next owner keeps) is in the resumed backup's results: phase
+    PartiallyFailed, errors 1, its message once in <name>-results.gz."""
+    root, sim = fs_setup(t)
+    for c in range(0, 1500, 250):
+        sim.ok("POST", "/_sim/bulk", {"items": [
+            {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+             "metadata": {"name": "s-%06d" % i, "namespace": "bulk"},
+             "data": {"k": base64.b64encode(os.urandom(200)).decode()}}
+            for i in range(c, min(1500, c + 250))]})
+    # ConfigMaps are walked before Secrets: their list fails for good
+    sim.faults({"method": "GET", "path": "^/api/v1/namespaces/bulk/configmaps$", "status": 403})
+    crash_at(t, sim, "backup.after-part@2", "err", t.path("j1.db"), 65536)
+    srv = server(t, sim, "s2", t.path("j2.db"), 65536)     # a takeover: state from status
+    b = wait_final(sim, "err", srv)
+    st = b["status"]
+    t.eq((st["phase"], st.get("errors"), st["claim"]["attempt"]), ("PartiallyFailed", 1, 2),
+         "phase, errors, attempt (%s)" % st.get("failureReason"))
+    t.check("resuming after part" in srv.output(), "the takeover kept the parts")
+    with gzip.open(os.path.join(bdir(root, "err"), "err-results.gz"), "rt") as f:
+        results = f.read()
+    t.eq(results.count("error listing configmaps"), 1, "the refused list once in the results: %s" % results)
 
 
 @case
