@@ -237,6 +237,59 @@ int lsplit_feed(struct lsplit *l, const char *p, size_t n,
 /* After the last byte: parse the envelope. Owned, or NULL with err. */
 cJSON *lsplit_finish(struct lsplit *l, struct cairn_err *err);
 
+/* ---- list.c: one list's delivery (also for lists.c) ---- */
+
+/*
+ * The query of one page: base?limit=&selectors&continue= (or the
+ * resourceVersion for a first page), into q.
+ */
+int kube_list_query(struct buf *q, const char *base, int limit,
+	const struct kube_list_opts *o, const char *cont,
+	struct cairn_err *err);
+/*
+ * The continue token of a 410's Status (metadata.continue): the API
+ * server's inconsistent continue token, which lists the rest of the
+ * collection at its latest state. Owned, or NULL.
+ */
+char *kube_list_gone_token(const struct buf *reply);
+
+/*
+ * struct lst: what kube_list()/kube_list_text() do with the bytes of a
+ * list's pages, for any fetcher: split the items out (stream.c), parse
+ * what the caller asked for, skip by key after a rewind or a 410, fill
+ * apiVersion/kind, call fn (or tfn with the text). r, o (its
+ * parse_only) and info are borrowed for its life; info is zeroed here.
+ */
+struct lst;
+struct lst *lst_new(struct kube *k, const struct kube_gvr *r,
+	const struct kube_list_opts *o, kube_item_fn fn,
+	kube_item_text_fn tfn, void *arg, struct kube_list_info *info,
+	struct cairn_err *err);
+void lst_free(struct lst *l);
+/* A page starts. */
+void lst_page_begin(struct lst *l);
+/* The page is sent again from its start: what it gave is skipped by key. */
+void lst_page_rewind(struct lst *l);
+/* The list goes on after a 410: items up to the last delivered are skipped. */
+void lst_skip_delivered(struct lst *l);
+/* Bytes of the page; the callback's non-zero return or a parse error. */
+int lst_feed(struct lst *l, const char *p, size_t n);
+/* One whole object (a GET's reply) as an item of the list. */
+int lst_item(struct lst *l, const char *text, size_t len);
+/*
+ * The page is complete: its envelope is parsed (info's resourceVersion,
+ * pages) and *next gets its continue token (owned; NULL on the last
+ * page). base names the list in errors.
+ */
+int lst_page_end(struct lst *l, const char *base, char **next);
+
+/* ---- lists.c ---- */
+
+/* kube_lists_take() with either callback (fn: kube_list's). */
+int lists_take(struct kube_lists *m, int id, kube_item_fn fn,
+	kube_item_text_fn tfn, void *arg, struct kube_list_info *info,
+	struct cairn_err *err);
+
 /* ---- watch.c / informer ---- */
 int kube_event_type_parse(const char *s, enum kube_event_type *out);
 

@@ -496,6 +496,82 @@ int kube_list_text(struct kube *k, const struct kube_gvr *r, const char *ns,
 	struct kube_list_info *info, struct cairn_err *err);
 
 /* ------------------------------------------------------------------ */
+/* Several lists at once (kube/lists.c)                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A caller that reads many collections in a fixed order (a backup: each
+ * resource, and with a namespace filter each namespace of each) queues
+ * them all in a struct kube_lists: their pages (and single objects, by
+ * name) are fetched on up to `concurrency` requests at once, ahead of the
+ * caller, in the order queued, and kube_lists_take() delivers one list's
+ * items on the caller's thread exactly as kube_list_text() does (key
+ * order, skip by key after a broken page or a 410 with
+ * KUBE_GONE_RESUME, on_page before each page's items), so what the
+ * caller sees does not depend on the concurrency, only how long it
+ * waits. A page is fetched once however large: the list being taken
+ * is read while its page arrives; pages fetched ahead are held in memory
+ * up to mem_max bytes in all, and beyond that in an unlinked temporary
+ * file; no list after the one being taken starts a page while ahead_max
+ * bytes are buffered, and a page ahead that grows past ahead_max on its
+ * own is dropped and fetched again once its list is taken (the only
+ * bytes ever fetched twice). The fetcher of the list being taken waits
+ * when more than half of mem_max of it is buffered (the caller is
+ * slower than the network), as a streamed list does.
+ */
+#define KUBE_LISTS_CONCURRENCY	8		/* requests in flight */
+#define KUBE_LISTS_MEM_MAX	(8u << 20)	/* pages held in memory */
+#define KUBE_LISTS_AHEAD_MAX	(32u << 20)	/* pages fetched ahead */
+struct kube_lists_opts {
+	int concurrency;	/* requests in flight; 0: the default */
+	size_t mem_max;		/* 0: KUBE_LISTS_MEM_MAX */
+	size_t ahead_max;	/* 0: KUBE_LISTS_AHEAD_MAX */
+	const char *spool_dir;	/* NULL: $TMPDIR, else /tmp */
+	const atomic_int *stop;	/* non-zero: stop (CAIRN_ECANCELED) */
+};
+struct kube_lists;
+
+/* Start the fetchers. On failure *out is NULL. */
+int kube_lists_open(struct kube *k, const struct kube_lists_opts *o,
+	struct kube_lists **out, struct cairn_err *err);
+/*
+ * Queue a list of r in ns (NULL: all namespaces) with opts as for
+ * kube_list_text() (copied; parse_only and the callbacks are borrowed
+ * until it is taken; prefetch, on_restart and KUBE_GONE_RESTART do not
+ * apply). flags: KUBE_LISTS_COUNT adds its count to kube_lists_pending().
+ * Returns its number: 0, 1, 2... in the order queued.
+ */
+#define KUBE_LISTS_COUNT 1
+int kube_lists_add(struct kube_lists *m, const struct kube_gvr *r,
+	const char *ns, const struct kube_list_opts *opts, int flags);
+/*
+ * Queue the one object r/ns/name as a list of one item (none when it
+ * does not exist); opts as for kube_lists_add() (selectors and paging
+ * do not apply).
+ */
+int kube_lists_add_get(struct kube_lists *m, const struct kube_gvr *r,
+	const char *ns, const char *name, const struct kube_list_opts *opts,
+	int flags);
+/*
+ * Deliver list id's items to fn (arg) as kube_list_text() would; id must
+ * be the next in order (every earlier one taken or skipped). Returns
+ * what kube_list_text() would; the list is done with either way.
+ */
+int kube_lists_take(struct kube_lists *m, int id, kube_item_text_fn fn,
+	void *arg, struct kube_list_info *info, struct cairn_err *err);
+/* List id (the next in order) is not wanted: dropped unread. */
+void kube_lists_skip(struct kube_lists *m, int id);
+/*
+ * Items the KUBE_LISTS_COUNT lists not yet taken will give, as far as
+ * their first pages said (a page's items plus remainingItemCount; a list
+ * whose first page is also its last, or that the server does not count,
+ * adds nothing until it is taken). Grows as first pages arrive.
+ */
+int64_t kube_lists_pending(struct kube_lists *m);
+/* Stop the fetchers and free everything. NULL is fine. */
+void kube_lists_free(struct kube_lists *m);
+
+/* ------------------------------------------------------------------ */
 /* Watches and informers (kube/watch.c)                                */
 /* ------------------------------------------------------------------ */
 

@@ -44,11 +44,11 @@
  * and the text is what it stores, so the rest of the object is stepped
  * over instead of being parsed into a tree and freed.
  *
- * With opts.prefetch a second thread (struct pf) fetches the next page
- * whole into memory while the caller's callback works through this one;
- * the two hand pages over one at a time (pf_post / pf_take). Pages over
- * LIST_PREFETCH_MAX are left to the caller's thread to stream, as without
- * prefetch, so memory stays bounded for lists of big objects.
+ * With opts.prefetch the pages are fetched ahead by kube/lists.c (one
+ * list in a struct kube_lists: pages fetched on another thread while the
+ * callback works through this one, bounded in bytes) and delivered here
+ * by the same code (struct lst, below), so a list reads the same either
+ * way.
  */
 #include "config.h"
 #include "kube/internal.h"
@@ -293,8 +293,8 @@ rewind_page(void *arg)
 }
 
 /* The query of one page: base?limit=&selectors&continue= (or RV). */
-static int
-page_query(struct buf *q, const char *base, int limit,
+int
+kube_list_query(struct buf *q, const char *base, int limit,
     const struct kube_list_opts *o, const char *cont, struct cairn_err *err)
 {
 	buf_reset(q);
@@ -318,8 +318,8 @@ page_query(struct buf *q, const char *base, int limit,
  * server's inconsistent continue token, which lists the rest of the
  * collection at its latest state. Owned, or NULL.
  */
-static char *
-gone_token(const struct buf *reply)
+char *
+kube_list_gone_token(const struct buf *reply)
 {
 	cJSON *st;
 	const char *t;
@@ -333,219 +333,6 @@ gone_token(const struct buf *reply)
 		out = xstrdup(t);
 	cJSON_Delete(st);
 	return out;
-}
-
-/* ---- Prefetch: the next page is fetched while this one is processed ---- */
-
-/*
- * A page bigger than this is not prefetched: the consumer streams it
- * itself (memory stays bounded by two of these plus one item).
- */
-#define LIST_PREFETCH_MAX (4u << 20)
-
-enum pf_state { PF_EMPTY, PF_PAGE, PF_STREAM, PF_END };
-
-struct pf {
-	struct kube *k;
-	const char *base;
-	int limit;
-	const struct kube_list_opts *o;
-	pthread_t th;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	/* Handed to the consumer (under mu). */
-	enum pf_state state;
-	struct buf page;	/* PF_PAGE: the whole reply */
-	char *tok;		/* the token that fetches it; NULL: first page */
-	int rc;			/* PF_END: 0 (no more pages) or the error */
-	char *gone_cont;	/* PF_END with 410: the Status's continue token */
-	struct cairn_err err;
-	atomic_int quit;	/* consumer: stop now */
-	/* The fetcher's own. */
-	char *cont;		/* next page to fetch; NULL: first */
-	struct buf fb;
-};
-
-static int
-pf_sink(void *arg, const char *p, size_t n)
-{
-	return buf_append(arg, p, n);
-}
-
-static int
-pf_rewind(void *arg)
-{
-	buf_reset(arg);
-	return 0;
-}
-
-/* Hand a state to the consumer once it took the previous one. */
-static int
-pf_post(struct pf *f, enum pf_state st)
-{
-	int quit;
-
-	pthread_mutex_lock(&f->mu);
-	while (f->state != PF_EMPTY && !f->quit)
-		pthread_cond_wait(&f->cv, &f->mu);
-	quit = f->quit;
-	if (!quit) {
-		struct buf t = f->page;
-
-		f->page = f->fb;	/* swap: the consumer's old buffer is reused */
-		f->fb = t;
-		free(f->tok);
-		f->tok = f->cont != NULL ? xstrdup(f->cont) : NULL;
-		f->state = st;
-		pthread_cond_broadcast(&f->cv);
-	}
-	pthread_mutex_unlock(&f->mu);
-	return quit;
-}
-
-static void *
-pf_main(void *arg)
-{
-	struct pf *f = arg;
-	struct buf q;
-
-	buf_init(&q, 64u << 10);
-	for (;;) {
-		struct kube_call c;
-		cJSON *md;
-		const char *next;
-		int rc;
-
-		rc = page_query(&q, f->base, f->limit, f->o, f->cont, &f->err);
-		buf_reset(&f->fb);
-		if (rc == 0) {
-			memset(&c, 0, sizeof c);
-			c.method = "GET";
-			c.path = buf_cstr(&q);
-			c.idempotent = 1;
-			c.idle_timeout = 1;
-			c.stop = &f->quit;
-			c.sink = pf_sink;
-			c.rewind = pf_rewind;
-			c.sink_arg = &f->fb;
-			rc = kube_call_do(f->k, &c, &f->err);
-			if (rc == CAIRN_EGONE)
-				f->gone_cont = gone_token(&c.reply);
-			if (rc == CAIRN_ETOOBIG && c.sink_rc == CAIRN_ETOOBIG) {
-				kube_call_done(&c);
-				cairn_err_clear(&f->err);
-				buf_reset(&f->fb);
-				pf_post(f, PF_STREAM);	/* the consumer fetches it */
-				break;
-			}
-			kube_call_done(&c);
-		}
-		if (rc != 0) {
-			f->rc = rc;
-			pf_post(f, PF_END);
-			break;
-		}
-		/*
-		 * Only the next page's token is needed here: API servers
-		 * send metadata before the items, so this stops there. The
-		 * consumer checks the whole page.
-		 */
-		md = json_parse_member(f->fb.data != NULL ? f->fb.data : "",
-		    f->fb.len, "metadata", NULL);
-		next = json_str(md, "continue");
-		if (pf_post(f, PF_PAGE)) {
-			cJSON_Delete(md);
-			break;
-		}
-		free(f->cont);
-		f->cont = next != NULL && *next != '\0' ? xstrdup(next) : NULL;
-		cJSON_Delete(md);
-		if (f->cont == NULL) {	/* last page (or unparsable: the consumer says) */
-			pf_post(f, PF_END);
-			break;
-		}
-	}
-	buf_free(&q);
-	return NULL;
-}
-
-static struct pf *
-pf_start(struct kube *k, const char *base, int limit,
-    const struct kube_list_opts *o, const char *cont)
-{
-	struct pf *f = xcalloc(1, sizeof *f);
-
-	f->k = k;
-	f->base = base;
-	f->limit = limit;
-	f->o = o;
-	f->cont = cont != NULL ? xstrdup(cont) : NULL;
-	buf_init(&f->page, LIST_PREFETCH_MAX);
-	buf_init(&f->fb, LIST_PREFETCH_MAX);
-	pthread_mutex_init(&f->mu, NULL);
-	pthread_cond_init(&f->cv, NULL);
-	if (pthread_create(&f->th, NULL, pf_main, f) != 0) {
-		buf_free(&f->page);
-		buf_free(&f->fb);
-		pthread_mutex_destroy(&f->mu);
-		pthread_cond_destroy(&f->cv);
-		free(f->cont);
-		free(f);
-		return NULL;	/* the caller streams every page itself */
-	}
-	return f;
-}
-
-static void
-pf_stop(struct pf *f)
-{
-	if (f == NULL)
-		return;
-	pthread_mutex_lock(&f->mu);
-	f->quit = 1;
-	pthread_cond_broadcast(&f->cv);
-	pthread_mutex_unlock(&f->mu);
-	pthread_join(f->th, NULL);
-	buf_free(&f->page);
-	buf_free(&f->fb);
-	pthread_mutex_destroy(&f->mu);
-	pthread_cond_destroy(&f->cv);
-	free(f->tok);
-	free(f->cont);
-	free(f->gone_cont);
-	free(f);
-}
-
-/*
- * Wait for the fetcher's next state; PF_PAGE moves the page into *page.
- * *tok gets its token (owned). Polls stop every 100 ms.
- */
-static enum pf_state
-pf_take(struct pf *f, struct buf *page, char **tok, const atomic_int *stop)
-{
-	enum pf_state st;
-
-	pthread_mutex_lock(&f->mu);
-	while (f->state == PF_EMPTY && !(stop != NULL && *stop)) {
-		struct timespec ts;
-
-		time_deadline(&ts, 100000);
-		pthread_cond_timedwait(&f->cv, &f->mu, &ts);
-	}
-	st = f->state;
-	if (st == PF_PAGE) {
-		struct buf t = *page;
-
-		*page = f->page;
-		f->page = t;
-	}
-	*tok = f->tok;
-	f->tok = NULL;
-	if (st != PF_END)	/* PF_END stays: nothing follows it */
-		f->state = PF_EMPTY;
-	pthread_cond_broadcast(&f->cv);
-	pthread_mutex_unlock(&f->mu);
-	return st;
 }
 
 /*
@@ -593,6 +380,214 @@ list_gone(struct lst *l, const struct kube_list_opts *o, const char *base,
 	return 0;
 }
 
+/* ---- One list's delivery, also for kube/lists.c ---- */
+
+struct lst *
+lst_new(struct kube *k, const struct kube_gvr *r,
+    const struct kube_list_opts *o, kube_item_fn fn, kube_item_text_fn tfn,
+    void *arg, struct kube_list_info *info, struct cairn_err *err)
+{
+	struct lst *l = xcalloc(1, sizeof *l);
+
+	l->k = k;
+	l->r = r;
+	l->fn = fn;
+	l->tfn = tfn;
+	l->arg = arg;
+	l->info = info;
+	l->err = err;
+	memset(info, 0, sizeof *info);
+	l->gv = r->group && *r->group ? xasprintf("%s/%s", r->group,
+	    r->version) : xstrdup(r->version);
+	if (o->parse_only != NULL) {
+		size_t n = 0;
+
+		while (o->parse_only[n] != NULL)
+			n++;
+		/* and the key, for skipping by key */
+		l->keys = xcalloc(n + 5, sizeof *l->keys);
+		l->keys[0] = "apiVersion";
+		l->keys[1] = "kind";
+		l->keys[2] = "metadata.name";
+		l->keys[3] = "metadata.namespace";
+		memcpy(l->keys + 4, o->parse_only, n * sizeof *l->keys);
+	}
+	buf_init(&l->last, 4096);
+	lsplit_init(&l->ls, CAIRN_CAP_API_BODY);
+	buf_init(&l->text, CAIRN_CAP_API_BODY + 1024);
+	return l;
+}
+
+void
+lst_free(struct lst *l)
+{
+	if (l == NULL)
+		return;
+	buf_free(&l->last);
+	free(l->gv);
+	free(l->disc_kind);
+	free(l->keys);
+	buf_free(&l->text);
+	lsplit_free(&l->ls);
+	free(l);
+}
+
+void
+lst_page_begin(struct lst *l)
+{
+	lsplit_reset(&l->ls);
+	l->page_seen = 0;
+}
+
+void
+lst_page_rewind(struct lst *l)
+{
+	(void)rewind_page(l);
+}
+
+void
+lst_skip_delivered(struct lst *l)
+{
+	l->skip = l->have_last;
+}
+
+int
+lst_feed(struct lst *l, const char *p, size_t n)
+{
+	return lsplit_feed(&l->ls, p, n, on_item, l);
+}
+
+int
+lst_item(struct lst *l, const char *text, size_t len)
+{
+	l->page_seen = 0;
+	l->ls.api_version[0] = l->ls.kind[0] = '\0';
+	l->ls.item.ws = 0;
+	for (size_t i = 0; i < len; i++) {
+		/* text printed from the tree when it is not compact */
+		if (text[i] == '"') {
+			const char *q = json_string_end(text + i + 1, text +
+			    len, NULL);
+
+			if (q == NULL)
+				break;
+			i = (size_t)(q - text);
+		} else if (text[i] == ' ' || text[i] == '\n' ||
+		    text[i] == '\r' || text[i] == '\t') {
+			l->ls.item.ws = 1;
+			break;
+		}
+	}
+	return on_item(l, text, len);
+}
+
+int
+lst_page_end(struct lst *l, const char *base, char **next)
+{
+	cJSON *env;
+	const char *c;
+
+	*next = NULL;
+	l->info->pages++;
+	env = lsplit_finish(&l->ls, l->err);
+	if (env == NULL)
+		return cairn_err_prefix(l->err, "list %s", base);
+	snprintf(l->info->resource_version, sizeof l->info->resource_version,
+	    "%s", json_str_or(env, "metadata.resourceVersion", ""));
+	c = json_str(env, "metadata.continue");
+	if (c != NULL && *c != '\0')
+		*next = xstrdup(c);
+	cJSON_Delete(env);
+	return 0;
+}
+
+/* A list streamed on the caller's thread, page by page. */
+static int
+list_stream(struct lst *l, struct kube *k, const char *base, int limit,
+    const struct kube_list_opts *o, struct cairn_err *err)
+{
+	struct kube_call c;
+	struct buf q;
+	char *cont = NULL, *gone_cont = NULL;
+	int rc = 0;
+
+	if (o->continue_token != NULL && o->continue_token[0] != '\0')
+		cont = xstrdup(o->continue_token);
+	buf_init(&q, 64u << 10);
+	for (;;) {
+		char *next = NULL;
+
+		rc = kube_list_query(&q, base, limit, o, cont, err);
+		if (rc != 0)
+			break;
+		if (o->on_page != NULL) {
+			rc = o->on_page(l->arg, cont != NULL ? cont : "");
+			if (rc != 0)
+				break;
+		}
+		lst_page_begin(l);
+		memset(&c, 0, sizeof c);
+		c.method = "GET";
+		c.path = buf_cstr(&q);
+		c.idempotent = 1;
+		c.idle_timeout = 1;
+		c.stop = o->stop;
+		c.sink = sink;
+		c.rewind = rewind_page;
+		c.sink_arg = l;
+		rc = kube_call_do(k, &c, err);
+		if (rc == CAIRN_EGONE)
+			gone_cont = kube_list_gone_token(&c.reply);
+		kube_call_done(&c);
+		if (rc == CAIRN_EGONE && cont != NULL) {
+			rc = list_gone(l, o, base, &cont, &gone_cont, err);
+			if (rc != 0)
+				break;
+			continue;
+		}
+		if (rc != 0)
+			break;
+		rc = lst_page_end(l, base, &next);
+		if (rc != 0)
+			break;
+		free(cont);
+		cont = next;
+		if (cont == NULL)
+			break;
+		if (o->stop != NULL && *o->stop) {
+			rc = cairn_err_set(err, CAIRN_ECANCELED,
+			    "list %s: canceled", base);
+			break;
+		}
+	}
+	free(cont);
+	free(gone_cont);
+	buf_free(&q);
+	return rc;
+}
+
+/* A list fetched ahead by kube/lists.c (opts.prefetch). */
+static int
+list_prefetched(struct kube *k, const struct kube_gvr *r, const char *ns,
+    const struct kube_list_opts *o, kube_item_fn fn, kube_item_text_fn tfn,
+    void *arg, struct kube_list_info *info, struct cairn_err *err)
+{
+	struct kube_lists_opts mo;
+	struct kube_lists *m = NULL;
+	int rc, id;
+
+	memset(&mo, 0, sizeof mo);
+	mo.concurrency = 1;
+	mo.stop = o->stop;
+	rc = kube_lists_open(k, &mo, &m, err);
+	if (rc < 0)
+		return rc;
+	id = kube_lists_add(m, r, ns, o, 0);
+	rc = lists_take(m, id, fn, tfn, arg, info, err);
+	kube_lists_free(m);
+	return rc;
+}
+
 static int
 list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
     const struct kube_list_opts *opts, kube_item_fn fn, kube_item_text_fn tfn,
@@ -600,13 +595,9 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 {
 	struct kube_list_opts o;
 	struct kube_list_info info0;
-	struct kube_call c;
-	struct lst l;
-	struct buf q, page;
-	struct pf *f = NULL;
-	char *base, *cont = NULL, *gone_cont = NULL;
-	cJSON *env;
-	int rc = 0, limit, prefetch;
+	struct lst *l;
+	char *base;
+	int rc, limit;
 
 	if (opts != NULL)
 		o = *opts;
@@ -619,145 +610,13 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 		return cairn_err_set(err, CAIRN_EINVAL,
 		    "list: version and resource are required");
 	limit = o.limit == 0 ? LIST_DEFAULT_LIMIT : o.limit;
-	prefetch = o.prefetch && limit > 0;
-	memset(&l, 0, sizeof l);
-	l.k = k;
-	l.r = r;
-	l.fn = fn;
-	l.tfn = tfn;
-	l.arg = arg;
-	l.info = info;
-	l.err = err;
-	l.gv = r->group && *r->group ? xasprintf("%s/%s", r->group,
-	    r->version) : xstrdup(r->version);
-	if (o.continue_token != NULL && o.continue_token[0] != '\0')
-		cont = xstrdup(o.continue_token);
-	if (o.parse_only != NULL) {
-		size_t n = 0;
-
-		while (o.parse_only[n] != NULL)
-			n++;
-		/* and the key, for skipping by key */
-		l.keys = xcalloc(n + 5, sizeof *l.keys);
-		l.keys[0] = "apiVersion";
-		l.keys[1] = "kind";
-		l.keys[2] = "metadata.name";
-		l.keys[3] = "metadata.namespace";
-		memcpy(l.keys + 4, o.parse_only, n * sizeof *l.keys);
-	}
-	buf_init(&l.last, 4096);
-	lsplit_init(&l.ls, CAIRN_CAP_API_BODY);
-	buf_init(&l.text, CAIRN_CAP_API_BODY + 1024);
+	if (o.prefetch && limit > 0)
+		return list_prefetched(k, r, ns, &o, fn, tfn, arg, info, err);
+	l = lst_new(k, r, &o, fn, tfn, arg, info, err);
 	base = kube_path(r, ns, NULL, NULL);
-	buf_init(&q, 64u << 10);
-	buf_init(&page, LIST_PREFETCH_MAX);
-
-	for (;;) {
-		enum pf_state st = PF_STREAM;
-
-		if (prefetch && f == NULL)
-			f = pf_start(k, base, limit, &o, cont);
-		if (f != NULL) {
-			char *tok = NULL;
-
-			st = pf_take(f, &page, &tok, o.stop);
-			if (st == PF_EMPTY) {	/* stopped while waiting */
-				free(tok);
-				rc = cairn_err_set(err, CAIRN_ECANCELED,
-				    "list %s: canceled", base);
-				break;
-			}
-			free(cont);
-			cont = tok;
-			if (st != PF_PAGE) {
-				/* Pages this big: stream the rest one by one. */
-				if (st == PF_STREAM)
-					prefetch = 0;
-				rc = f->rc;
-				if (rc != 0)
-					cairn_err_copy(err, &f->err);
-				gone_cont = f->gone_cont;
-				f->gone_cont = NULL;
-				pf_stop(f);
-				f = NULL;
-				if (st == PF_END && rc == 0) {
-					/* the page before said there were more */
-					rc = cairn_err_set(err, CAIRN_EPROTO,
-					    "list %s: last page unreadable",
-					    base);
-					break;
-				}
-			}
-		}
-		if (st == PF_STREAM && (rc = page_query(&q, base, limit, &o,
-		    cont, err)) != 0)
-			break;
-		if (st != PF_END && o.on_page != NULL) {
-			rc = o.on_page(arg, cont != NULL ? cont : "");
-			if (rc != 0)
-				break;
-		}
-		lsplit_reset(&l.ls);
-		l.page_seen = 0;
-		if (st == PF_PAGE) {
-			rc = lsplit_feed(&l.ls, page.data != NULL ? page.data :
-			    "", page.len, on_item, &l);
-		} else if (st == PF_STREAM) {
-			memset(&c, 0, sizeof c);
-			c.method = "GET";
-			c.path = buf_cstr(&q);
-			c.idempotent = 1;
-			c.idle_timeout = 1;
-			c.stop = o.stop;
-			c.sink = sink;
-			c.rewind = rewind_page;
-			c.sink_arg = &l;
-			rc = kube_call_do(k, &c, err);
-			if (rc == CAIRN_EGONE)
-				gone_cont = gone_token(&c.reply);
-			kube_call_done(&c);
-		}
-		if (rc == CAIRN_EGONE && cont != NULL) {
-			rc = list_gone(&l, &o, base, &cont, &gone_cont, err);
-			if (rc != 0)
-				break;
-			continue;
-		}
-		if (rc != 0)
-			break;
-		info->pages++;
-		env = lsplit_finish(&l.ls, err);
-		if (env == NULL) {
-			rc = cairn_err_prefix(err, "list %s", base);
-			break;
-		}
-		FREE_NULL(cont);
-		snprintf(info->resource_version, sizeof info->resource_version,
-		    "%s", json_str_or(env, "metadata.resourceVersion", ""));
-		if (json_str(env, "metadata.continue") != NULL &&
-		    *json_str(env, "metadata.continue") != '\0')
-			cont = xstrdup(json_str(env, "metadata.continue"));
-		cJSON_Delete(env);
-		if (cont == NULL)
-			break;
-		if (o.stop != NULL && *o.stop) {
-			rc = cairn_err_set(err, CAIRN_ECANCELED,
-			    "list %s: canceled", base);
-			break;
-		}
-	}
-	pf_stop(f);
-	free(cont);
-	free(gone_cont);
+	rc = list_stream(l, k, base, limit, &o, err);
 	free(base);
-	buf_free(&l.last);
-	free(l.gv);
-	free(l.disc_kind);
-	free(l.keys);
-	buf_free(&q);
-	buf_free(&page);
-	buf_free(&l.text);
-	lsplit_free(&l.ls);
+	lst_free(l);
 	return rc;
 }
 
@@ -792,7 +651,7 @@ kube_count(struct kube *k, const struct kube_gvr *r, const char *ns,
 	o.label_selector = label_selector;
 	base = kube_path(r, ns, NULL, NULL);
 	buf_init(&q, 64u << 10);
-	rc = page_query(&q, base, 1, &o, NULL, err);
+	rc = kube_list_query(&q, base, 1, &o, NULL, err);
 	if (rc == 0)
 		rc = kube_request(k, "GET", buf_cstr(&q), NULL, NULL, 0, 1,
 		    &page, err);

@@ -12,6 +12,7 @@ kube_libkube_a_SOURCES = \
 	kube/discovery.c \
 	kube/objects.c \
 	kube/list.c \
+	kube/lists.c \
 	kube/watch.c \
 	kube/exec.c \
 	kube/selector.c \
@@ -57,3 +58,8 @@ tests_helpers_exec_tool_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
 check_PROGRAMS += tests/unit/test_kube_flow
 tests_unit_test_kube_flow_SOURCES = tests/unit/test_kube_flow.c tests/unit/unit.h
 tests_unit_test_kube_flow_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/unit/test_kube_lists
+tests_unit_test_kube_lists_SOURCES = tests/unit/test_kube_lists.c tests/unit/unit.h \
+	tests/unit/unit_http.h tests/unit/unit_kube.h
+tests_unit_test_kube_lists_LDADD = kube/libkube.a base/libbase.a $(DEPS_LIBS)

@@ -9,7 +9,9 @@
  *     unsigned port; uh_start(h, NULL, &port); ... uh_stop();
  *
  * One thread on a random loopback port answers one connection at a time,
- * one request per connection ("Connection: close"). The handler fills the
+ * one request per connection ("Connection: close"); after
+ * uh_threaded(1), a thread per connection answers them at once, and
+ * uh_max_inflight() says how many were answered at the same time. The handler fills the
  * reply; cut > 0 sends the headers (with the whole Content-Length) and only
  * the first cut bytes of the body, then closes: the client sees a
  * partial body. uh_log() has each request's "METHOD path?query", oldest
@@ -58,6 +60,8 @@ static struct {
 	pthread_mutex_t mu;
 	char *log[UH_LOG_MAX];
 	int nlog;
+	int threaded;		/* a thread per connection */
+	int inflight, max_inflight, active;
 } uh_;
 
 /* Set the reply body (copied). */
@@ -182,9 +186,16 @@ uh_serve(int c)
 	}
 	pthread_mutex_unlock(&uh_.mu);
 	memset(&rs, 0, sizeof rs);
+	pthread_mutex_lock(&uh_.mu);
+	if (++uh_.inflight > uh_.max_inflight)
+		uh_.max_inflight = uh_.inflight;
+	pthread_mutex_unlock(&uh_.mu);
 	uh_.h(uh_.arg, &rq, &rs);
 	if (rs.delay_us > 0)
 		usleep((useconds_t)rs.delay_us);
+	pthread_mutex_lock(&uh_.mu);
+	uh_.inflight--;
+	pthread_mutex_unlock(&uh_.mu);
 	if (rs.code == 0)
 		rs.code = 200;
 	reason = rs.code == 200 ? "OK" : "Error";
@@ -198,11 +209,26 @@ uh_serve(int c)
 }
 
 static inline void *
+uh_conn(void *arg)
+{
+	int c = (int)(intptr_t)arg;
+
+	uh_serve(c);
+	shutdown(c, SHUT_RDWR);
+	close(c);
+	pthread_mutex_lock(&uh_.mu);
+	uh_.active--;
+	pthread_mutex_unlock(&uh_.mu);
+	return NULL;
+}
+
+static inline void *
 uh_main(void *arg)
 {
 	(void)arg;
 	while (!uh_.stop) {
 		struct pollfd p = { uh_.fd, POLLIN, 0 };
+		pthread_t th;
 		int c;
 
 		if (poll(&p, 1, 100) <= 0)
@@ -210,11 +236,38 @@ uh_main(void *arg)
 		c = accept(uh_.fd, NULL, NULL);
 		if (c < 0)
 			continue;
-		uh_serve(c);
-		shutdown(c, SHUT_RDWR);
-		close(c);
+		pthread_mutex_lock(&uh_.mu);
+		uh_.active++;
+		pthread_mutex_unlock(&uh_.mu);
+		if (!uh_.threaded || pthread_create(&th, NULL, uh_conn,
+		    (void *)(intptr_t)c) != 0)
+			uh_conn((void *)(intptr_t)c);
+		else
+			pthread_detach(th);
 	}
 	return NULL;
+}
+
+/* Answer each connection on a thread of its own (on), or in turn. */
+static inline void
+uh_threaded(int on)
+{
+	pthread_mutex_lock(&uh_.mu);
+	uh_.threaded = on;
+	uh_.max_inflight = 0;
+	pthread_mutex_unlock(&uh_.mu);
+}
+
+/* Most requests answered at once since uh_threaded(). */
+static inline int
+uh_max_inflight(void)
+{
+	int n;
+
+	pthread_mutex_lock(&uh_.mu);
+	n = uh_.max_inflight;
+	pthread_mutex_unlock(&uh_.mu);
+	return n;
 }
 
 static inline int
@@ -235,6 +288,7 @@ uh_start(uh_handler h, void *arg, unsigned *port)
 	uh_.h = h;
 	uh_.arg = arg;
 	uh_.stop = 0;
+	uh_.threaded = uh_.inflight = uh_.max_inflight = uh_.active = 0;
 	pthread_mutex_init(&uh_.mu, NULL);
 	return pthread_create(&uh_.th, NULL, uh_main, NULL) == 0 ? 0 : -1;
 }
@@ -244,6 +298,16 @@ uh_stop(void)
 {
 	uh_.stop = 1;
 	pthread_join(uh_.th, NULL);
+	for (;;) {		/* connection threads still answering */
+		int n;
+
+		pthread_mutex_lock(&uh_.mu);
+		n = uh_.active;
+		pthread_mutex_unlock(&uh_.mu);
+		if (n == 0)
+			break;
+		usleep(10000);
+	}
 	close(uh_.fd);
 	uh_log_clear();
 }
