@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sched.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 /*
  * Length of a valid UTF-8 sequence at s, or 0 if invalid: RFC 3629, as Go
@@ -500,4 +503,74 @@ str_hex(const unsigned char *p, size_t n, char *out)
 		out[2 * i + 1] = hx[p[i] & 15];
 	}
 	out[2 * n] = '\0';
+}
+
+/* CPUs a quota allows: ceil(quota / period); 0 when unlimited or unknown. */
+static int
+cpus_of_quota(long long quota, long long period)
+{
+	if (quota <= 0 || period <= 0)
+		return 0;
+	return (int)((quota + period - 1) / period);
+}
+
+/* The cgroup v2 cpu.max ("max 100000" or "200000 100000") under root. */
+static int
+cpus_cgroup(const char *root)
+{
+	char path[PATH_MAX], line[128], q[32];
+	long long quota = -1, period = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/cpu.max", root);
+	f = fopen(path, "r");
+	if (f != NULL) {
+		if (fgets(line, sizeof line, f) != NULL &&
+		    sscanf(line, "%31s %lld", q, &period) == 2 &&
+		    strcmp(q, "max") != 0)
+			quota = strtoll(q, NULL, 10);
+		fclose(f);
+		return cpus_of_quota(quota, period);
+	}
+	/* cgroup v1 */
+	snprintf(path, sizeof path, "%s/cpu/cpu.cfs_quota_us", root);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lld", &quota) != 1)
+		quota = -1;
+	fclose(f);
+	snprintf(path, sizeof path, "%s/cpu/cpu.cfs_period_us", root);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%lld", &period) != 1)
+		period = 0;
+	fclose(f);
+	return cpus_of_quota(quota, period);
+}
+
+int
+util_cpus_at(const char *cgroup_root)
+{
+	cpu_set_t set;
+	int n = 0, q;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0)
+		n = CPU_COUNT(&set);
+	if (n <= 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = c > 0 ? (int)c : 1;
+	}
+	q = cpus_cgroup(cgroup_root != NULL ? cgroup_root : "/sys/fs/cgroup");
+	if (q > 0 && q < n)
+		n = q;
+	return n;
+}
+
+int
+util_cpus(void)
+{
+	return util_cpus_at(NULL);
 }

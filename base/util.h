@@ -86,4 +86,14 @@ void fmt_bytes(uint64_t n, char out[32]);
 /* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
 void str_hex(const unsigned char *p, size_t n, char *out);
 
+/*
+ * How many CPUs this process may use: the CPUs of its affinity mask
+ * (sched_getaffinity: taskset, cpusets), fewer when its cgroup's CPU
+ * quota says so (cgroup v2 cpu.max, v1 cpu.cfs_quota_us: a container's
+ * resources.limits.cpu, rounded up). At least 1. cgroup_root: where
+ * the cgroup's files are (NULL: /sys/fs/cgroup).
+ */
+int util_cpus_at(const char *cgroup_root);
+int util_cpus(void);
+
 #endif

@@ -5,6 +5,7 @@
 #include <archive.h>
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
+#include <libdeflate.h>
 #include <libwebsockets.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
@@ -23,6 +24,7 @@ cmd_version(const struct cli_command *cmd, struct flagset *fs)
 	printf("  libcurl       %s\n", curl_version_info(CURLVERSION_NOW)->version);
 	printf("  cjson         %s\n", cJSON_Version());
 	printf("  zlib          %s\n", zlibVersion());
+	printf("  libdeflate    %s (built with)\n", LIBDEFLATE_VERSION_STRING);
 	printf("  libarchive    %s\n", archive_version_string());
 	printf("  libmicrohttpd %s\n", MHD_get_version());
 	printf("  libyaml       %s\n", yaml_get_version_string());

@@ -28,9 +28,11 @@
  * tarparts_start_thread(), deflate runs on compression threads the writer
  * owns, fed with batches of tar bytes through a bounded queue, so that
  * producing entries and compressing them overlap. Each batch is then a
- * gzip member of its own (so two threads can deflate two batches at
- * once); the parts are still whole members, and the stream reads as
- * before. The sink's write() is then called on one compression thread at
+ * gzip member of its own, compressed whole by libdeflate (so several
+ * threads deflate several batches at once); the parts are still whole
+ * members, and the stream reads as before. The bytes written, and where
+ * parts end, are the same whatever the number of threads and however
+ * fast they go (see tarparts_start_thread()). The sink's write() is then called on one compression thread at
  * a time, in order; begin() and end() are always called on the caller's
  * thread while no write() is in flight (every batch is written out
  * before a part is closed), so a sink needs no lock as long as write()
@@ -132,18 +134,22 @@ int tarparts_cut(struct tarparts *tp, struct cairn_err *err);
 int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
 
 /*
- * Compress on nthreads threads (0: 2) from now on; call right after
- * tarparts_open(), before the first entry. Tar bytes go to the threads
- * in batches of batch_size bytes (0: 512 KiB), each deflated into a gzip
- * member of its own, at most nbatch (0: 4, at least nthreads + 1)
- * batches allocated, so memory stays bounded and a slow sink slows the
- * caller down instead of queueing. Part boundaries then see the
- * compressed size written so far, which lags by at most the batches in
- * flight: parts still reach part_size, some a little larger than in the
- * unthreaded mode. Errors of the threads (zlib, the sink's write()) are
- * sticky and returned by the next tarparts_add(), tarparts_boundary() or
- * tarparts_finish(). Fails (writer unchanged) only if no thread can be
- * created or entries were already added.
+ * Compress on nthreads threads (0: as many as this process may use,
+ * util_cpus()) from now on; call right after tarparts_open(), before the
+ * first entry. Tar bytes go to the threads in batches of batch_size
+ * bytes (0: 256 KiB), each compressed whole into a gzip member of its
+ * own (libdeflate, at the writer's level), at most nbatch (0: 8, at
+ * least nthreads + 1) batches allocated, so memory stays bounded and a
+ * slow sink slows the caller down instead of queueing. A part boundary
+ * then looks at the compressed size of the part's batches up to a fixed
+ * number of batches (7) before the one being filled, waiting for them
+ * if need be: parts end a little later than in the unthreaded mode, at
+ * the same places whatever the threads do, so a tarball's bytes do not
+ * depend on the number of threads or their timing. Errors of the threads
+ * (compression, the sink's write()) are sticky and returned by the next
+ * tarparts_add(), tarparts_boundary() or tarparts_finish(). Fails
+ * (writer unchanged) only if no thread can be created or entries were
+ * already added.
  */
 int tarparts_start_thread(struct tarparts *tp, size_t batch_size, int nbatch,
 	int nthreads, struct cairn_err *err);
