@@ -86,6 +86,13 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 		return cli_usage_error(cmd, "--part-size must be at least 4096");
 	if (flag_int(fs, F_WORKERS) < 1)
 		return cli_usage_error(cmd, "--workers must be at least 1");
+	if (flag_int(fs, F_LIST_CONCURRENCY) < 1 ||
+	    flag_int(fs, F_LIST_CONCURRENCY) > 64)
+		return cli_usage_error(cmd, "--list-concurrency must be 1 to 64");
+	if (flag_int(fs, F_COMPRESSION_THREADS) < 0 ||
+	    flag_int(fs, F_COMPRESSION_THREADS) > 64)
+		return cli_usage_error(cmd, "--compression-threads must be 0 "
+		    "(as many as CPUs) to 64");
 	sel = flag_str(fs, F_SHARD_SELECTOR);
 	if (sel != NULL && kube_selector_parse(sel, &shard, &err) < 0)
 		return cli_usage_error(cmd, "--shard-selector: %s", err.msg);
@@ -191,6 +198,8 @@ cmd_server(const struct cli_command *cmd, struct flagset *fs)
 	o.namespace = flag_str(fs, F_NAMESPACE);
 	o.workers = (int)flag_int(fs, F_WORKERS);
 	o.part_size = (size_t)part;
+	o.list_concurrency = (int)flag_int(fs, F_LIST_CONCURRENCY);
+	o.compression_threads = (int)flag_int(fs, F_COMPRESSION_THREADS);
 	o.scan_period_us = period;
 	o.gc_period_us = flag_duration_us(fs, F_GC_PERIOD);
 	o.verify_period_us = flag_duration_us(fs, F_VERIFY_PERIOD);

@@ -103,7 +103,11 @@ static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
 struct bk_res {
 	struct kube_resource *r;	/* owned copy */
 	int pass;			/* 0 normal, 1 related cluster-scoped */
-	int64_t est;			/* items counted for the progress total */
+	/* the walk (bk_queue_res) */
+	int c;				/* place against the checkpoint */
+	int skip;			/* not visited at all */
+	int walked;
+	size_t u0, nu;			/* its units in struct bk's */
 };
 
 /*
@@ -120,6 +124,8 @@ struct bk_pfx {
 	size_t legacy_len, preferred_len, key_len;
 	size_t last_key_cap;		/* bytes allocated for last_key */
 };
+
+struct bk_unit;
 
 struct bk {
 	const struct engine_env *env;
@@ -156,6 +162,9 @@ struct bk {
 	char *const *ordered;		/* its orderedResources (spec), or NULL */
 	int in_ordered;			/* ... being written first, by name */
 	int64_t res_deleting;		/* ... skipped: being deleted */
+	struct kube_lists *lists;	/* the walk's requests, fetched ahead */
+	struct bk_unit *units;		/* ... in the order taken */
+	size_t nunits, aunits;
 	struct tarparts *tp;
 	struct partsink *ps;		/* spool and upload of the parts */
 	char *last_key;			/* last item written (owned) */
@@ -326,11 +335,16 @@ bk_bytes(const struct bk *b)
  * the end); final (Completed, PartiallyFailed): the items in the backup,
  * as Velero writes it.
  */
+static void bk_count_ahead(struct bk *b);
+
 static void
 bk_set_progress_final(struct bk *b, int final)
 {
 	cJSON *p = cJSON_CreateObject();
-	int64_t total = b->total_items > b->items_done ? b->total_items :
+	int64_t total;
+
+	bk_count_ahead(b);
+	total = b->total_items > b->items_done ? b->total_items :
 	    b->items_done;
 
 	if (final)
@@ -1358,7 +1372,6 @@ plan_cb(void *arg, const struct kube_resource *r)
 	}
 	b->res[b->nres].r = kube_resource_dup(r);
 	b->res[b->nres].pass = w == BSPEC_WALK_RELATED ? 1 : 0;
-	b->res[b->nres].est = 0;
 	b->nres++;
 	return 0;
 }
@@ -1433,21 +1446,6 @@ bk_plan(struct bk *b, struct cairn_err *err)
 	return bk_namespaces(b, err);
 }
 
-/*
- * Items of g in namespace ns (NULL: all) for the progress total
- * (kube_count: one limit=1 request; with a label selector only a lower
- * bound, corrected as the walk goes).
- */
-static int64_t
-count_items(struct bk *b, const struct kube_gvr *g, const char *ns,
-	const char *selector)
-{
-	int64_t n = 0;
-
-	(void)kube_count(b->env->kube, g, ns, selector, &n, NULL);
-	return n;
-}
-
 static const char *
 res_selector(const struct bk *b, const struct kube_resource *r)
 {
@@ -1455,106 +1453,6 @@ res_selector(const struct bk *b, const struct kube_resource *r)
 	if (r->group[0] == '\0' && strcmp(r->resource, "namespaces") == 0)
 		return NULL;
 	return b->spec->selector_text;
-}
-
-/* Collects the namespaces the spec's excludedNamespaces leave out. */
-static int
-excl_cb(void *arg, cJSON *item)
-{
-	struct bk *b = ((void **)arg)[0];
-	char ***v = ((void **)arg)[1];
-	const char *name = json_str_or(item, "metadata.name", "");
-
-	if (!bspec_ns_included(b->spec, name))
-		*v = strv_push(*v, name);
-	return 0;
-}
-
-/*
- * Items of r the backup will not take because their namespace is
- * excluded (excl: the existing excluded namespaces), so the total is
- * what the backup holds after its filters. -1 when the budget of count
- * requests does not reach (the resource is then counted as it is walked).
- */
-static int64_t
-excluded_items(struct bk *b, const struct kube_resource *r,
-	const struct kube_gvr *g, char **excl, int64_t *budget)
-{
-	int64_t n = 0;
-
-	if (r->group[0] == '\0' && strcmp(r->resource, "namespaces") == 0)
-		return (int64_t)strv_len(excl);
-	if ((int64_t)strv_len(excl) > *budget)
-		return -1;
-	for (size_t j = 0; excl[j] != NULL; j++, (*budget)--)
-		n += count_items(b, g, excl[j], res_selector(b, r));
-	return n;
-}
-
-/*
- * The progress total: what the backup will hold, counted where it will
- * be listed (each included namespace, not the whole cluster). Related
- * cluster-scoped items are added once they are known (bk_walk), and each
- * resource's estimate is replaced by what it gave once it is walked.
- * At most BK_COUNT_MAX requests (many namespaces: the rest is counted as
- * it is walked), none under a label selector (no count is given there).
- */
-#define BK_COUNT_MAX 400
-static void
-bk_estimate_total(struct bk *b)
-{
-	int64_t total = b->items_stored;
-	/* API servers count nothing under a label selector */
-	int64_t budget = b->spec->selector_text != NULL ? 0 : BK_COUNT_MAX;
-	char **excl = NULL;
-
-	/* excludedNamespaces without includedNamespaces: count without them */
-	if (!b->per_ns && b->spec->exc_ns[0] != NULL && budget > 0) {
-		const struct kube_gvr nsg = { "", "v1", "namespaces" };
-		void *arg[2] = { b, &excl };
-
-		excl = xcalloc(1, sizeof *excl);
-		if (kube_list(b->env->kube, &nsg, NULL, NULL, excl_cb, arg, NULL,
-		    NULL) < 0)
-			budget = 0;	/* unknown: counted as walked */
-		budget--;
-	}
-
-	for (size_t i = 0; i < b->nres; i++) {
-		struct bk_res *br = &b->res[i];
-		const struct kube_resource *r = br->r;
-		struct kube_gvr g = kube_resource_gvr(r);
-
-		br->est = 0;
-		if (b->resume[1] != NULL && bspec_resource_cmp(br->pass,
-		    r->group, r->resource, b->resume_pass, b->resume[0],
-		    b->resume[1]) < 0)
-			continue;	/* stored before the checkpoint */
-		if (br->pass == 1)
-			continue;
-		if (b->per_ns && r->group[0] == '\0' &&
-		    strcmp(r->resource, "namespaces") == 0)
-			br->est = (int64_t)b->nns;
-		else if (b->per_ns && r->namespaced && (int64_t)b->nns <= budget)
-			for (size_t j = 0; j < b->nns; j++, budget--)
-				br->est += count_items(b, &g, b->nslist[j],
-				    res_selector(b, r));
-		else if (!(b->per_ns && r->namespaced) && budget > 0) {
-			int64_t x = 0;
-
-			br->est = count_items(b, &g, NULL, res_selector(b, r));
-			budget--;
-			if (excl != NULL && (r->namespaced ||
-			    strcmp(r->resource, "namespaces") == 0))
-				x = excluded_items(b, r, &g, excl, &budget);
-			br->est = x < 0 ? 0 : br->est - x;
-			if (br->est < 0)
-				br->est = 0;
-		}
-		total += br->est;
-	}
-	strv_free(excl);
-	b->total_items = total;
 }
 
 static int
@@ -1568,149 +1466,251 @@ on_page(void *arg, const char *cont)
 	return 0;
 }
 
-/*
- * One list of the walk into list_cb; 0 or the list's error in lerr. A
- * 410 in the middle goes on past the last item delivered
- * (KUBE_GONE_RESUME), so nothing is lost or written twice whatever
- * expires while the backup works.
- */
-static int
-bk_list(struct bk *b, const struct kube_gvr *g, const char *ns,
-	const struct kube_list_opts *lo, struct cairn_err *lerr)
-{
-	const struct kube_resource *r = b->cur->r;
-	struct kube_list_info info;
-	int rc;
-
-	b->cur_rc = 0;
-	cairn_err_clear(&b->cur_err);
-	cairn_err_clear(lerr);
-	rc = kube_list_text(b->env->kube, g, ns, lo, list_cb, b, &info, lerr);
-	if (info.restarts > 0)
-		bk_event(b, "info", "list of %s%s%s%s%s: its continue token "
-		    "expired %d time(s) (410); the list went on past the last "
-		    "item it had given, so nothing is lost or written twice",
-		    r->resource, r->group[0] ? "." : "", r->group, ns != NULL ?
-		    " in namespace " : "", ns != NULL ? ns : "", info.restarts);
-	return rc;
-}
-
-/*
- * Items taken by name (namespaces of a namespace-filtered backup, PVs of
- * its claims, CRDs of its custom resources): one GET each, in key
- * order, instead of listing the whole cluster. Missing ones are skipped.
- */
-static int
-bk_get_items(struct bk *b, const struct kube_gvr *g, char **names, size_t n,
-	struct cairn_err *lerr)
-{
-	int rc = 0;
-
-	/* no list page: a checkpoint here records no continue token */
-	FREE_NULL(b->page_cont);
-	b->page_gen++;
-	b->cur_rc = 0;
-	cairn_err_clear(&b->cur_err);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		cJSON *obj = NULL;
-		char *text;
-
-		if (b->skipping && !b->observe_only &&
-		    kube_key_cmp("", names[i], "", b->resume[3]) <= 0)
-			continue;
-		cairn_err_clear(lerr);
-		rc = kube_get(b->env->kube, g, NULL, names[i], &obj, lerr);
-		if (rc == CAIRN_ENOTFOUND) {
-			rc = 0;
-			continue;
-		}
-		if (rc < 0)
-			break;
-		text = json_print(obj);
-		rc = bk_item(b, obj, text, strlen(text));
-		free(text);
-		cJSON_Delete(obj);
-	}
-	return rc;
-}
-
-/*
- * spec.orderedResources (Velero): the named items of the current resource
- * first, in the given order, one GET each (the list that follows skips
- * them; a name that is missing is a warning). Resuming in this resource
- * (*c == 0): when the last stored item is one of them, go on after it and
- * list the rest from the start (*c becomes 1); otherwise they were all
- * stored and the list resumes as usual.
- */
-static int
-bk_ordered_first(struct bk *b, const struct kube_gvr *g, int *c,
-	struct cairn_err *lerr)
-{
-	const struct kube_resource *r = b->cur->r;
-	char *const *o = b->ordered;
-	int from = 0, rc = 0;
-
-	if (*c == 0) {
-		from = ordered_index(o, r, b->resume[2], b->resume[3]) + 1;
-		if (from == 0)
-			return 0;
-		*c = 1;
-		b->skipping = 0;
-	}
-	FREE_NULL(b->page_cont);	/* no list page: no continue token */
-	b->page_gen++;
-	b->cur_rc = 0;
-	cairn_err_clear(&b->cur_err);
-	b->in_ordered = 1;
-	for (int i = from; o[i] != NULL && rc == 0; i++) {
-		const char *sl = strchr(o[i], '/');
-		char ns[254], *msg = NULL;
-		cJSON *obj = NULL;
-
-		snprintf(ns, sizeof ns, "%.*s", sl ? (int)(sl - o[i]) : 0, o[i]);
-		if ((sl != NULL) != (r->namespaced != 0))
-			msg = xasprintf("orderedResources: \"%s\" is not %s for "
-			    "%s, which is %s", o[i], r->namespaced ?
-			    "namespace/name" : "a name", r->resource,
-			    r->namespaced ? "namespaced" : "cluster-scoped");
-		else
-			rc = kube_get(b->env->kube, g, sl ? ns : NULL,
-			    sl ? sl + 1 : o[i], &obj, lerr);
-		if (rc == CAIRN_ENOTFOUND) {
-			rc = 0;
-			msg = xasprintf("orderedResources: %s %s not found",
-			    r->resource, o[i]);
-		}
-		if (msg != NULL) {
-			bk_record(b, 0, msg);
-			free(msg);
-		}
-		if (rc == 0 && obj != NULL) {
-			char *text = json_print(obj);
-
-			rc = bk_item(b, obj, text, strlen(text));
-			free(text);
-		}
-		cJSON_Delete(obj);
-	}
-	b->in_ordered = 0;
-	return rc;
-}
-
 /* Take the related items by name when there are at most this many. */
 #define BK_GET_MAX 200
 
 /*
  * What list_cb reads of an item (item_selected, note_related): names,
  * labels, deletionTimestamp, and a PVC's spec.volumeName when PVs follow
- * their claims. The text stored is whole; the rest (managedFields,
- * annotations, spec, data...) is not parsed.
+ * their claims; a pod's annotations (its hooks). The text stored is
+ * whole; the rest (managedFields, spec, data...) is not parsed.
  */
 #define ITEM_MEMBERS "metadata.name", "metadata.namespace", \
 	"metadata.labels", "metadata.deletionTimestamp"
 static const char *const item_members[] = { ITEM_MEMBERS, NULL };
 static const char *const item_members_pvc[] = { ITEM_MEMBERS,
 	"spec.volumeName", NULL };
+static const char *const item_members_pod[] = { ITEM_MEMBERS,
+	"metadata.annotations", NULL };
+
+/*
+ * The walk's requests. Every list and GET the walk will make is queued
+ * in b->lists before it starts (kube/lists.c fetches them ahead, several
+ * at once, within a byte bound) in the order the walk takes them, so the
+ * tarball is the same whatever the concurrency. The related
+ * cluster-scoped items (pass 1) are queued once the walk reaches them:
+ * which ones follows from what pass 0 gave.
+ */
+enum bk_unit_kind { BK_U_LIST, BK_U_GET, BK_U_ORDERED, BK_U_BAD };
+
+struct bk_unit {
+	int id;				/* kube_lists id; -1 none (BAD) */
+	enum bk_unit_kind kind;
+	const char *ns;			/* per-namespace list: its namespace */
+	const char *name;		/* ordered: the entry (borrowed) */
+};
+
+static void
+unit_push(struct bk *b, int id, enum bk_unit_kind kind, const char *ns,
+	const char *name)
+{
+	if (b->nunits == b->aunits) {
+		b->aunits = b->aunits ? 2 * b->aunits : 64;
+		b->units = xreallocarray(b->units, b->aunits,
+		    sizeof *b->units);
+	}
+	b->units[b->nunits].id = id;
+	b->units[b->nunits].kind = kind;
+	b->units[b->nunits].ns = ns;
+	b->units[b->nunits].name = name;
+	b->nunits++;
+}
+
+/* The list options of resource br's lists. */
+static void
+bk_list_opts(const struct bk *b, const struct bk_res *br,
+	struct kube_list_opts *lo)
+{
+	const struct kube_resource *r = br->r;
+
+	memset(lo, 0, sizeof *lo);
+	lo->parse_only = feeds_related(b, r) && r->group[0] == '\0' ?
+	    item_members_pvc : r->group[0] == '\0' && strcmp(r->resource,
+	    "pods") == 0 ? item_members_pod : item_members;
+	lo->label_selector = res_selector(b, r);
+	lo->limit = 500;
+	lo->restart_on_gone = KUBE_GONE_RESUME;
+	lo->stop = b->env->stop;
+	lo->on_page = on_page;
+}
+
+/*
+ * Does a list of br give exactly what the backup takes of it (no
+ * namespace filter applied here, no related-name filter), so that the
+ * count of its first page is part of the progress total?
+ */
+static int
+bk_list_counts(const struct bk *b, const struct bk_res *br, int per_ns)
+{
+	const struct kube_resource *r = br->r;
+	int is_ns = r->group[0] == '\0' && strcmp(r->resource, "namespaces") ==
+	    0;
+
+	if (br->pass != 0 || b->spec->selector_text != NULL)
+		return 0;
+	if (per_ns || b->spec->all_namespaces)
+		return 1;
+	return !r->namespaced && !is_ns;
+}
+
+/*
+ * Queue br's GETs of spec.orderedResources (c: as for bk_walk_res);
+ * *c becomes 1 when the checkpoint is among them (the rest of the
+ * resource is listed from its start).
+ */
+static void
+bk_queue_ordered(struct bk *b, const struct bk_res *br, int *c)
+{
+	const struct kube_resource *r = br->r;
+	struct kube_gvr g = kube_resource_gvr(r);
+	char *const *o = bspec_ordered(b->spec, r);
+	int from = 0;
+
+	if (o == NULL || *c < 0)
+		return;
+	if (*c == 0) {
+		from = ordered_index(o, r, b->resume[2], b->resume[3]) + 1;
+		if (from == 0)
+			return;		/* all stored before the checkpoint */
+		*c = 1;
+	}
+	for (int i = from; o[i] != NULL; i++) {
+		const char *sl = strchr(o[i], '/');
+		char ns[254];
+		int id;
+
+		if ((sl != NULL) != (r->namespaced != 0)) {
+			unit_push(b, -1, BK_U_BAD, NULL, o[i]);
+			continue;
+		}
+		snprintf(ns, sizeof ns, "%.*s", sl ? (int)(sl - o[i]) : 0,
+		    o[i]);
+		id = kube_lists_add_get(b->lists, &g, sl ? ns : NULL, sl ?
+		    sl + 1 : o[i], NULL, 0);
+		unit_push(b, id, BK_U_ORDERED, NULL, o[i]);
+	}
+}
+
+/*
+ * Queue what the walk of br asks for, with c as for bk_walk_res() (the
+ * resource's place against the checkpoint). Sets br's units.
+ */
+static void
+bk_queue_res(struct bk *b, struct bk_res *br, int c)
+{
+	const struct kube_resource *r = br->r;
+	struct kube_gvr g = kube_resource_gvr(r);
+	struct kube_list_opts lo;
+	int is_ns = r->group[0] == '\0' && strcmp(r->resource, "namespaces") ==
+	    0;
+	int flags;
+
+	br->u0 = b->nunits;
+	br->c = c;
+	bk_list_opts(b, br, &lo);
+	bk_queue_ordered(b, br, &br->c);
+	c = br->c;
+	if (br->pass == 1 || (is_ns && b->per_ns)) {
+		char **names = is_ns ? b->nslist : strcmp(r->resource,
+		    "persistentvolumes") == 0 ? b->pv_names : b->cr_kinds;
+		size_t n = is_ns ? b->nns : names == b->pv_names ? b->npv :
+		    b->ncr;
+
+		if (br->pass == 0 || n <= BK_GET_MAX) {
+			for (size_t i = 0; i < n; i++) {
+				int id;
+
+				/* stored before the checkpoint */
+				if (c == 0 && kube_key_cmp("", names[i], "",
+				    b->resume[3]) <= 0)
+					continue;
+				id = kube_lists_add_get(b->lists, &g, NULL,
+				    names[i], &lo, c >= 0 ? KUBE_LISTS_COUNT :
+				    0);
+				unit_push(b, id, BK_U_GET, NULL, NULL);
+			}
+			br->nu = b->nunits - br->u0;
+			return;
+		}
+	}
+	flags = c >= 0 && bk_list_counts(b, br, b->per_ns && r->namespaced) ?
+	    KUBE_LISTS_COUNT : 0;
+	if (b->per_ns && r->namespaced) {
+		for (size_t i = 0; i < b->nns; i++) {
+			const char *ns = b->nslist[i];
+			int nc = c == 0 ? kube_key_cmp(ns, "", b->resume[2],
+			    "") : 1;
+
+			/* before the last stored item: stored (or observed) */
+			if (c == 0 && nc < 0 && !feeds_related(b, r))
+				continue;
+			lo.continue_token = NULL;
+			if (c == 0 && nc == 0 && b->resume_cont != NULL &&
+			    b->resume_cont[0] != '\0' && !feeds_related(b, r))
+				lo.continue_token = b->resume_cont;
+			/* a list resumed at a token counts only what is left */
+			unit_push(b, kube_lists_add(b->lists, &g, ns, &lo,
+			    lo.continue_token != NULL ? 0 : flags), BK_U_LIST, ns,
+			    NULL);
+		}
+		br->nu = b->nunits - br->u0;
+		return;
+	}
+	/*
+	 * Go on in the original list's snapshot at the page of the last
+	 * stored item, unless the items before it must be seen for the
+	 * related sets.
+	 */
+	lo.continue_token = NULL;
+	if (c == 0 && b->resume_cont != NULL && b->resume_cont[0] != '\0' &&
+	    !feeds_related(b, r))
+		lo.continue_token = b->resume_cont;
+	unit_push(b, kube_lists_add(b->lists, &g, NULL, &lo,
+	    lo.continue_token != NULL ? 0 : flags), BK_U_LIST, NULL, NULL);
+	br->nu = b->nunits - br->u0;
+}
+
+/* Where br stands to the checkpoint: < 0 before, 0 at, > 0 after. */
+static int
+bk_res_place(const struct bk *b, const struct bk_res *br)
+{
+	if (b->resume[1] == NULL)
+		return 1;
+	return bspec_resource_cmp(br->pass, br->r->group, br->r->resource,
+	    b->resume_pass, b->resume[0], b->resume[1]);
+}
+
+/* Queue every resource of pass (0 or 1) that the walk visits. */
+static void
+bk_queue_pass(struct bk *b, int pass)
+{
+	for (size_t i = 0; i < b->nres; i++) {
+		struct bk_res *br = &b->res[i];
+		int c = bk_res_place(b, br);
+
+		br->walked = 0;
+		if (br->pass != pass)
+			continue;
+		/* before the checkpoint: rebuild related sets only */
+		if (c < 0 && !feeds_related(b, br->r)) {
+			br->u0 = b->nunits;
+			br->nu = 0;
+			br->skip = 1;
+			continue;
+		}
+		br->skip = 0;
+		bk_queue_res(b, br, c);
+	}
+}
+
+/* The progress total so far: what is stored and what is counted ahead. */
+static void
+bk_count_ahead(struct bk *b)
+{
+	int64_t ahead = b->lists != NULL ? kube_lists_pending(b->lists) : 0;
+
+	b->total_items = b->items_done + ahead;
+}
 
 /* Record a list's failure as an error of the backup. */
 static void
@@ -1758,130 +1758,117 @@ bk_res_log(struct bk *b, const struct kube_resource *r,
 }
 
 /*
- * Walk one resource: by name, namespace by namespace, or one list.
- * c: where it stands to the resume point (< 0 before, 0 the resource
- * of the last stored item, > 0 after; 1 without a resume).
+ * Take one queued unit into list_cb. A 410 in the middle of a list goes
+ * on past the last item delivered (KUBE_GONE_RESUME), so nothing is lost
+ * or written twice whatever expires while the backup works. The unit's
+ * failure is recorded (the walk goes on); 0, or what stops the walk.
  */
 static int
-bk_walk_res(struct bk *b, const struct bk_res *br, int c,
-	struct cairn_err *err)
+bk_take(struct bk *b, const struct bk_unit *u)
+{
+	const struct kube_resource *r = b->cur->r;
+	struct cairn_err lerr = CAIRN_ERR_INIT;
+	struct kube_list_info info;
+	int rc;
+
+	b->cur_rc = 0;
+	cairn_err_clear(&b->cur_err);
+	if (u->kind == BK_U_BAD) {
+		char *m = xasprintf("orderedResources: \"%s\" is not %s for "
+		    "%s, which is %s", u->name, r->namespaced ?
+		    "namespace/name" : "a name", r->resource, r->namespaced ?
+		    "namespaced" : "cluster-scoped");
+
+		bk_record(b, 0, m);
+		free(m);
+		return 0;
+	}
+	b->in_ordered = u->kind == BK_U_ORDERED;
+	if (u->kind != BK_U_LIST) {
+		/* no list page: a checkpoint here records no continue token */
+		FREE_NULL(b->page_cont);
+		b->page_gen++;
+	}
+	rc = kube_lists_take(b->lists, u->id, list_cb, b, &info, &lerr);
+	b->in_ordered = 0;
+	if (info.restarts > 0)
+		bk_event(b, "info", "list of %s%s%s%s%s: its continue token "
+		    "expired %d time(s) (410); the list went on past the last "
+		    "item it had given, so nothing is lost or written twice",
+		    r->resource, r->group[0] ? "." : "", r->group, u->ns !=
+		    NULL ? " in namespace " : "", u->ns != NULL ? u->ns : "",
+		    info.restarts);
+	if (b->cur_rc < 0)
+		return b->cur_rc;
+	if (rc == CAIRN_ECANCELED)
+		return cairn_err_set(&b->cur_err, rc, "stopped");
+	if (rc == 0 && u->kind == BK_U_ORDERED && info.items == 0) {
+		char *m = xasprintf("orderedResources: %s %s not found",
+		    r->resource, u->name);
+
+		bk_record(b, 0, m);
+		free(m);
+	}
+	if (rc < 0)
+		bk_list_failed(b, r, u->ns, &lerr);
+	else if (u->kind == BK_U_LIST)
+		b->lists_ok++;
+	return 0;
+}
+
+/* Walk one resource: its queued units, in order. */
+static int
+bk_walk_res(struct bk *b, struct bk_res *br, struct cairn_err *err)
 {
 	const struct kube_resource *r = br->r;
-	struct kube_gvr g = kube_resource_gvr(r);
-	struct kube_list_opts lo;
-	struct cairn_err lerr = CAIRN_ERR_INIT;
-	int is_ns = r->group[0] == '\0' && strcmp(r->resource, "namespaces") ==
-	    0;
-	int64_t est = br->est;
 	struct kube_stats ks0, ks1;
-	int rc = 0;
+	int rc = 0, gets = 0, get_ok = 0;
 
 	kube_stats(b->env->kube, &ks0);
-	memset(&lo, 0, sizeof lo);
-	lo.prefetch = 1;	/* the API server works while we tar */
-	lo.parse_only = feeds_related(b, r) && r->group[0] == '\0' ?
-	    item_members_pvc : item_members;
-	lo.label_selector = res_selector(b, r);
-	lo.limit = 500;
-	lo.restart_on_gone = KUBE_GONE_RESUME;
-	lo.stop = b->env->stop;
-	lo.on_page = on_page;
 	b->cur = br;
 	b->res_items = b->res_deleting = 0;
-	b->observe_only = c < 0;
-	b->skipping = c == 0;
+	b->observe_only = br->c < 0;
+	b->skipping = br->c == 0;
+	b->ordered = br->c >= 0 ? bspec_ordered(b->spec, r) : NULL;
 	free(b->cur_gvk);
 	b->cur_gvk = r->group[0] ? xasprintf("%s/%s/%s", r->group,
 	    r->version, r->kind) : xasprintf("%s/%s", r->version, r->kind);
+	for (size_t i = 0; i < br->nu && rc == 0; i++) {
+		const struct bk_unit *u = &b->units[br->u0 + i];
+		int f0 = b->lists_failed;
 
-	b->ordered = c >= 0 ? bspec_ordered(b->spec, r) : NULL;
-	if (b->ordered != NULL) {
-		rc = bk_ordered_first(b, &g, &c, &lerr);
-		if (rc < 0 && b->cur_rc == 0 && rc != CAIRN_ECANCELED)
-			bk_list_failed(b, r, NULL, &lerr);
-		if (b->cur_rc < 0 || rc == CAIRN_ECANCELED)
-			goto done;
-		rc = 0;
-	}
-	if (br->pass == 1 || (is_ns && b->per_ns)) {
-		char **names = is_ns ? b->nslist : strcmp(r->resource,
-		    "persistentvolumes") == 0 ? b->pv_names : b->cr_kinds;
-		size_t n = is_ns ? b->nns : names == b->pv_names ? b->npv :
-		    b->ncr;
-
-		if (br->pass == 1 && c >= 0) {	/* now known: the total */
-			est = (int64_t)n;
-			b->total_items += est;
-		}
-		if (br->pass == 0 || n <= BK_GET_MAX) {
-			rc = bk_get_items(b, &g, names, n, &lerr);
-			if (rc < 0 && b->cur_rc == 0 && rc != CAIRN_ECANCELED)
-				bk_list_failed(b, r, NULL, &lerr);
-			else if (rc == 0)
-				b->lists_ok++;
-			goto done;
+		rc = bk_take(b, u);
+		if (u->kind == BK_U_GET) {
+			gets++;
+			get_ok += b->lists_failed == f0;
 		}
 	}
-	if (b->per_ns && r->namespaced) {
-		for (size_t i = 0; i < b->nns; i++) {
-			const char *ns = b->nslist[i];
-			int nc = c == 0 ? kube_key_cmp(ns, "", b->resume[2],
-			    "") : 1;
-
-			/* before the last stored item: stored (or observed) */
-			if (c == 0 && nc < 0 && !feeds_related(b, r))
-				continue;
-			lo.continue_token = NULL;
-			if (c == 0 && nc == 0 && b->resume_cont != NULL &&
-			    b->resume_cont[0] != '\0' && !feeds_related(b, r))
-				lo.continue_token = b->resume_cont;
-			rc = bk_list(b, &g, ns, &lo, &lerr);
-			if (b->cur_rc < 0 || rc == CAIRN_ECANCELED)
-				break;
-			if (rc < 0)
-				bk_list_failed(b, r, ns, &lerr);
-			else
-				b->lists_ok++;
-			rc = 0;
-		}
-		goto done;
-	}
-	/*
-	 * Go on in the original list's snapshot at the page of the last
-	 * stored item, unless the items before it must be seen for the
-	 * related sets.
-	 */
-	if (c == 0 && b->resume_cont != NULL && b->resume_cont[0] != '\0' &&
-	    !feeds_related(b, r))
-		lo.continue_token = b->resume_cont;
-	rc = bk_list(b, &g, NULL, &lo, &lerr);
-	if (rc < 0 && b->cur_rc == 0 && rc != CAIRN_ECANCELED)
-		bk_list_failed(b, r, NULL, &lerr);
-	else if (rc == 0)
+	/* the GETs of one resource count as one list */
+	if (rc == 0 && gets > 0 && get_ok == gets)
 		b->lists_ok++;
-done:
-	if (b->cur_rc < 0)
+	br->walked = 1;
+	if (rc < 0)
 		return cairn_err_copy(err, &b->cur_err);
-	if (rc == CAIRN_ECANCELED)
-		return cairn_err_set(err, rc, "stopped");
 	if (!b->observe_only) {
 		kube_stats(b->env->kube, &ks1);
 		bk_res_log(b, r, &ks0, &ks1);
 	}
-	/* the estimate gives way to what the resource gave */
-	if (!b->observe_only) {
-		b->total_items += b->res_items - est;
-		if (b->total_items < b->items_done)
-			b->total_items = b->items_done;
-	}
 	return 0;
+}
+
+/* Stop fetching what is queued for the resources still ahead. */
+static void
+bk_unqueue_rest(struct bk *b)
+{
+	kube_lists_free(b->lists);
+	b->lists = NULL;
 }
 
 static int
 bk_walk(struct bk *b, struct cairn_err *err)
 {
-	int has_resume = b->resume[1] != NULL;
-	int rc;
+	struct kube_lists_opts mo;
+	int rc, pass1 = 0;
 
 	for (size_t k = 0; k < b->spec->nordered; k++) {
 		size_t i = 0;
@@ -1897,26 +1884,32 @@ bk_walk(struct bk *b, struct cairn_err *err)
 			free(m);
 		}
 	}
-
+	memset(&mo, 0, sizeof mo);
+	mo.concurrency = b->env->list_concurrency;
+	mo.stop = b->env->stop;
+	rc = kube_lists_open(b->env->kube, &mo, &b->lists, err);
+	if (rc < 0)
+		return rc;
+	bk_queue_pass(b, 0);
 	for (size_t i = 0; i < b->nres; i++) {
-		const struct bk_res *br = &b->res[i];
-		int c = 1;
+		struct bk_res *br = &b->res[i];
 
-		if (has_resume) {
-			c = bspec_resource_cmp(br->pass, br->r->group,
-			    br->r->resource, b->resume_pass, b->resume[0],
-			    b->resume[1]);
-			/* before the checkpoint: rebuild related sets only */
-			if (c < 0 && !feeds_related(b, br->r))
-				continue;
+		if (br->pass == 1 && !pass1) {
+			pass1 = 1;	/* the related names are all known */
+			bk_queue_pass(b, 1);
 		}
-		rc = bk_walk_res(b, br, c, err);
-		if (rc < 0)
+		if (br->skip)
+			continue;
+		rc = bk_walk_res(b, br, err);
+		if (rc < 0) {
+			bk_unqueue_rest(b);
 			return rc;
+		}
 	}
 	if (b->empty.len > 0)
 		bk_event(b, "info", "listed, no items to back up: %s",
 		    buf_cstr(&b->empty));
+	bk_unqueue_rest(b);
 	return 0;
 }
 
@@ -2727,7 +2720,8 @@ bk_tarball(struct bk *b, struct cairn_err *err)
 	if (rc < 0)
 		return rc;
 	/* Deflate on a second thread: listing and compressing overlap. */
-	if (tarparts_start_thread(b->tp, 0, 0, 0, err) < 0) {
+	if (tarparts_start_thread(b->tp, 0, 0, b->env->compression_threads,
+	    err) < 0) {
 		log_warn("backup %s/%s: %s; compressing on this thread",
 		    b->ns, b->name, err->msg);
 		cairn_err_clear(err);
@@ -2772,6 +2766,8 @@ bk_storage_fail(struct bk *b, int rc, struct cairn_err *err)
 static void
 bk_free(struct bk *b)
 {
+	kube_lists_free(b->lists);
+	free(b->units);
 	tarparts_free(b->tp);
 	hooks_backup_free(b->hooks);
 	partsink_free(b->ps);
@@ -2926,7 +2922,6 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		rc = bk_fail(&b, reason, err);
 		goto out;
 	}
-	bk_estimate_total(&b);
 	bk_set_checkpoint(&b);
 	rc = bk_progress(&b, 1, err);
 	if (rc < 0)

@@ -37,6 +37,8 @@ struct engine_env {
 	const char *server_id;		/* claim.holder */
 	const char *namespace;		/* where Backups and BSLs live */
 	size_t part_size;		/* --part-size */
+	int list_concurrency;		/* --list-concurrency; 0: default */
+	int compression_threads;	/* --compression-threads; 0: default */
 	const atomic_int *stop;	/* non-zero: stop at the next item */
 	/*
 	 * Non-zero: stop after the next checkpoint (a clean shutdown's

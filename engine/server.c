@@ -909,6 +909,8 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	s.env.server_id = o->server_id;
 	s.env.namespace = o->namespace;
 	s.env.part_size = o->part_size;
+	s.env.list_concurrency = o->list_concurrency;
+	s.env.compression_threads = o->compression_threads;
 	s.env.stop = &s.hard;
 	s.env.drain = &s.drain;
 	s.env.may_write = server_may_write;

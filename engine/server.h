@@ -27,6 +27,8 @@ struct server_opts {
 	int restore_workers;		/* creates per restore tier; 0: default */
 	int64_t terminating_timeout_us;	/* restores: 0: default (10 min) */
 	size_t part_size;		/* tarball part size */
+	int list_concurrency;		/* backups' lists in flight; 0: 8 */
+	int compression_threads;	/* per tarball; 0: util_cpus() */
 	int64_t scan_period_us;		/* how often items are listed */
 	int64_t gc_period_us;		/* upkeep: expiry of Backups; 0: 1 h */
 	int64_t verify_period_us;	/* engine/verify.h's loop; 0: none */

@@ -464,15 +464,6 @@ int kube_list(struct kube *k, const struct kube_gvr *r, const char *ns,
 	const struct kube_list_opts *opts, kube_item_fn fn, void *arg,
 	struct kube_list_info *info, struct cairn_err *err);
 
-/*
- * How many items a list would give, from one limit=1 request: the page's
- * items plus its metadata.remainingItemCount. *out is a lower bound and
- * CAIRN_EUNSUPPORTED is returned when there are more and the server does
- * not count them (API servers leave the count out with a label
- * selector). ns NULL: all namespaces.
- */
-int kube_count(struct kube *k, const struct kube_gvr *r, const char *ns,
-	const char *label_selector, int64_t *out, struct cairn_err *err);
 
 /*
  * Item callback of kube_list_text(): item as for kube_item_fn (owned by
@@ -547,7 +538,7 @@ int kube_lists_add(struct kube_lists *m, const struct kube_gvr *r,
 /*
  * Queue the one object r/ns/name as a list of one item (none when it
  * does not exist); opts as for kube_lists_add() (selectors and paging
- * do not apply).
+ * do not apply); with KUBE_LISTS_COUNT it counts as 1 at once.
  */
 int kube_lists_add_get(struct kube_lists *m, const struct kube_gvr *r,
 	const char *ns, const char *name, const struct kube_list_opts *opts,

@@ -635,39 +635,3 @@ kube_list_text(struct kube *k, const struct kube_gvr *r, const char *ns,
 {
 	return list_run(k, r, ns, opts, NULL, fn, arg, info, err);
 }
-
-int
-kube_count(struct kube *k, const struct kube_gvr *r, const char *ns,
-    const char *label_selector, int64_t *out, struct cairn_err *err)
-{
-	struct kube_list_opts o;
-	struct buf q;
-	char *base;
-	cJSON *page = NULL;
-	int rc;
-
-	*out = 0;
-	memset(&o, 0, sizeof o);
-	o.label_selector = label_selector;
-	base = kube_path(r, ns, NULL, NULL);
-	buf_init(&q, 64u << 10);
-	rc = kube_list_query(&q, base, 1, &o, NULL, err);
-	if (rc == 0)
-		rc = kube_request(k, "GET", buf_cstr(&q), NULL, NULL, 0, 1,
-		    &page, err);
-	if (rc == 0) {
-		const cJSON *rem = json_get(page, "metadata.remainingItemCount");
-
-		*out = cJSON_GetArraySize(json_get(page, "items"));
-		if (cJSON_IsNumber(rem))
-			*out += (int64_t)rem->valuedouble;
-		else if (json_str(page, "metadata.continue") != NULL &&
-		    *json_str(page, "metadata.continue") != '\0')
-			rc = cairn_err_set(err, CAIRN_EUNSUPPORTED, "list %s: "
-			    "no remainingItemCount", base);
-	}
-	cJSON_Delete(page);
-	buf_free(&q);
-	free(base);
-	return rc;
-}

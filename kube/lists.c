@@ -802,6 +802,10 @@ unit_add(struct kube_lists *m, int kind, const struct kube_gvr *r,
 	    opts->continue_token[0] != '\0')
 		u->next = xstrdup(opts->continue_token);
 	pthread_mutex_lock(&m->mu);
+	if (kind == LU_GET && (flags & KUBE_LISTS_COUNT)) {
+		u->count = 1;		/* one object (unless it is gone) */
+		m->pending++;
+	}
 	if (m->nu == m->au) {
 		m->au = m->au ? 2 * m->au : 64;
 		m->u = xreallocarray(m->u, m->au, sizeof *m->u);
