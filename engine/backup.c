@@ -985,7 +985,7 @@ ordered_index(char *const *o, const struct kube_resource *r, const char *ns,
  * name): the filters, the related sets, the resume skip, the tarball.
  */
 static int
-bk_item(struct bk *b, cJSON *item, const char *text, size_t len)
+bk_item(struct bk *b, cJSON *item, const char *text, size_t len, int depth)
 {
 	const struct kube_resource *r = b->cur->r;
 	const cJSON *md = cJSON_GetObjectItemCaseSensitive(item, "metadata");
@@ -1015,7 +1015,7 @@ bk_item(struct bk *b, cJSON *item, const char *text, size_t len)
 			return 0;
 		b->skipping = 0;
 	}
-	if (json_depth(text, len) > CAIRN_JSON_MAX_DEPTH) {
+	if (depth > CAIRN_JSON_MAX_DEPTH) {
 		/* a restore could not read it: say so now (issue 18) */
 		char msg[1024];
 
@@ -1032,7 +1032,8 @@ bk_item(struct bk *b, cJSON *item, const char *text, size_t len)
 		struct cairn_err perr = CAIRN_ERR_INIT;
 		int prc;
 
-		rc = hooks_backup_pre(b->hooks, ns, name, text, len, &b->cur_err);
+		rc = hooks_backup_pre(b->hooks, item, ns, name, text, len,
+		    &b->cur_err);
 		if (rc == 0)
 			rc = write_item(b, r, text, len, ns, name, &b->cur_err);
 		prc = hooks_backup_post(b->hooks, rc == 0, &perr);
@@ -1052,7 +1053,14 @@ bk_item(struct bk *b, cJSON *item, const char *text, size_t len)
 static int
 list_cb(void *arg, cJSON *item, const char *text, size_t len)
 {
-	return bk_item(arg, item, text, len);
+	return bk_item(arg, item, text, len, 0);
+}
+
+/* An item the list's scan found nested too deep: recorded, not written. */
+static int
+too_deep_cb(void *arg, cJSON *item, int depth)
+{
+	return bk_item(arg, item, NULL, 0, depth);
 }
 
 static int
@@ -1532,6 +1540,7 @@ bk_list_opts(const struct bk *b, const struct bk_res *br,
 	lo->restart_on_gone = KUBE_GONE_RESUME;
 	lo->stop = b->env->stop;
 	lo->on_page = on_page;
+	lo->on_too_deep = too_deep_cb;
 }
 
 /*
@@ -1564,10 +1573,12 @@ bk_queue_ordered(struct bk *b, const struct bk_res *br, int *c)
 	const struct kube_resource *r = br->r;
 	struct kube_gvr g = kube_resource_gvr(r);
 	char *const *o = bspec_ordered(b->spec, r);
+	struct kube_list_opts lo;
 	int from = 0;
 
 	if (o == NULL || *c < 0)
 		return;
+	bk_list_opts(b, br, &lo);
 	if (*c == 0) {
 		from = ordered_index(o, r, b->resume[2], b->resume[3]) + 1;
 		if (from == 0)
@@ -1586,7 +1597,7 @@ bk_queue_ordered(struct bk *b, const struct bk_res *br, int *c)
 		snprintf(ns, sizeof ns, "%.*s", sl ? (int)(sl - o[i]) : 0,
 		    o[i]);
 		id = kube_lists_add_get(b->lists, &g, sl ? ns : NULL, sl ?
-		    sl + 1 : o[i], NULL, 0);
+		    sl + 1 : o[i], &lo, 0);
 		unit_push(b, id, BK_U_ORDERED, NULL, o[i]);
 	}
 }
@@ -1864,10 +1875,32 @@ bk_unqueue_rest(struct bk *b)
 	b->lists = NULL;
 }
 
+/*
+ * Queue the walk's requests (the related items of pass 1 come later),
+ * so the API server works from now on; the progress total then comes
+ * from their first pages (waiting at most BK_COUNT_WAIT_US for them).
+ */
+#define BK_COUNT_WAIT_US (2 * TIME_US_PER_SEC)
+static int
+bk_walk_queue(struct bk *b, struct cairn_err *err)
+{
+	struct kube_lists_opts mo;
+	int rc;
+
+	memset(&mo, 0, sizeof mo);
+	mo.concurrency = b->env->list_concurrency;
+	mo.stop = b->env->stop;
+	rc = kube_lists_open(b->env->kube, &mo, &b->lists, err);
+	if (rc < 0)
+		return cairn_err_prefix(err, "listing");
+	bk_queue_pass(b, 0);
+	kube_lists_wait_counted(b->lists, BK_COUNT_WAIT_US);
+	return 0;
+}
+
 static int
 bk_walk(struct bk *b, struct cairn_err *err)
 {
-	struct kube_lists_opts mo;
 	int rc, pass1 = 0;
 
 	for (size_t k = 0; k < b->spec->nordered; k++) {
@@ -1884,13 +1917,6 @@ bk_walk(struct bk *b, struct cairn_err *err)
 			free(m);
 		}
 	}
-	memset(&mo, 0, sizeof mo);
-	mo.concurrency = b->env->list_concurrency;
-	mo.stop = b->env->stop;
-	rc = kube_lists_open(b->env->kube, &mo, &b->lists, err);
-	if (rc < 0)
-		return rc;
-	bk_queue_pass(b, 0);
 	for (size_t i = 0; i < b->nres; i++) {
 		struct bk_res *br = &b->res[i];
 
@@ -2923,6 +2949,11 @@ backup_run(const struct engine_env *env, const cJSON *obj,
 		goto out;
 	}
 	bk_set_checkpoint(&b);
+	if (!b.tar_done) {
+		rc = bk_walk_queue(&b, err);
+		if (rc < 0)
+			goto out;
+	}
 	rc = bk_progress(&b, 1, err);
 	if (rc < 0)
 		goto out;

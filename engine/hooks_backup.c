@@ -396,8 +396,8 @@ mounts_claims(const cJSON *pod)
 }
 
 int
-hooks_backup_pre(struct hooks_backup *h, const char *ns, const char *name,
-	const char *text, size_t len, struct cairn_err *err)
+hooks_backup_pre(struct hooks_backup *h, const cJSON *meta, const char *ns,
+	const char *name, const char *text, size_t len, struct cairn_err *err)
 {
 	struct hook_list pre = { 0 }, post = { 0 };
 	cJSON *warns = cJSON_CreateArray(), *w;
@@ -411,18 +411,17 @@ hooks_backup_pre(struct hooks_backup *h, const char *ns, const char *name,
 	h->cur_pod = NULL;
 	if (h->fenced)
 		return cairn_err_set(err, CAIRN_EFENCED, "ownership lost");
-	h->cur_pod = json_parse(text, len, NULL);
-	if (h->cur_pod == NULL) {
-		cJSON_Delete(warns);
-		return 0;
-	}
-	hook_list_for_pod(h->spec, h->cur_pod, ns, HOOK_PRE, &pre, warns);
-	hook_list_for_pod(h->spec, h->cur_pod, ns, HOOK_POST, &post, warns);
+	/* annotations and labels decide: most pods have no hooks */
+	hook_list_for_pod(h->spec, meta, ns, HOOK_PRE, &pre, warns);
+	hook_list_for_pod(h->spec, meta, ns, HOOK_POST, &post, warns);
 	cJSON_ArrayForEach(w, warns)
 		if (h->env.record != NULL)
 			h->env.record(h->env.arg, 0, w->valuestring);
 	cJSON_Delete(warns);
 	if (pre.n == 0 && post.n == 0)
+		goto none;
+	h->cur_pod = json_parse(text, len, NULL);	/* phase, containers */
+	if (h->cur_pod == NULL)
 		goto none;
 	phase = json_str_or(h->cur_pod, "status.phase", "");
 	if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) {

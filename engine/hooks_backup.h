@@ -96,12 +96,16 @@ int hooks_backup_recover(struct hooks_backup *h, struct cairn_err *err);
 
 /*
  * Before pod ns/name's item (text/len: the pod as listed) is written.
+ * meta: a tree of the pod holding at least metadata.name, .labels and
+ * .annotations (the list's parse), which decide whether hooks apply:
+ * only a pod that has some is parsed whole (borrowed for the call).
  * 0: write it. < 0: do not (CAIRN_EFAIL: a Fail hook failed, the
  * message names it; CAIRN_EFENCED; CAIRN_ECANCELED). Either way call
  * hooks_backup_post() next.
  */
-int hooks_backup_pre(struct hooks_backup *h, const char *ns, const char *name,
-	const char *text, size_t len, struct cairn_err *err);
+int hooks_backup_pre(struct hooks_backup *h, const cJSON *meta,
+	const char *ns, const char *name, const char *text, size_t len,
+	struct cairn_err *err);
 /*
  * After the pod's item (item_ok: it was written). Runs its post hooks
  * now, or leaves it frozen for the volume step. 0 or CAIRN_EFAIL (a Fail

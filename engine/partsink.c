@@ -147,6 +147,7 @@ ps_end(void *arg, int part, uint64_t bytes, uint64_t entries,
 	memset(&p, 0, sizeof p);
 	rc = store_src_fd(&src, fileno(ps->spool), 0, (int64_t)ps->spool_len,
 	    err);
+	src.sha256 = ps->sha256;	/* the store need not hash it again */
 	if (rc == 0)
 		rc = store_mpu_put_part(ps->s, ps->key, ps->upload_id, part,
 		    &src, p.etag, NULL, err);

@@ -6,7 +6,8 @@
  *     -> partsink: the part's bytes spooled to an unlinked temporary file
  *     -> fence(): the owner may still write (Lease, claim)
  *     -> store_mpu_put_part() of the spool as part N of the upload
- *        (its SHA-256 taken on the way into the spool: partsink_sha256())
+ *        (its SHA-256 taken on the way into the spool: partsink_sha256(),
+ *        and handed to the store with it, so no store hashes it again)
  *     -> stored(): the owner's checkpoint (journal first, then status)
  *
  * partsink_sink() gives the struct tarparts_sink that tarparts_open()

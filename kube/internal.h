@@ -195,6 +195,7 @@ struct jsplit {
 	int esc;		/* after a backslash in a string */
 	int active;		/* collecting a value */
 	int ws;			/* whitespace between tokens in cur */
+	int maxdepth;		/* deepest bracket nesting in cur */
 };
 void jsplit_init(struct jsplit *s, size_t cap);
 void jsplit_reset(struct jsplit *s);
@@ -254,11 +255,13 @@ int kube_list_query(struct buf *q, const char *base, int limit,
 char *kube_list_gone_token(const struct buf *reply);
 
 /*
- * struct lst: what kube_list()/kube_list_text() do with the bytes of a
- * list's pages, for any fetcher: split the items out (stream.c), parse
- * what the caller asked for, skip by key after a rewind or a 410, fill
- * apiVersion/kind, call fn (or tfn with the text). r, o (its
- * parse_only) and info are borrowed for its life; info is zeroed here.
+ * struct lst: what kube_list()/kube_list_text() do with a list's items,
+ * for any fetcher: parse what the caller asked for, skip by key after a
+ * rewind or a 410, fill apiVersion/kind, call fn (or tfn with the text).
+ * The caller's thread streams a page through it (list.c: lsplit); the
+ * fetchers of lists.c split pages themselves and hand items over as
+ * records. r, o (its parse_only, on_too_deep) and info are borrowed for
+ * its life; info is zeroed here.
  */
 struct lst;
 struct lst *lst_new(struct kube *k, const struct kube_gvr *r,
@@ -272,16 +275,17 @@ void lst_page_begin(struct lst *l);
 void lst_page_rewind(struct lst *l);
 /* The list goes on after a 410: items up to the last delivered are skipped. */
 void lst_skip_delivered(struct lst *l);
-/* Bytes of the page; the callback's non-zero return or a parse error. */
-int lst_feed(struct lst *l, const char *p, size_t n);
-/* One whole object (a GET's reply) as an item of the list. */
-int lst_item(struct lst *l, const char *text, size_t len);
 /*
- * The page is complete: its envelope is parsed (info's resourceVersion,
- * pages) and *next gets its continue token (owned; NULL on the last
- * page). base names the list in errors.
+ * One item split out by a fetcher: its text (NUL after len), whether it
+ * had whitespace between tokens and how deep it nests (jsplit's ws,
+ * maxdepth). The callback's non-zero return or a parse error.
  */
-int lst_page_end(struct lst *l, const char *base, char **next);
+int lst_record(struct lst *l, const char *text, size_t len, int ws,
+	int depth);
+/* The page's list apiVersion and kind, as its envelope gave them. */
+void lst_page_env(struct lst *l, const char *api_version, const char *kind);
+/* The page is complete: its resourceVersion into info, pages counted. */
+void lst_page_done(struct lst *l, const char *resource_version);
 
 /* ---- lists.c ---- */
 

@@ -421,11 +421,11 @@ struct kube_list_opts {
 	 */
 	int (*on_page)(void *arg, const char *cont);
 	/*
-	 * Fetch the next page on a second thread while the callback works
-	 * through this one, so the API server's time and the caller's
-	 * overlap (a backup's list: parse, tar, deflate). Costs one page of
-	 * memory (pages over 4 MiB are streamed one by one as without it).
-	 * on_page is then called before each page's items are delivered.
+	 * Fetch pages ahead on another thread while the callback works
+	 * through this one (kube/lists.c, within its memory bounds), so the
+	 * API server's time and the caller's overlap. on_page is then
+	 * called before each page's items are delivered. Not with
+	 * KUBE_GONE_RESTART (that list is streamed as without it).
 	 */
 	int prefetch;
 	/*
@@ -439,6 +439,16 @@ struct kube_list_opts {
 	 * NULL: whole items.
 	 */
 	const char *const *parse_only;
+	/*
+	 * Items nested deeper than CAIRN_JSON_MAX_DEPTH (what json_parse()
+	 * and restores refuse) are not given to the item callback when this
+	 * is set: it gets the item's tree (as parse_only has it) and depth
+	 * instead; a non-zero return stops the list. NULL: such items are
+	 * delivered as any other (kube_list_text) or refused by the parse
+	 * (kube_list). The depth comes from the scan that splits the page,
+	 * so no item is scanned again for it.
+	 */
+	int (*on_too_deep)(void *arg, cJSON *item, int depth);
 };
 
 struct kube_list_info {
@@ -554,11 +564,18 @@ int kube_lists_take(struct kube_lists *m, int id, kube_item_text_fn fn,
 void kube_lists_skip(struct kube_lists *m, int id);
 /*
  * Items the KUBE_LISTS_COUNT lists not yet taken will give, as far as
- * their first pages said (a page's items plus remainingItemCount; a list
- * whose first page is also its last, or that the server does not count,
- * adds nothing until it is taken). Grows as first pages arrive.
+ * their first pages said (the page's items plus remainingItemCount; a
+ * list the server does not count, under a label selector, adds
+ * nothing). Grows as first pages arrive.
  */
 int64_t kube_lists_pending(struct kube_lists *m);
+/*
+ * Wait (at most timeout_us) until the first page of every
+ * KUBE_LISTS_COUNT list queued so far is in (so kube_lists_pending() is
+ * the whole count), or no more can come before the caller takes some
+ * (the bytes ahead are at their bound).
+ */
+void kube_lists_wait_counted(struct kube_lists *m, int64_t timeout_us);
 /* Stop the fetchers and free everything. NULL is fine. */
 void kube_lists_free(struct kube_lists *m);
 

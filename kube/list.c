@@ -78,6 +78,7 @@ struct lst {
 	struct buf text;		/* item text, apiVersion/kind added */
 	struct kube_list_info *info;
 	struct cairn_err *err;
+	int (*on_too_deep)(void *arg, cJSON *item, int depth);
 	char *gv;			/* "group/version" of the request */
 	char *disc_kind;		/* kind from discovery, lazily */
 	int disc_tried;
@@ -265,6 +266,12 @@ on_item(void *arg, const char *text, size_t len)
 			cJSON_AddStringToObject(item, "kind", kind);
 	}
 	l->info->items++;
+	if (l->on_too_deep != NULL && l->ls.item.maxdepth >
+	    CAIRN_JSON_MAX_DEPTH) {
+		rc = l->on_too_deep(l->arg, item, l->ls.item.maxdepth);
+		cJSON_Delete(item);
+		return rc;
+	}
 	if (l->tfn != NULL)
 		return deliver_text(l, item, text, len, av, kind);
 	rc = l->fn(l->arg, item);
@@ -396,6 +403,7 @@ lst_new(struct kube *k, const struct kube_gvr *r,
 	l->arg = arg;
 	l->info = info;
 	l->err = err;
+	l->on_too_deep = o->on_too_deep;
 	memset(info, 0, sizeof *info);
 	l->gv = r->group && *r->group ? xasprintf("%s/%s", r->group,
 	    r->version) : xstrdup(r->version);
@@ -452,48 +460,45 @@ lst_skip_delivered(struct lst *l)
 }
 
 int
-lst_feed(struct lst *l, const char *p, size_t n)
+lst_record(struct lst *l, const char *text, size_t len, int ws, int depth)
 {
-	return lsplit_feed(&l->ls, p, n, on_item, l);
-}
-
-int
-lst_item(struct lst *l, const char *text, size_t len)
-{
-	l->page_seen = 0;
-	l->ls.api_version[0] = l->ls.kind[0] = '\0';
-	l->ls.item.ws = 0;
-	for (size_t i = 0; i < len; i++) {
-		/* text printed from the tree when it is not compact */
-		if (text[i] == '"') {
-			const char *q = json_string_end(text + i + 1, text +
-			    len, NULL);
-
-			if (q == NULL)
-				break;
-			i = (size_t)(q - text);
-		} else if (text[i] == ' ' || text[i] == '\n' ||
-		    text[i] == '\r' || text[i] == '\t') {
-			l->ls.item.ws = 1;
-			break;
-		}
-	}
+	l->ls.item.ws = ws;
+	l->ls.item.maxdepth = depth;
 	return on_item(l, text, len);
 }
 
-int
-lst_page_end(struct lst *l, const char *base, char **next)
+void
+lst_page_env(struct lst *l, const char *api_version, const char *kind)
+{
+	snprintf(l->ls.api_version, sizeof l->ls.api_version, "%s",
+	    api_version);
+	snprintf(l->ls.kind, sizeof l->ls.kind, "%s", kind);
+}
+
+void
+lst_page_done(struct lst *l, const char *resource_version)
+{
+	l->info->pages++;
+	snprintf(l->info->resource_version, sizeof l->info->resource_version,
+	    "%s", resource_version);
+}
+
+/*
+ * The streamed page is complete: its envelope parsed (info's
+ * resourceVersion, pages) and *next its continue token (owned; NULL on
+ * the last page).
+ */
+static int
+page_end(struct lst *l, const char *base, char **next)
 {
 	cJSON *env;
 	const char *c;
 
 	*next = NULL;
-	l->info->pages++;
 	env = lsplit_finish(&l->ls, l->err);
 	if (env == NULL)
 		return cairn_err_prefix(l->err, "list %s", base);
-	snprintf(l->info->resource_version, sizeof l->info->resource_version,
-	    "%s", json_str_or(env, "metadata.resourceVersion", ""));
+	lst_page_done(l, json_str_or(env, "metadata.resourceVersion", ""));
 	c = json_str(env, "metadata.continue");
 	if (c != NULL && *c != '\0')
 		*next = xstrdup(c);
@@ -547,7 +552,7 @@ list_stream(struct lst *l, struct kube *k, const char *base, int limit,
 		}
 		if (rc != 0)
 			break;
-		rc = lst_page_end(l, base, &next);
+		rc = page_end(l, base, &next);
 		if (rc != 0)
 			break;
 		free(cont);
@@ -610,7 +615,8 @@ list_run(struct kube *k, const struct kube_gvr *r, const char *ns,
 		return cairn_err_set(err, CAIRN_EINVAL,
 		    "list: version and resource are required");
 	limit = o.limit == 0 ? LIST_DEFAULT_LIMIT : o.limit;
-	if (o.prefetch && limit > 0)
+	/* kube/lists.c goes on after a 410, it does not start over */
+	if (o.prefetch && limit > 0 && o.restart_on_gone != KUBE_GONE_RESTART)
 		return list_prefetched(k, r, ns, &o, fn, tfn, arg, info, err);
 	l = lst_new(k, r, &o, fn, tfn, arg, info, err);
 	base = kube_path(r, ns, NULL, NULL);

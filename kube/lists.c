@@ -12,13 +12,22 @@
  * earliest list that needs a page; the caller reads them in order, so
  * what it sees (and writes) is the same at any concurrency.
  *
- * Pages and chunks. A fetcher streams a page into chunks (LISTS_CHUNK
- * bytes) published to the page as they fill; the caller takes chunks as
- * they come (a page is read while it arrives, so even a very large page
- * passes through once, in bounded memory). A chunk lives in memory while
- * the chunks in memory stay under mem_max, else in the page's spool, an
- * unlinked temporary file read back with pread(). Bounds, all under the
- * one mutex:
+ * Pages, items and chunks. A fetcher splits the page it streams into
+ * items as it arrives (stream.c's lsplit: the one scan of the text,
+ * which also notes whitespace and nesting depth) and packs them as
+ * records, {length, whitespace, depth, text, NUL}, into chunks of about
+ * LISTS_CHUNK bytes published to the page as they fill; the caller takes
+ * chunks as they come and hands each record to struct lst (list.c),
+ * which parses what its caller asked for. So the caller's thread does
+ * not scan the bytes (the fetchers do, in parallel), a page is read
+ * while it arrives (even a very large page passes through once, in
+ * bounded memory), and the fetcher knows, from the page's envelope,
+ * the next continue token, the resourceVersion and how many items the
+ * list holds (this page's plus remainingItemCount: progress totals come
+ * from the first pages, kube_lists_pending()). A chunk lives in memory
+ * while the chunks in memory stay under mem_max, else in the page's
+ * spool, an unlinked temporary file read back with pread(). Bounds, all
+ * under the one mutex:
  *  - a list after the one being taken (the head) starts no page while
  *    `ahead` (bytes published, not taken, of every list) is over
  *    ahead_max;
@@ -27,23 +36,15 @@
  *    and disk stay bounded whatever one page holds;
  *  - the head's fetcher waits while more than half of mem_max of its own
  *    bytes are waiting for the caller (backpressure, as a streamed list).
- * So memory is at most mem_max of chunks plus a staging chunk per
- * fetcher, and disk at most ahead_max plus the pages in flight.
- *
- * The next page. A list's pages are sequential (each continue token
- * comes with the page before), so the fetcher must read the token from
- * the page it fetched, without parsing the items (the caller does that,
- * once): built-in lists put "metadata" before "items" (struct order), so
- * the first LISTS_EDGE bytes hold it; custom resource lists (Go maps,
- * sorted keys) put it last, so it is read backwards from the last
- * LISTS_EDGE bytes. When neither works the list waits until the caller
- * parsed the page's envelope (wait_tok). Either way the caller checks
- * the envelope's token against the one the fetcher used.
+ * So memory is at most mem_max of chunks plus, per fetcher, a chunk
+ * being filled and the item being split, and disk at most ahead_max plus
+ * the pages in flight.
  *
  * Errors and restarts. A page whose fetch breaks is sent again by
- * kube_call_do(): its chunks not yet taken are dropped and its `gen`
- * bumped; the caller, seeing a new gen, starts the page over and skips
- * by key what it had delivered (lst_page_rewind). A 410 on a later page
+ * kube_call_do(): its chunks not yet taken are dropped, the split starts
+ * over and the page's `gen` is bumped; the caller, seeing a new gen,
+ * starts the page over and skips by key what it had delivered
+ * (lst_page_rewind). A 410 on a later page
  * (KUBE_GONE_RESUME) goes on at the Status's inconsistent token or the
  * first page, the page marked after_gone so the caller skips by key. Any
  * other failure ends the list with that error, delivered to the caller
@@ -72,7 +73,7 @@
 #include "base/timeutil.h"
 
 #define LISTS_CHUNK (256u << 10)	/* bytes published at once */
-#define LISTS_EDGE (64u << 10)		/* page head and tail kept for the token */
+#define LISTS_REC_HDR 8			/* u32 length, u16 depth, u8 ws, pad */
 #define LISTS_MAX_GONE 3		/* 410s in a row before giving up */
 #define LISTS_CONCURRENCY_MAX 64
 
@@ -87,8 +88,9 @@ struct lchunk {
 struct lpage {
 	struct lpage *next;
 	char *tok;			/* token that fetches it; NULL: first */
-	char *next_tok;			/* what the fetcher took as the next */
-	int next_known;			/* ... it read one (or saw none) */
+	char api_version[128];		/* the list's, before its items */
+	char kind[128];
+	char rv[64];			/* its resourceVersion, once complete */
 	int after_gone;			/* after a 410: skip by key */
 	unsigned gen;			/* the current attempt */
 	struct lchunk *first, *last;	/* published, not taken */
@@ -115,7 +117,6 @@ struct lunit {
 	int fetched;			/* a page was fetched */
 	int busy;			/* a fetcher works on it */
 	int done;			/* no more pages to fetch */
-	int wait_tok;			/* next token from the caller */
 	int defer;			/* fetch only as the head */
 	int dropped;			/* not wanted any more */
 	int rc;				/* how fetching ended; 0 fine */
@@ -143,6 +144,7 @@ struct kube_lists {
 	int64_t pending;		/* counts of KUBE_LISTS_COUNT units */
 	atomic_int quit;
 	char *rbuf;			/* the caller's, for spooled chunks */
+	size_t rcap;
 };
 
 /* ---- units, pages, chunks (under mu) ---- */
@@ -178,7 +180,6 @@ page_free(struct kube_lists *m, struct lunit *u, struct lpage *p)
 	if (p->fd >= 0)
 		close(p->fd);
 	free(p->tok);
-	free(p->next_tok);
 	free(p);
 }
 
@@ -232,7 +233,7 @@ pick(struct kube_lists *m)
 	for (i = m->scan > m->head ? m->scan : m->head; i < m->nu; i++) {
 		struct lunit *u = m->u[i];
 
-		if (u == NULL || u->busy || u->done || u->wait_tok)
+		if (u == NULL || u->busy || u->done)
 			continue;
 		if (i == m->head)
 			return u;
@@ -251,13 +252,11 @@ struct fetch {
 	struct lunit *u;
 	struct lpage *p;
 	unsigned gen;			/* of the attempt being streamed */
-	char *stage;			/* LISTS_CHUNK bytes being filled */
-	size_t slen;
+	struct lsplit ls;		/* a list page into items */
+	struct jsplit js;		/* a GET's object */
+	struct buf stage;		/* records of the chunk being filled */
 	uint64_t page_bytes;		/* of this attempt */
-	char head[LISTS_EDGE];		/* the page's first bytes */
-	size_t nhead;
-	char tail[2 * LISTS_EDGE];	/* its last bytes */
-	size_t ntail;
+	int64_t items;			/* ... split out */
 	struct buf q;			/* the request's path and query */
 	int deferred;			/* publish() gave the page up */
 };
@@ -318,10 +317,10 @@ publish(struct fetch *f)
 	struct lchunk *c;
 	int in_mem, rc = 0;
 
-	if (f->slen == 0)
+	if (f->stage.len == 0)
 		return 0;
 	c = xcalloc(1, sizeof *c);
-	c->len = f->slen;
+	c->len = f->stage.len;
 	c->gen = f->gen;
 	pthread_mutex_lock(&m->mu);
 	in_mem = m->mem + c->len <= m->o.mem_max;
@@ -336,12 +335,12 @@ publish(struct fetch *f)
 	pthread_mutex_unlock(&m->mu);
 	if (rc == 0 && in_mem) {
 		c->mem = xmalloc(c->len);
-		memcpy(c->mem, f->stage, c->len);
-	} else if (rc == 0 && pwrite_all(f->p->fd, f->stage, c->len,
+		memcpy(c->mem, f->stage.data, c->len);
+	} else if (rc == 0 && pwrite_all(f->p->fd, f->stage.data, c->len,
 	    c->off) < 0) {
 		rc = CAIRN_EIO;
 	}
-	f->slen = 0;
+	buf_reset(&f->stage);
 	pthread_mutex_lock(&m->mu);
 	if (rc < 0 || m->quit || u->dropped) {
 		if (in_mem)
@@ -381,44 +380,57 @@ publish(struct fetch *f)
 	return rc;
 }
 
+/* An item split out of the page: a record of the chunk being filled. */
+static int
+fetch_item(void *arg, const char *text, size_t len)
+{
+	struct fetch *f = arg;
+	const struct jsplit *js = f->u->kind == LU_GET ? &f->js : &f->ls.item;
+	unsigned char hdr[LISTS_REC_HDR];
+	uint32_t n = (uint32_t)len;
+	uint16_t depth = js->maxdepth > 65535 ? 65535 : (uint16_t)js->maxdepth;
+	static const char zeros[8];
+
+	if (f->items++ == 0 && f->u->kind == LU_LIST) {
+		/* the caller reads these before the first record */
+		snprintf(f->p->api_version, sizeof f->p->api_version, "%s",
+		    f->ls.api_version);
+		snprintf(f->p->kind, sizeof f->p->kind, "%s", f->ls.kind);
+	}
+	memcpy(hdr, &n, 4);
+	memcpy(hdr + 4, &depth, 2);
+	hdr[6] = (unsigned char)(js->ws != 0);
+	hdr[7] = 0;
+	if (buf_append(&f->stage, hdr, sizeof hdr) < 0 ||
+	    buf_append(&f->stage, text, len) < 0 ||
+	    buf_append(&f->stage, zeros, 8 - (len & 7)) < 0)
+		return CAIRN_ETOOBIG;
+	if (f->stage.len >= LISTS_CHUNK)
+		return publish(f);
+	return 0;
+}
+
 static int
 fetch_sink(void *arg, const char *p, size_t n)
 {
 	struct fetch *f = arg;
 
-	if (f->nhead < LISTS_EDGE) {
-		size_t k = n < LISTS_EDGE - f->nhead ? n : LISTS_EDGE - f->nhead;
-
-		memcpy(f->head + f->nhead, p, k);
-		f->nhead += k;
-	}
-	if (n >= LISTS_EDGE) {
-		memcpy(f->tail, p + n - LISTS_EDGE, LISTS_EDGE);
-		f->ntail = LISTS_EDGE;
-	} else {
-		if (f->ntail + n > sizeof f->tail) {
-			memmove(f->tail, f->tail + f->ntail - (LISTS_EDGE - n),
-			    LISTS_EDGE - n);
-			f->ntail = LISTS_EDGE - n;
-		}
-		memcpy(f->tail + f->ntail, p, n);
-		f->ntail += n;
-	}
 	f->page_bytes += n;
-	while (n > 0) {
-		size_t k = LISTS_CHUNK - f->slen;
-		int rc;
+	if (f->u->kind == LU_GET)
+		return jsplit_feed(&f->js, p, n, fetch_item, f);
+	return lsplit_feed(&f->ls, p, n, fetch_item, f);
+}
 
-		if (k > n)
-			k = n;
-		memcpy(f->stage + f->slen, p, k);
-		f->slen += k;
-		p += k;
-		n -= k;
-		if (f->slen == LISTS_CHUNK && (rc = publish(f)) < 0)
-			return rc;
-	}
-	return 0;
+/* Start an attempt at the page: nothing split, nothing staged. */
+static void
+fetch_reset(struct fetch *f)
+{
+	lsplit_reset(&f->ls);
+	jsplit_reset(&f->js);
+	buf_reset(&f->stage);
+	f->page_bytes = 0;
+	f->items = 0;
+	f->deferred = 0;
 }
 
 /* The fetch starts over (a retry): what it published is void. */
@@ -433,113 +445,7 @@ fetch_rewind(void *arg)
 	f->gen = ++f->p->gen;
 	pthread_cond_broadcast(&m->data);
 	pthread_mutex_unlock(&m->mu);
-	f->slen = 0;
-	f->nhead = f->ntail = 0;
-	f->page_bytes = 0;
-	return 0;
-}
-
-/*
- * The value of the last member of the object whose text ends at end
- * (nothing but whitespace after its closing brace), read backwards, if
- * that member is "metadata" and begins after start: its text in
- * [*vb, *ve). Strings are told apart by their quotes (an unescaped
- * quote: an even number of backslashes before it), so brackets inside
- * them do not count.
- */
-static int
-tail_metadata(const char *start, const char *end, const char **vb,
-    const char **ve)
-{
-	const char *p = end;
-	int depth = 0;
-
-	while (p > start && (p[-1] == ' ' || p[-1] == '\n' || p[-1] == '\r' ||
-	    p[-1] == '\t'))
-		p--;
-	if (p == start || p[-1] != '}')
-		return -1;
-	p--;
-	while (p > start && (p[-1] == ' ' || p[-1] == '\n' || p[-1] == '\r' ||
-	    p[-1] == '\t'))
-		p--;
-	if (p == start || p[-1] != '}')
-		return -1;	/* metadata is an object */
-	*ve = p;
-	while (p > start) {
-		char c = *--p;
-
-		if (c == '"') {		/* a string's closing quote: to its start */
-			for (;;) {
-				const char *b;
-
-				if (p == start)
-					return -1;
-				p--;
-				if (*p != '"')
-					continue;
-				for (b = p; b > start && b[-1] == '\\'; b--)
-					;
-				if (b == start)
-					return -1;	/* cannot tell */
-				if (((p - b) & 1) == 0)
-					break;
-			}
-		} else if (c == '}' || c == ']') {
-			depth++;
-		} else if (c == '{' || c == '[') {
-			if (--depth == 0)
-				break;
-		}
-	}
-	if (depth != 0)
-		return -1;
-	*vb = p;
-	while (p > start && (p[-1] == ' ' || p[-1] == '\n' || p[-1] == '\r' ||
-	    p[-1] == '\t'))
-		p--;
-	if (p == start || p[-1] != ':')
-		return -1;
-	p--;
-	while (p > start && (p[-1] == ' ' || p[-1] == '\n' || p[-1] == '\r' ||
-	    p[-1] == '\t'))
-		p--;
-	/* a member's key follows '{' or ',' (and whitespace) */
-	if (p - start < 11 || memcmp(p - 10, "\"metadata\"", 10) != 0 ||
-	    strchr("{, \n\r\t", p[-11]) == NULL)
-		return -1;
-	return 0;
-}
-
-/*
- * The page's list metadata from its first or last bytes: the next token
- * (*next, owned, NULL on the last page) and remainingItemCount (*remain,
- * -1 none). 0 when found, -1 when the caller must say.
- */
-static int
-page_meta(struct fetch *f, char **next, int64_t *remain)
-{
-	cJSON *md = NULL;
-	const char *vb, *ve, *t;
-	const cJSON *rem;
-
-	*next = NULL;
-	*remain = -1;
-	md = json_parse_member(f->head, f->nhead, "metadata", NULL);
-	if (md == NULL && f->ntail > 0 && tail_metadata(f->tail, f->tail +
-	    f->ntail, &vb, &ve) == 0)
-		md = json_parse(vb, (size_t)(ve - vb), NULL);
-	if (!cJSON_IsObject(md)) {
-		cJSON_Delete(md);
-		return -1;
-	}
-	t = json_str(md, "continue");
-	if (t != NULL && *t != '\0')
-		*next = xstrdup(t);
-	rem = cJSON_GetObjectItemCaseSensitive(md, "remainingItemCount");
-	if (cJSON_IsNumber(rem) && rem->valuedouble >= 0)
-		*remain = (int64_t)rem->valuedouble;
-	cJSON_Delete(md);
+	fetch_reset(f);
 	return 0;
 }
 
@@ -555,13 +461,41 @@ unit_end(struct lunit *u, int rc, const struct cairn_err *err)
 	}
 }
 
+/*
+ * A list page was fetched whole: its envelope (mu not held). 0 with
+ * *next (owned, NULL on the last page), *remain (-1 unknown) and the
+ * page's rv set, or CAIRN_EPROTO with err.
+ */
+static int
+page_envelope(struct fetch *f, char **next, int64_t *remain,
+    struct cairn_err *err)
+{
+	cJSON *env = lsplit_finish(&f->ls, err);
+	const cJSON *rem;
+	const char *c;
+
+	*next = NULL;
+	*remain = -1;
+	if (env == NULL)
+		return cairn_err_prefix(err, "list %s", f->u->base);
+	c = json_str(env, "metadata.continue");
+	if (c != NULL && *c != '\0')
+		*next = xstrdup(c);
+	rem = json_get(env, "metadata.remainingItemCount");
+	if (cJSON_IsNumber(rem) && rem->valuedouble >= 0)
+		*remain = (int64_t)rem->valuedouble;
+	snprintf(f->p->rv, sizeof f->p->rv, "%s", json_str_or(env,
+	    "metadata.resourceVersion", ""));
+	cJSON_Delete(env);
+	return 0;
+}
+
 /* A page was fetched whole (mu held): where the list goes on. */
 static void
-page_fetched(struct kube_lists *m, struct fetch *f)
+page_fetched(struct kube_lists *m, struct fetch *f, char *next,
+    int64_t remain)
 {
 	struct lunit *u = f->u;
-	char *next = NULL;
-	int64_t remain = -1;
 
 	f->p->complete = 1;
 	u->gone_streak = 0;
@@ -569,14 +503,9 @@ page_fetched(struct kube_lists *m, struct fetch *f)
 		unit_end(u, 0, NULL);
 		return;
 	}
-	if (page_meta(f, &next, &remain) < 0) {
-		u->wait_tok = 1;	/* the caller reads the envelope */
-		return;
-	}
-	f->p->next_known = 1;
-	f->p->next_tok = next != NULL ? xstrdup(next) : NULL;
-	if (!u->fetched && f->p->tok == NULL && remain >= 0 && next != NULL) {
-		u->count = (int64_t)u->limit + remain;
+	/* what the list holds, from its first page */
+	if (!u->fetched && f->p->tok == NULL && (next == NULL || remain >= 0)) {
+		u->count = f->items + (next != NULL ? remain : 0);
 		if ((u->flags & KUBE_LISTS_COUNT) && !u->taking)
 			m->pending += u->count;
 	}
@@ -597,7 +526,8 @@ fetch_page(struct kube_lists *m, struct fetch *f, struct lunit *u)
 	struct cairn_err err = CAIRN_ERR_INIT;
 	struct kube_call c;
 	struct lpage *p = xcalloc(1, sizeof *p);
-	char *gone = NULL;
+	char *gone = NULL, *next = NULL;
+	int64_t remain = -1;
 	int rc;
 
 	p->fd = -1;
@@ -612,9 +542,7 @@ fetch_page(struct kube_lists *m, struct fetch *f, struct lunit *u)
 	f->p = p;
 again:
 	f->gen = p->gen;
-	f->slen = f->nhead = f->ntail = 0;
-	f->page_bytes = 0;
-	f->deferred = 0;
+	fetch_reset(f);
 	rc = 0;
 	if (u->kind == LU_LIST)
 		rc = kube_list_query(&f->q, u->base, u->limit, &u->o, p->tok,
@@ -635,6 +563,11 @@ again:
 		c.rewind = fetch_rewind;
 		c.sink_arg = f;
 		rc = kube_call_do(m->k, &c, &err);
+		if (rc == 0 && u->kind == LU_LIST)
+			rc = page_envelope(f, &next, &remain, &err);
+		else if (rc == 0 && f->js.active)
+			rc = cairn_err_set(&err, CAIRN_EPROTO, "%s: the reply "
+			    "ends inside its object", u->base);
 		if (rc == 0)
 			rc = publish(f);
 		if (rc == CAIRN_EGONE && u->kind == LU_LIST)
@@ -642,8 +575,11 @@ again:
 		kube_call_done(&c);
 	}
 	pthread_mutex_lock(&m->mu);
+	if (rc != 0)
+		FREE_NULL(next);
 	if (m->quit || u->dropped) {
 		free(gone);
+		free(next);
 		u->busy = 0;
 		unit_end(u, CAIRN_ECANCELED, NULL);
 		if (u->dropped)		/* retired meanwhile: ours to free */
@@ -652,7 +588,7 @@ again:
 		return;
 	}
 	if (rc == 0) {
-		page_fetched(m, f);
+		page_fetched(m, f, next, remain);
 	} else if (rc == CAIRN_EGONE && u->kind == LU_LIST && p->tok != NULL &&
 	    u->o.restart_on_gone == KUBE_GONE_RESUME &&
 	    u->gone_streak < LISTS_MAX_GONE) {
@@ -711,7 +647,9 @@ fetch_main(void *arg)
 
 	memset(&f, 0, sizeof f);
 	f.m = m;
-	f.stage = xmalloc(LISTS_CHUNK);
+	lsplit_init(&f.ls, CAIRN_CAP_API_BODY);
+	jsplit_init(&f.js, CAIRN_CAP_API_BODY);
+	buf_init(&f.stage, CAIRN_CAP_API_BODY + LISTS_CHUNK);
 	buf_init(&f.q, 64u << 10);
 	pthread_mutex_lock(&m->mu);
 	for (;;) {
@@ -724,7 +662,9 @@ fetch_main(void *arg)
 		fetch_page(m, &f, u);
 	}
 	pthread_mutex_unlock(&m->mu);
-	free(f.stage);
+	lsplit_free(&f.ls);
+	jsplit_free(&f.js);
+	buf_free(&f.stage);
 	buf_free(&f.q);
 	return NULL;
 }
@@ -756,7 +696,6 @@ kube_lists_open(struct kube *k, const struct kube_lists_opts *o,
 	pthread_cond_init(&m->work, NULL);
 	pthread_cond_init(&m->data, NULL);
 	atomic_init(&m->quit, 0);
-	m->rbuf = xmalloc(LISTS_CHUNK);
 	m->th = xcalloc((size_t)m->o.concurrency, sizeof *m->th);
 	for (n = 0; n < m->o.concurrency; n++) {
 		rc = pthread_create(&m->th[n], NULL, fetch_main, m);
@@ -885,6 +824,11 @@ chunk_bytes(struct kube_lists *m, struct lpage *p, struct lchunk *c,
 		*data = c->mem;
 		return 0;
 	}
+	if (m->rcap < c->len) {
+		free(m->rbuf);
+		m->rbuf = xmalloc(c->len);
+		m->rcap = c->len;
+	}
 	while (got < c->len) {
 		ssize_t n = pread(p->fd, m->rbuf + got, c->len - got,
 		    (off_t)(c->off + (int64_t)got));
@@ -899,13 +843,34 @@ chunk_bytes(struct kube_lists *m, struct lpage *p, struct lchunk *c,
 	return 0;
 }
 
-/* The caller's side of one page of u; *next_out: its envelope's token. */
+/* Each record of a chunk to the list's delivery. */
+static int
+chunk_records(struct lst *l, const char *data, size_t len)
+{
+	size_t off = 0;
+	int rc = 0;
+
+	while (rc == 0 && off + LISTS_REC_HDR <= len) {
+		uint32_t n;
+		uint16_t depth;
+
+		memcpy(&n, data + off, 4);
+		memcpy(&depth, data + off + 4, 2);
+		if (off + LISTS_REC_HDR + n + 1 > len)
+			return CAIRN_EPROTO;	/* cannot be: we wrote it */
+		rc = lst_record(l, data + off + LISTS_REC_HDR, n,
+		    data[off + 6] != 0, depth);
+		off += LISTS_REC_HDR + n + (8 - (n & 7));
+	}
+	return rc;
+}
+
+/* The caller's side of list u. */
 struct take {
 	struct kube_lists *m;
 	struct lunit *u;
 	struct lst *l;
 	void *arg;
-	struct buf obj;			/* LU_GET: the object */
 	char *announced;		/* token given to on_page */
 	int first;
 	struct cairn_err *err;
@@ -926,14 +891,15 @@ announce(struct take *t, const char *tok)
 	return 0;
 }
 
+/* Deliver page p of t's list, chunk by chunk as they come. */
 static int
 take_page(struct take *t, struct lpage *p)
 {
 	struct kube_lists *m = t->m;
 	struct lunit *u = t->u;
 	unsigned gen;
-	char *tok, *next = NULL;
-	int after_gone, rc = 0;
+	char *tok;
+	int after_gone, env = 0, rc = 0;
 
 	pthread_mutex_lock(&m->mu);
 	gen = p->gen;
@@ -945,7 +911,6 @@ take_page(struct take *t, struct lpage *p)
 	t->first = 1;
 	rc = announce(t, tok);
 	lst_page_begin(t->l);
-	buf_reset(&t->obj);
 	while (rc == 0) {
 		struct lchunk *c;
 		const char *data;
@@ -960,9 +925,8 @@ take_page(struct take *t, struct lpage *p)
 			free(tok);
 			tok = p->tok != NULL ? xstrdup(p->tok) : NULL;
 			pthread_mutex_unlock(&m->mu);
-			/* what this page gave before is skipped, by key */
 			lst_page_rewind(t->l);
-			buf_reset(&t->obj);
+			env = 0;
 			rc = announce(t, tok);
 			continue;
 		}
@@ -982,6 +946,10 @@ take_page(struct take *t, struct lpage *p)
 			m->mem -= c->len;
 		m->ahead -= c->len;
 		u->bytes -= c->len;
+		if (!env) {	/* set before the page's first chunk went out */
+			lst_page_env(t->l, p->api_version, p->kind);
+			env = 1;
+		}
 		pthread_cond_broadcast(&m->data);
 		pthread_cond_broadcast(&m->work);
 		pthread_mutex_unlock(&m->mu);
@@ -990,46 +958,20 @@ take_page(struct take *t, struct lpage *p)
 			if (rc < 0)
 				cairn_err_set(t->err, rc, "list %s: reading a "
 				    "spooled page back", u->base);
-			else if (u->kind == LU_GET)
-				rc = buf_append(&t->obj, data, c->len) < 0 ?
-				    cairn_err_set(t->err, CAIRN_ETOOBIG,
-				    "%s: reply too large", u->base) : 0;
 			else
-				rc = lst_feed(t->l, data, c->len);
+				rc = chunk_records(t->l, data, c->len);
 		}
 		free(c->mem);
 		free(c);
 	}
+	pthread_mutex_lock(&m->mu);
 	if (rc == 0 && p->failed) {
-		pthread_mutex_lock(&m->mu);
 		rc = u->rc;
 		cairn_err_copy(t->err, &u->err);
-		pthread_mutex_unlock(&m->mu);
+	} else if (rc == 0 && u->kind == LU_LIST) {
+		lst_page_done(t->l, p->rv);
 	}
-	if (rc == 0 && u->kind == LU_GET) {
-		if (t->obj.len > 0)
-			rc = lst_item(t->l, t->obj.data, t->obj.len);
-	} else if (rc == 0) {
-		rc = lst_page_end(t->l, u->base, &next);
-		pthread_mutex_lock(&m->mu);
-		if (rc == 0 && u->wait_tok) {
-			/* the fetcher could not read the token: it is here */
-			u->wait_tok = 0;
-			free(u->next);
-			u->next = next != NULL ? xstrdup(next) : NULL;
-			if (next == NULL)
-				unit_end(u, 0, NULL);
-			pthread_cond_broadcast(&m->work);
-		} else if (rc == 0 && p->next_known &&
-		    ((next == NULL) != (p->next_tok == NULL) || (next != NULL &&
-		    strcmp(next, p->next_tok) != 0))) {
-			rc = cairn_err_set(t->err, CAIRN_EPROTO, "list %s: the "
-			    "page's continue token is not where it was read "
-			    "ahead", u->base);
-		}
-		pthread_mutex_unlock(&m->mu);
-	}
-	free(next);
+	pthread_mutex_unlock(&m->mu);
 	free(tok);
 	return rc;
 }
@@ -1068,7 +1010,6 @@ lists_take(struct kube_lists *m, int id, kube_item_fn fn,
 	t.arg = arg;
 	t.err = err;
 	t.l = lst_new(m->k, &u->r, &u->o, fn, tfn, arg, info, err);
-	buf_init(&t.obj, CAIRN_CAP_API_BODY);
 	for (;;) {
 		struct lpage *p;
 
@@ -1093,10 +1034,6 @@ lists_take(struct kube_lists *m, int id, kube_item_fn fn,
 		if (rc != 0)
 			break;
 		pthread_mutex_lock(&m->mu);
-		if (!p->complete) {	/* a rewind came after the last chunk */
-			pthread_mutex_unlock(&m->mu);
-			continue;
-		}
 		unit_unlink_page(u, p);
 		page_free(m, u, p);
 		pthread_mutex_unlock(&m->mu);
@@ -1114,7 +1051,6 @@ lists_take(struct kube_lists *m, int id, kube_item_fn fn,
 		    "went on past the last item delivered", u->base,
 		    info->restarts);
 	free(t.announced);
-	buf_free(&t.obj);
 	lst_free(t.l);
 	unit_retire(m, u);
 	return rc;
@@ -1136,6 +1072,33 @@ kube_lists_pending(struct kube_lists *m)
 	n = m->pending;
 	pthread_mutex_unlock(&m->mu);
 	return n;
+}
+
+void
+kube_lists_wait_counted(struct kube_lists *m, int64_t timeout_us)
+{
+	int64_t end = time_mono_us() + timeout_us;
+
+	pthread_mutex_lock(&m->mu);
+	for (;;) {
+		struct timespec ts;
+		size_t i;
+
+		for (i = m->head; i < m->nu; i++) {
+			const struct lunit *u = m->u[i];
+
+			if (u != NULL && (u->flags & KUBE_LISTS_COUNT) &&
+			    u->kind == LU_LIST && !u->fetched && !u->done)
+				break;
+		}
+		if (i == m->nu || m->ahead >= m->o.ahead_max ||
+		    time_mono_us() >= end || (m->o.stop != NULL &&
+		    *m->o.stop))
+			break;
+		time_deadline(&ts, 50000);
+		pthread_cond_timedwait(&m->data, &m->mu, &ts);
+	}
+	pthread_mutex_unlock(&m->mu);
 }
 
 void

@@ -36,6 +36,7 @@ jsplit_reset(struct jsplit *s)
 	s->esc = 0;
 	s->active = 0;
 	s->ws = 0;
+	s->maxdepth = 0;
 }
 
 void
@@ -82,7 +83,8 @@ jsplit_scan(struct jsplit *s, const char *p, size_t n, size_t *used,
 			break;
 		case '{':
 		case '[':
-			s->depth++;
+			if (++s->depth > s->maxdepth)
+				s->maxdepth = s->depth;
 			break;
 		case '}':
 		case ']':
@@ -140,6 +142,7 @@ jsplit_feed(struct jsplit *s, const char *p, size_t n,
 			s->in_str = 0;
 			s->esc = 0;
 			s->ws = 0;
+			s->maxdepth = 0;
 			buf_reset(&s->cur);
 		}
 		rc = jsplit_scan(s, p, n, &used, &done);
@@ -334,6 +337,7 @@ lsplit_feed(struct lsplit *l, const char *p, size_t n,
 				l->item.in_str = 0;
 				l->item.esc = 0;
 				l->item.ws = 0;
+				l->item.maxdepth = 0;
 				buf_reset(&l->item.cur);
 			}
 			rc = jsplit_scan(&l->item, p, n, &used, &done);

@@ -663,6 +663,34 @@ hex_byte(const char *p)
 	return v;
 }
 
+int
+store_mpu_etag(const struct store_part *parts, size_t n,
+    char out[STORE_ETAG_MAX])
+{
+	unsigned char bin[16], md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+	EVP_MD_CTX *ctx;
+
+	for (size_t i = 0; i < n; i++)
+		if (!is_md5_hex(parts[i].etag))
+			return -1;
+	ctx = EVP_MD_CTX_new();
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
+		EVP_MD_CTX_free(ctx);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		for (int k = 0; k < 16; k++)
+			bin[k] = (unsigned char)hex_byte(parts[i].etag + 2 * k);
+		EVP_DigestUpdate(ctx, bin, sizeof bin);
+	}
+	EVP_DigestFinal_ex(ctx, md, &len);
+	EVP_MD_CTX_free(ctx);
+	store_hex(md, len, out);
+	snprintf(out + strlen(out), STORE_ETAG_MAX - strlen(out), "-%zu", n);
+	return 0;
+}
+
 /* Reading the object back, one MD5 per part-sized slice. */
 struct join_check {
 	const struct store_part *parts;
@@ -741,28 +769,10 @@ store_mpu_joined(struct store *s, const char *key,
 		return rc;
 	if (st.size != total)
 		return 0;
-	/* S3: "<MD5 of the parts' binary MD5s>-<parts>". */
-	if (strchr(st.etag, '-') != NULL) {
-		unsigned char bin[16], md[EVP_MAX_MD_SIZE];
-		unsigned int len = 0;
-		EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-
-		if (ctx == NULL)
-			return cairn_err_set(err, CAIRN_EFAIL, "EVP_MD_CTX_new");
-		EVP_DigestInit_ex(ctx, EVP_md5(), NULL);
-		for (size_t i = 0; i < nparts; i++) {
-			for (int k = 0; k < 16; k++)
-				bin[k] = (unsigned char)hex_byte(parts[i].etag +
-				    2 * k);
-			EVP_DigestUpdate(ctx, bin, sizeof bin);
-		}
-		EVP_DigestFinal_ex(ctx, md, &len);
-		EVP_MD_CTX_free(ctx);
-		store_hex(md, len, want);
-		snprintf(want + strlen(want), sizeof want - strlen(want),
-		    "-%zu", nparts);
-		return strcasecmp(want, st.etag) == 0;
-	}
+	/* S3 (and fs): "<MD5 of the parts' binary MD5s>-<parts>". */
+	if (strchr(st.etag, '-') != NULL)
+		return store_mpu_etag(parts, nparts, want) == 0 &&
+		    strcasecmp(want, st.etag) == 0;
 	/* One part: its MD5 is the object's. */
 	if (nparts == 1 && st.etag[0] != '\0')
 		return strcasecmp(parts[0].etag, st.etag) == 0;

@@ -63,6 +63,12 @@ struct store_src {
 	int p_fd;			/* store_src_fd: the file (borrowed) */
 	int64_t p_base;			/* store_src_fd: first offset */
 	int64_t p_pos;			/* bytes consumed so far */
+	/*
+	 * Hex SHA-256 of the bytes this source gives, when the caller took
+	 * it on the way (NULL: unknown): a store that needs a digest of a
+	 * part uses it instead of hashing the bytes again (fs: part ETags).
+	 */
+	const char *sha256;
 };
 
 /* A source over len bytes in memory (borrowed until the call returns). */

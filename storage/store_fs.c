@@ -15,8 +15,12 @@
  * the extended attribute user.cairn.etag together with the size and mtime
  * it was computed for; when the attribute is missing (filesystem without
  * user xattrs, file written by someone else) or stale, head/list compute
- * the MD5 by reading the file. A completed multipart object's ETag is the
- * MD5 of its whole content (S3 writes "<md5 of part md5s>-N" instead).
+ * the MD5 by reading the file. An upload's parts are hashed once: their
+ * ETag is the first 32 hex digits of their SHA-256, the one the caller
+ * took on the way (store_src.sha256: the part pipeline records it) or
+ * else computed while writing. A completed multipart object's ETag is,
+ * as S3's, "<md5 of the parts' ETags as bytes>-N", from the part ETags:
+ * completing copies the parts without reading them through a hash.
  *
  * Multipart uploads live in <root>/.cairn-uploads/<id>/: `key` holds the
  * object key, `part-00001`... the parts (each published atomically, ETag
@@ -321,9 +325,12 @@ etag_save(int fd, const char *etag)
 	(void)fsetxattr(fd, FS_XATTR, v, strlen(v), 0);	/* optional cache */
 }
 
-/* ETag of an open file: the xattr when it still matches, else MD5 of it. */
+/*
+ * ETag of an open file: the xattr when it still matches, else the MD5 of
+ * it (sha: the SHA-256 prefix of an upload part).
+ */
 static int
-etag_of(int fd, const struct stat *st, char etag[STORE_ETAG_MAX])
+etag_of(int fd, const struct stat *st, char etag[STORE_ETAG_MAX], int sha)
 {
 	char v[160], want[80], *sp;
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -340,13 +347,17 @@ etag_of(int fd, const struct stat *st, char etag[STORE_ETAG_MAX])
 		    (long long)st->st_size, (long long)st->st_mtim.tv_sec,
 		    st->st_mtim.tv_nsec);
 		sp = v + strlen(want);
-		if (strncmp(v, want, strlen(want)) == 0 && strlen(sp) == 32) {
-			snprintf(etag, STORE_ETAG_MAX, "%s", sp);
+		/* an MD5 (or SHA-256 half), or a multipart "<md5>-N" */
+		if (strncmp(v, want, strlen(want)) == 0 && (strlen(sp) == 32 ||
+		    (strlen(sp) > 33 && strlen(sp) < STORE_ETAG_MAX &&
+		    sp[32] == '-'))) {
+			memcpy(etag, sp, strlen(sp) + 1);
 			return 0;
 		}
 	}
 	ctx = EVP_MD_CTX_new();
-	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
+	if (ctx == NULL || !EVP_DigestInit_ex(ctx, sha ? EVP_sha256() :
+	    EVP_md5(), NULL)) {
 		EVP_MD_CTX_free(ctx);
 		return -1;
 	}
@@ -365,8 +376,31 @@ etag_of(int fd, const struct stat *st, char etag[STORE_ETAG_MAX])
 	EVP_MD_CTX_free(ctx);
 	if (n < 0)
 		return -1;
-	store_hex(md, mdlen, etag);
+	store_hex(md, 16, etag);	/* MD5, or SHA-256's first half */
 	return 0;
+}
+
+/*
+ * File in onto out from their offsets with copy_file_range() (no pass
+ * through user space; a clone where the filesystem shares extents).
+ * *copied: the bytes it copied. 0 at the end of in; -1 when the kernel
+ * stopped (another filesystem, an old kernel, an error): the caller goes
+ * on with read/write from where it stopped.
+ */
+static int
+kernel_copy(int in, int out, uint64_t *copied)
+{
+	for (;;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1u << 30, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return 0;
+		*copied += (uint64_t)n;
+	}
 }
 
 /*
@@ -382,6 +416,8 @@ struct fs_publish {
 	const char *what;		/* for messages: "object", "part" */
 	const char *key;
 	uint64_t src_read;		/* out: bytes read from src */
+	int part;			/* an upload part: SHA-256 ETag */
+	const char *etag_in;		/* the ETag, known: no hashing */
 };
 
 static int
@@ -414,12 +450,19 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 		tmp[0] = '\0';
 		goto fail;
 	}
-	ctx = EVP_MD_CTX_new();
-	if (ctx == NULL || !EVP_DigestInit_ex(ctx, EVP_md5(), NULL)) {
-		rc = cairn_err_set(err, CAIRN_EFAIL, "MD5 unavailable");
+	if (pb->part && pb->src != NULL && pb->src->sha256 != NULL &&
+	    strlen(pb->src->sha256) == 64)
+		pb->etag_in = pb->src->sha256;	/* hashed once, by the caller */
+	ctx = pb->etag_in != NULL ? NULL : EVP_MD_CTX_new();
+	if (pb->etag_in == NULL && (ctx == NULL || !EVP_DigestInit_ex(ctx,
+	    pb->part ? EVP_sha256() : EVP_md5(), NULL))) {
+		rc = cairn_err_set(err, CAIRN_EFAIL, "%s unavailable",
+		    pb->part ? "SHA-256" : "MD5");
 		goto fail;
 	}
 	for (i = 0; pb->src != NULL || i < pb->nparts; i++) {
+		int kcopy = pb->src == NULL && ctx == NULL;
+
 		if (pb->src == NULL) {
 			in = open_regular(pb->part_paths[i], &st);
 			if (in == -2) {
@@ -435,6 +478,10 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 			}
 		}
 		for (;;) {
+			/* parts joined unhashed: the kernel copies (or clones) */
+			if (kcopy && kernel_copy(in, fd, &done) == 0)
+				break;
+			kcopy = 0;
 			if (pb->src != NULL)
 				n = store_src_read(pb->src, chunk, FS_IO_CHUNK);
 			else
@@ -458,7 +505,8 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 				    pb->key);
 				goto fail;
 			}
-			EVP_DigestUpdate(ctx, chunk, (size_t)n);
+			if (ctx != NULL)
+				EVP_DigestUpdate(ctx, chunk, (size_t)n);
 			done += (uint64_t)n;
 			store_progress_report(pb->prog, done, total);
 		}
@@ -475,8 +523,14 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 		    (long long)pb->src->len);
 		goto fail;
 	}
-	EVP_DigestFinal_ex(ctx, md, &mdlen);
-	store_hex(md, mdlen, pb->etag);
+	if (ctx != NULL) {
+		EVP_DigestFinal_ex(ctx, md, &mdlen);
+		store_hex(md, 16, pb->etag);	/* MD5, or SHA-256: first half */
+	} else if (pb->part) {	/* the caller's SHA-256: its first half */
+		snprintf(pb->etag, STORE_ETAG_MAX, "%.32s", pb->etag_in);
+	} else {
+		snprintf(pb->etag, STORE_ETAG_MAX, "%s", pb->etag_in);
+	}
 	if (fsync(fd) < 0) {
 		rc = fs_fail(fs, err, CAIRN_EIO, errno, "fsync of", pb->key);
 		goto fail;
@@ -536,7 +590,8 @@ fs_put(struct store *s, const char *key, struct store_src *src, char *etag,
     const struct store_progress *prog, struct cairn_err *err)
 {
 	struct store_fs *fs = (struct store_fs *)s;
-	struct fs_publish pb = { src, NULL, 0, prog, etag, "object", key, 0 };
+	struct fs_publish pb = { src, NULL, 0, prog, etag, "object", key, 0, 0,
+	    NULL };
 	struct fs_wait w = { 0, 0 };
 	char *path;
 	int rc;
@@ -660,7 +715,7 @@ fs_head(struct store *s, const char *key, struct store_stat *out,
 	if (fd < 0)
 		return fd;
 	fill_stat(&st, out);
-	if (etag_of(fd, &st, out->etag) < 0)
+	if (etag_of(fd, &st, out->etag, 0) < 0)
 		rc = fs_fail(fs, err, CAIRN_EIO, errno, "reading", key);
 	close(fd);
 	return rc;
@@ -866,7 +921,7 @@ fs_list(struct store *s, const char *prefix, const char *delim,
 			if (fd < 0)
 				continue;	/* deleted or replaced meanwhile */
 			fill_stat(&st, &e.stat);
-			(void)etag_of(fd, &st, e.stat.etag);
+			(void)etag_of(fd, &st, e.stat.etag, 0);
 			close(fd);
 		}
 		stop = fn(arg, &e);
@@ -955,7 +1010,7 @@ fs_mpu_create_once(struct store_fs *fs, const char *key, char **id,
 	struct store_src src;
 	char etag[STORE_ETAG_MAX];
 	struct fs_publish pb = { &src, NULL, 0, NULL, etag, "upload key", key,
-	    0 };
+	    0, 0, NULL };
 	int rc;
 
 	rc = fs_hidden_key(fs, key, err);
@@ -1008,7 +1063,8 @@ fs_mpu_put_part(struct store *s, const char *key, const char *id, int number,
     struct cairn_err *err)
 {
 	struct store_fs *fs = (struct store_fs *)s;
-	struct fs_publish pb = { src, NULL, 0, prog, etag, "part", key, 0 };
+	struct fs_publish pb = { src, NULL, 0, prog, etag, "part", key, 0, 1,
+	    NULL };
 	struct fs_wait w = { 0, 0 };
 	char *dir, *path;
 	int rc;
@@ -1073,7 +1129,7 @@ read_parts(struct store_fs *fs, const char *key, const char *dir,
 			continue;	/* not a part this store wrote */
 		memset(&p, 0, sizeof p);
 		p.number = (int)num;
-		if (etag_of(fd, &st, p.etag) < 0) {
+		if (etag_of(fd, &st, p.etag, 1) < 0) {
 			close(fd);
 			closedir(d);
 			return fs_fail(fs, err, CAIRN_EIO, errno,
@@ -1176,8 +1232,9 @@ fs_mpu_complete_once(struct store_fs *fs, const char *key, const char *id,
     struct cairn_err *err)
 {
 	struct fs_parts ps = { NULL, 0, 0 };
-	struct fs_publish pb = { NULL, NULL, 0, NULL, etag, "object", key, 0 };
-	char *dir, *path = NULL;
+	struct fs_publish pb = { NULL, NULL, 0, NULL, etag, "object", key, 0, 0,
+	    NULL };
+	char *dir, *path = NULL, joined[STORE_ETAG_MAX];
 	size_t i, j;
 	int rc;
 
@@ -1202,6 +1259,9 @@ fs_mpu_complete_once(struct store_fs *fs, const char *key, const char *id,
 		pb.part_paths[i] = xasprintf("%s/part-%05d", dir, parts[i].number);
 	}
 	path = fs_path(fs, key);
+	/* S3's multipart ETag, from the part ETags: the data is not hashed */
+	if (store_mpu_etag(parts, n, joined) == 0)
+		pb.etag_in = joined;
 	rc = n == 1 ? fs_publish_link(fs, key, path, pb.part_paths[0], err) :
 	    1;
 	if (rc == 0 && etag != NULL)

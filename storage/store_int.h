@@ -56,5 +56,12 @@ void store_progress_report(const struct store_progress *prog, uint64_t done,
 	int64_t total);
 /* Lower-case hex of n bytes into out (2n+1 bytes): base/util.h's. */
 #define store_hex str_hex
+/*
+ * S3's ETag of a multipart object from its parts' ETags (32 hex digits
+ * each): "<hex MD5 of the ETags as bytes>-<n>". -1 when an ETag is not
+ * 32 hex digits.
+ */
+int store_mpu_etag(const struct store_part *parts, size_t n,
+	char out[STORE_ETAG_MAX]);
 
 #endif

@@ -24,6 +24,14 @@ then medians, the ratio backup/list (goal <= 1.5 realistic, 1.3-1.5
 ConfigMaps), CPU per object this/base, RSS growth between the sizes (goal
 < 20%), and the physical limits measured on the same bytes: `gzip -1` and
 `gzip -6` (one thread, CPU seconds) of the backup's tar stream.
+For every backup the request log says what the server asked while it ran
+(kubesim's /_sim/requests, its user agent): requests, the most list
+requests in flight at once, and the bytes of its list replies, as JSON and
+as sent, against the minimal list's (issue 27: at most 5% over).
+First (issue 17; $CAIRN_BENCH_ONE_NS=0 skips it): a backup of one
+namespace of $CAIRN_BENCH_ONE_NS ConfigMaps (default 2000) on a cluster
+with $CAIRN_BENCH_ELSEWHERE (default 100000) in other namespaces, next to
+the minimal list of that namespace, with the requests about anything else.
 Instruction counts (repeatable on a loaded machine, unlike seconds): with
 valgrind, one backup per build of the first size of each set runs under
 callgrind, counted from the Backup's creation to its final phase
@@ -101,6 +109,29 @@ def minilist(sim, paths, url=None):
             "wire": int(kv["wire"]), "bytes": int(kv["bytes"]), "pages": int(kv["pages"])}
 
 
+DATA_LIST = re.compile(r"^/(api|apis/[^/]+)/[^/]+/(namespaces/[^/]+/)?[^/]+$")
+
+
+def inflight(reqs):
+    """The most requests of reqs in flight at once (from time, duration)."""
+    ev = sorted([(q["time"], 1) for q in reqs] + [(q["time"] + q.get("duration", 0), -1) for q in reqs])
+    cur = most = 0
+    for _, d in ev:
+        cur += d
+        most = max(most, cur)
+    return most
+
+
+def server_requests(sim, seq, t_end):
+    """What cairn asked after seq until t_end, and its data lists: (all, lists)."""
+    log = sim.ok("GET", "/_sim/requests?since=%d" % seq)
+    mine = [q for q in log if (q.get("userAgent") or "").startswith("cairn") and q["time"] <= t_end]
+    lists = [q for q in mine if q["method"] == "GET" and "limit=" in (q.get("query") or "") and
+             DATA_LIST.match(q["path"]) and "/cairn.io/" not in q["path"] and
+             "/coordination.k8s.io/" not in q["path"]]
+    return mine, lists
+
+
 def watch_final(sim, name, rv):
     """Watch Backups from rv until name is final; the object, or None."""
     u = urllib.parse.urlparse(sim.url)
@@ -151,6 +182,7 @@ def backup(t, sim, binary, name, spec, cg=False, kubeconfig=None):
     if cg:
         subprocess.run(["callgrind_control", "-z", str(srv.pid)], capture_output=True)
     cpu0, sim0 = cpu_s(srv.pid), cpu_s(sim.proc.pid)
+    seq0 = sim.requests()[-1]["seq"] if not cg else None
     t0 = time.monotonic()
     created = sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
         "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": name, "namespace": NS},
@@ -160,6 +192,11 @@ def backup(t, sim, binary, name, spec, cg=False, kubeconfig=None):
     r = {"wall": wall, "cpu": cpu_s(srv.pid) - cpu0, "sim_cpu": cpu_s(sim.proc.pid) - sim0,
          "rss": vmhwm_kib(srv.pid), "phase": (b or {}).get("status", {}).get("phase"),
          "items": (b or {}).get("status", {}).get("progress", {}).get("itemsBackedUp")}
+    if seq0 is not None:
+        mine, lists = server_requests(sim, seq0, time.time())
+        r.update({"requests": len(mine), "inflight": inflight(lists), "list_bytes":
+                  sum(q.get("bytes", 0) for q in lists), "list_wire": sum(q.get("wire", 0) for q in lists),
+                  "log": mine})
     if cg:
         subprocess.run(["callgrind_control", "-d", str(srv.pid)], capture_output=True)
         dumps = [os.path.join(cgdir, f) for f in os.listdir(cgdir) if re.match(r"cg\.\d+$", f)]
@@ -227,6 +264,7 @@ def run_size(t, sim, kind, n, bins, root):
               "peak RSS %.1f MiB" % (med(rs, "cpu"), 1e6 * med(rs, "cpu") / items,
                                      ml["bytes"] / 1e6 / max(med(rs, "cpu"), 1e-9), med(rs, "sim_cpu"),
                                      med(rs, "rss") / 1024.0))
+        print_requests(rs, ml)
         out[label] = {"rss": med(rs, "rss"), "cpu_obj": med(rs, "cpu") / items}
     if len(bins) == 2:
         print("  this/base: wall %.2f, CPU per object %.2f" % (
@@ -242,6 +280,17 @@ def run_size(t, sim, kind, n, bins, root):
     shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
     sys.stdout.flush()
     return out
+
+
+def print_requests(rs, ml):
+    """The server's requests against the minimal list (medians)."""
+    if med(rs, "list_bytes") is None:
+        return
+    print("        %d requests, at most %d list requests in flight; list replies %.1f MB JSON (%+.1f%% "
+          "vs the minimal list), %.1f MB as sent (%+.1f%%; goal <= +5%%)" % (
+              med(rs, "requests"), med(rs, "inflight"), med(rs, "list_bytes") / 1e6,
+              100.0 * (med(rs, "list_bytes") - ml["bytes"]) / ml["bytes"], med(rs, "list_wire") / 1e6,
+              100.0 * (med(rs, "list_wire") - ml["wire"]) / ml["wire"]))
 
 
 def run_latency(t, sim, n, bins, root):
@@ -264,7 +313,10 @@ def run_latency(t, sim, n, bins, root):
                 runs[label].append(r)
                 shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
         print("  +%2d ms per round trip: minimal serial list %.2f s; %s" % (delay, med(lists, "wall"), "; ".join(
-            "%s backup %.2f s = %.2fx (goal <= 1.2)" % (label, med(runs[label], "wall"), med(runs[label], "ratio"))
+            "%s backup %.2f s = %.2fx (goal <= 1.2; runs %s; %d requests, at most %d lists in flight)" % (
+                label, med(runs[label], "wall"), med(runs[label], "ratio"),
+                " ".join("%.2f" % r["ratio"] for r in runs[label]), med(runs[label], "requests"),
+                med(runs[label], "inflight"))
             for label, _ in bins)))
         proxy.proc.stop()
     sys.stdout.flush()
@@ -332,6 +384,56 @@ def one_set(t, kind, sizes, bins):
     sys.stdout.flush()
 
 
+ONE_NS = int(os.environ.get("CAIRN_BENCH_ONE_NS", "2000"))
+ELSEWHERE = int(os.environ.get("CAIRN_BENCH_ELSEWHERE", "100000"))
+
+
+def one_namespace(t, bins):
+    """Issue 17: a backup of one namespace (ONE_NS ConfigMaps) on a cluster
+    with ELSEWHERE ConfigMaps in other namespaces, next to the minimal list
+    of that namespace; the request log says whether anything else was asked."""
+    sim = Kubesim(t, name="kubesim-one-ns")
+    sim.install_crds(NS)
+    root = t.mkdir("store-one-ns")
+    sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backupstoragelocations" % NS, {
+        "apiVersion": "cairn.io/v1", "kind": "BackupStorageLocation",
+        "metadata": {"name": "default", "namespace": NS},
+        "spec": {"provider": "fs", "objectStorage": {"bucket": "bk"}, "config": {"path": root},
+                 "default": True}})
+    for ns in ("app", "other-a", "other-b"):
+        sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                               "metadata": {"name": ns}})
+    tmpl = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": {"app": "bench"}},
+            "data": {"config.yaml": "server:\n  port: 8080\n  replicas: 3\n" * 4}}
+    for ns in ("other-a", "other-b"):
+        sim.bulk(tmpl, ELSEWHERE // 2, name="cm-{i:07d}", namespace=ns)
+    sim.bulk(tmpl, ONE_NS, name="cm-{i:07d}", namespace="app")
+    spec = {"includedNamespaces": ["app"]}
+    lists, runs = [], {label: [] for label, _ in bins}
+    for rep in range(REPS):
+        for label, binary in (bins if rep % 2 == 0 else list(reversed(bins))):
+            lists.append(minilist(sim, ["/api/v1/namespaces/app/configmaps"]))
+            r = backup(t, sim, binary, "one-%d-%s" % (rep, label), spec)
+            r["ratio"] = r["wall"] / lists[-1]["wall"]
+            r["outside"] = len([q for q in r["log"] if q["method"] == "GET" and
+                                ("/namespaces/other-" in q["path"] or
+                                 re.match(r"^/api/v1/(configmaps|secrets|pods)$", q["path"]))])
+            runs[label].append(r)
+            shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+    sim.proc.stop()
+    print("one namespace of %d ConfigMaps, %d ConfigMaps elsewhere, medians of %d rounds" %
+          (ONE_NS, ELSEWHERE, REPS))
+    print("  minimal list of the namespace (minilist): %.3f s" % med(lists, "wall"))
+    for label, _ in bins:
+        rs = runs[label]
+        print("  %-5s %s items=%s: backup %.3f s = %.2fx the list; %d requests, %d of them about other "
+              "namespaces or the whole cluster (runs %s)" % (
+                  label, rs[-1]["phase"], rs[-1]["items"], med(rs, "wall"), med(rs, "ratio"),
+                  med(rs, "requests"), max(r["outside"] for r in rs),
+                  " ".join("%.3f" % r["wall"] for r in rs)))
+    sys.stdout.flush()
+
+
 def main():
     if not os.path.exists(MINILIST):
         print("tests/helpers/minilist not built (make check builds it)")
@@ -341,6 +443,8 @@ def main():
     if BASE_BIN:
         bins = [("base", BASE_BIN), ("this", BIN)]
     try:
+        if os.environ.get("CAIRN_BENCH_ONE_NS", "1") != "0":
+            one_namespace(t, bins)
         for spec in SETS.split():
             kind, _, sizes = spec.partition(":")
             one_set(t, kind, sorted(int(x) for x in sizes.split(",")), bins)

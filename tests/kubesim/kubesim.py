@@ -429,10 +429,15 @@ class Handler(BaseHTTPRequestHandler):
         if isinstance(body, (dict, list)):
             body = dumps(body)
         extra = ""
+        entry = getattr(self, "log_entry", None)
+        if entry is not None:
+            entry["bytes"] = len(body)      # the reply's body, and below as sent
         if (len(body) >= GZIP_MIN and not self.server.opts.no_gzip
                 and "gzip" in (self.headers.get("Accept-Encoding") or "")):
             body = gzip.compress(body, compresslevel=1, mtime=0)
             extra += "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n"
+        if entry is not None:
+            entry["wire"] = len(body)
         warnings, audit = ks_psa.take()     # Pod Security admission of this request
         headers = list(headers) + [("Warning", ks_psa.warning_header(w)) for w in warnings]
         if audit and getattr(self, "log_entry", None) is not None:
@@ -469,6 +474,7 @@ class Handler(BaseHTTPRequestHandler):
     def dispatch(self):
         t0 = time.time()
         self.status_code = 0
+        self.log_entry = None       # this request's, once it has one
         if self.path.startswith("/"):
             path, _, query = self.path.partition("?")
             query = query.partition("#")[0]

@@ -122,6 +122,7 @@ got_clear(void)
 
 static struct MHD_Daemon *daemon_;
 static struct kube *kube_;
+static int prefetch_;		/* second round: pages fetched ahead (lists.c) */
 
 static int
 setup(void)
@@ -145,9 +146,13 @@ list_all(int take)
 	struct cairn_err err = CAIRN_ERR_INIT;
 	int rc;
 
+	struct kube_list_opts lo;
+
 	got_clear();
 	got.take = take;
-	rc = kube_list_text(kube_, &g, NULL, NULL, on_text, NULL, &info,
+	memset(&lo, 0, sizeof lo);
+	lo.prefetch = prefetch_;
+	rc = kube_list_text(kube_, &g, NULL, &lo, on_text, NULL, &info,
 	    &err);
 	if (rc < 0)
 		fprintf(stderr, "list: %s\n", err.msg);
@@ -235,6 +240,7 @@ list_from(const char *token, int restart, struct kube_list_info *info,
 	lo.continue_token = token;
 	lo.on_page = on_page;
 	lo.restart_on_gone = restart;
+	lo.prefetch = prefetch_;
 	return kube_list_text(kube_, &g, NULL, &lo, on_text, NULL, info, err);
 }
 
@@ -290,6 +296,7 @@ test_parse_only_metadata(void)
 	got_clear();
 	memset(&lo, 0, sizeof lo);
 	lo.parse_only = members;
+	lo.prefetch = prefetch_;
 	REQUIRE(kube_list_text(kube_, &g, NULL, &lo, on_text, NULL, NULL,
 	    &err) == 0);
 	REQUIRE(got.n == 6);
@@ -317,6 +324,12 @@ main(void)
 		printf("FAIL: test_kube_list_text.c:setup\n");
 		return 1;
 	}
+	RUN(test_text_as_sent_or_filled);
+	RUN(test_take_keeps_item);
+	RUN(test_start_at_token);
+	RUN(test_start_at_expired_token);
+	RUN(test_parse_only_metadata);
+	prefetch_ = 1;		/* the same through kube/lists.c */
 	RUN(test_text_as_sent_or_filled);
 	RUN(test_take_keeps_item);
 	RUN(test_start_at_token);

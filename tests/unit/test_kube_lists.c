@@ -48,6 +48,7 @@ static struct {
 	int gen, expire_below, inconsistent;
 	int cut_coll, cut_items;	/* cut the next page of c after N */
 	int expire_coll, expire_at;	/* expire tokens at that request */
+	int deep;			/* i01 of ns-a's configmaps nests 600 deep */
 	void (*on_cut)(void);
 	void (*pending)(void);
 	int requests[NCOLL];		/* list requests per collection */
@@ -107,6 +108,7 @@ fk_reset(const int *counts, size_t pad)
 	fk.cut_coll = -1;
 	fk.cut_items = 0;
 	fk.expire_coll = -1;
+	fk.deep = 0;
 	fk.on_cut = fk.pending = NULL;
 	pthread_mutex_unlock(&fk.mu);
 	uh_log_clear();
@@ -161,7 +163,15 @@ item(struct buf *b, const struct coll *c, const char *name)
 	    "\"data\":{\"k\":\"%s/%s/", name, c->ns, c->ns, name);
 	for (size_t i = 0; i < fk.pad; i++)
 		buf_putc(b, (char)('a' + (i % 26)));
-	buf_puts(b, "\"}}");
+	buf_puts(b, "\"");
+	if (fk.deep && c == &fk.c[0] && strcmp(name, "i01") == 0) {
+		buf_puts(b, ",\"deep\":");
+		for (int i = 0; i < 600; i++)
+			buf_putc(b, '[');
+		for (int i = 0; i < 600; i++)
+			buf_putc(b, ']');
+	}
+	buf_puts(b, "}}");
 }
 
 static void
@@ -599,7 +609,7 @@ test_gone_resume(void)
 	}
 }
 
-/* Counts from first pages; a list that fits one page counts when taken. */
+/* Counts from first pages (its items, plus remainingItemCount). */
 static void
 test_pending(void)
 {
@@ -619,17 +629,63 @@ test_pending(void)
 
 		ids[i] = kube_lists_add(m, &g, "ns-a", &lo, KUBE_LISTS_COUNT);
 	}
-	for (int i = 0; i < 100 && kube_lists_pending(m) < 17; i++)
+	for (int i = 0; i < 100 && kube_lists_pending(m) < 19; i++)
 		usleep(20000);
-	CHECK_INT(kube_lists_pending(m), 17);	/* 10 + 7; 2 fit a page */
+	CHECK_INT(kube_lists_pending(m), 19);	/* 10 + 2 + 7 */
 	CHECK(kube_lists_take(m, ids[0], on_text, NULL, NULL, &err) == 0);
-	CHECK_INT(kube_lists_pending(m), 7);
+	CHECK_INT(kube_lists_pending(m), 9);
 	kube_lists_skip(m, ids[1]);
 	CHECK_INT(kube_lists_pending(m), 7);
 	CHECK(kube_lists_take(m, ids[2], on_text, NULL, NULL, &err) == 0);
 	CHECK_INT(kube_lists_pending(m), 0);
 	CHECK_INT(got.n, 17);
 	kube_lists_free(m);
+}
+
+static int deep_calls, deep_depth;
+
+static int
+on_deep(void *arg, cJSON *it, int depth)
+{
+	(void)arg;
+	if (strcmp(json_str_or(it, "metadata.name", ""), "i01") == 0)
+		deep_calls++;
+	deep_depth = depth;
+	return 0;
+}
+
+/*
+ * An item nested deeper than CAIRN_JSON_MAX_DEPTH goes to on_too_deep,
+ * not to the item callback, told by the scan that split the page: the
+ * same whether the page was fetched ahead or streamed.
+ */
+static void
+test_too_deep(void)
+{
+	static const int counts[NCOLL] = { 3, 0, 0, 0, 0, 0, 0, 0, 0 };
+	static const char *const members[] = { "metadata.labels", NULL };
+
+	for (int prefetch = 0; prefetch < 2; prefetch++) {
+		struct cairn_err err = CAIRN_ERR_INIT;
+		struct kube_list_opts lo;
+		struct kube_gvr g = gvr_of(0);
+
+		fk_reset(counts, 10);
+		pthread_mutex_lock(&fk.mu);
+		fk.deep = 1;
+		pthread_mutex_unlock(&fk.mu);
+		got_reset();
+		deep_calls = deep_depth = 0;
+		memset(&lo, 0, sizeof lo);
+		lo.prefetch = prefetch;
+		lo.parse_only = members;
+		lo.on_too_deep = on_deep;
+		REQUIRE(kube_list_text(kube_, &g, "ns-a", &lo, on_text, NULL,
+		    NULL, &err) == 0);
+		CHECK_STR(buf_cstr(&got.keys), "ns-a/i00 ns-a/i02 ");
+		CHECK_INT(deep_calls, 1);
+		CHECK_INT(deep_depth, 602);
+	}
 }
 
 /* Out of order is refused; a callback's error ends only its list. */
@@ -703,6 +759,7 @@ main(void)
 	RUN(test_gone_resume);
 	RUN(test_pending);
 	RUN(test_order_and_errors);
+	RUN(test_too_deep);
 	kube_free(kube_);
 	uh_stop();
 	return unit_done();
