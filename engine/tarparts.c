@@ -42,12 +42,12 @@
  * compressed bytes after each batch (csum), and puts the slots back on
  * the free stack. The caller blocks only when every slot is in flight
  * (bounded memory, backpressure from a slow sink). A part boundary cuts
- * when the part's batches up to TP_CUT_LAG before the one being filled
+ * when the part's batches up to cut_lag before the one being filled
  * reached part_size (tp_lagged_bytes: from csum, waiting until they are
- * written): a fixed rule on the batches' contents, so where parts end
- * is the same at any thread count and speed. begin() and end() stay on
- * the caller's thread, after tp_drain() waited until every batch was
- * handed over. A thread error is kept in trc/terr and merged into the
+ * written): a fixed rule on the batches' contents and the part size,
+ * so where parts end is the same at any thread count and speed. begin()
+ * and end() stay on the caller's thread, after tp_drain() waited until
+ * every batch was handed over. A thread error is kept in trc/terr and merged into the
  * sticky rc by the caller at the next handoff, boundary or finish; after
  * an error, and when the writer is freed (drop), batches are still taken
  * and put back without being compressed or written, so a caller waiting
@@ -77,10 +77,13 @@
 #define TP_THREADS_MAX 64
 /*
  * With threads, a part boundary looks at the compressed size of the
- * part's batches up to TP_CUT_LAG batches before the one being filled
+ * part's batches up to a lag of batches before the one being filled
  * (waiting for them if need be), never at what happens to be done: so
  * where parts end, and the bytes of the tarball, do not depend on how
- * many threads there are or how fast they went.
+ * many threads there are or how fast they went. The lag is one batch
+ * per MiB of part size, at most TP_CUT_LAG: parts of the usual sizes end
+ * at most that many batches late and their boundaries hardly ever wait;
+ * small parts end where the batches say.
  */
 #define TP_CUT_LAG 7
 #define TP_CSUM_RING 256	/* > TP_NBATCH_MAX + TP_CUT_LAG */
@@ -148,6 +151,7 @@ struct tarparts {
 	uint64_t csum[TP_CSUM_RING];
 	uint64_t part_seq;		/* first batch of the open part */
 	uint64_t part_base;		/* total_bytes when it opened */
+	uint64_t cut_lag;		/* batches a boundary looks back */
 };
 
 /* A batch of tar bytes and, once deflated, its gzip member. */
@@ -563,6 +567,8 @@ tarparts_open(const struct tarparts_sink *sink, int first_part,
 	tp->out = xmalloc(TP_OUTBUF);
 	tp->batch_size = TP_BATCH;
 	tp->fill = xmalloc(tp->batch_size);
+	tp->cut_lag = part_size >> 20 < TP_CUT_LAG ? part_size >> 20 :
+	    TP_CUT_LAG;
 	atomic_init(&tp->part_bytes, 0);
 	atomic_init(&tp->total_bytes, 0);
 	/* windowBits 15 + 16: gzip wrapper; memLevel 8 as gzip(1). */
@@ -810,15 +816,15 @@ tarparts_end_entry(struct tarparts *tp, struct cairn_err *err)
 
 /*
  * Threaded: the compressed bytes of the open part's batches before
- * seq_next - TP_CUT_LAG, once they are written (waiting if need be).
+ * seq_next - cut_lag, once they are written (waiting if need be).
  */
 static uint64_t
 tp_lagged_bytes(struct tarparts *tp)
 {
 	uint64_t t, bytes = 0;
 
-	if (tp->seq_next < TP_CUT_LAG ||
-	    (t = tp->seq_next - TP_CUT_LAG) <= tp->part_seq)
+	if (tp->seq_next < tp->cut_lag ||
+	    (t = tp->seq_next - tp->cut_lag) <= tp->part_seq)
 		return 0;
 	pthread_mutex_lock(&tp->mu);
 	while (tp->seq_out < t && tp->trc == 0)
@@ -838,7 +844,7 @@ tarparts_boundary(struct tarparts *tp, int *cut, struct cairn_err *err)
 		return tp_fail(tp, err);
 	/*
 	 * Unthreaded: deflate what is batched, so the compressed size is
-	 * exact here. Threaded: the size up to TP_CUT_LAG batches back.
+	 * exact here. Threaded: the size up to cut_lag batches back.
 	 */
 	if (tp->threaded ? tp_merge(tp) < 0 : tp_handoff(tp) < 0)
 		return tp_fail(tp, err);

@@ -141,11 +141,12 @@ int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
  * own (libdeflate, at the writer's level), at most nbatch (0: 8, at
  * least nthreads + 1) batches allocated, so memory stays bounded and a
  * slow sink slows the caller down instead of queueing. A part boundary
- * then looks at the compressed size of the part's batches up to a fixed
- * number of batches (7) before the one being filled, waiting for them
- * if need be: parts end a little later than in the unthreaded mode, at
- * the same places whatever the threads do, so a tarball's bytes do not
- * depend on the number of threads or their timing. Errors of the threads
+ * then looks at the compressed size of the part's batches up to a few
+ * batches before the one being filled (one per MiB of part_size, at most
+ * 7), waiting for them if need be: parts end a little later than in the
+ * unthreaded mode, at the same places whatever the threads do, so a
+ * tarball's bytes do not depend on the number of threads or their
+ * timing. Errors of the threads
  * (compression, the sink's write()) are sticky and returned by the next
  * tarparts_add(), tarparts_boundary() or tarparts_finish(). Fails
  * (writer unchanged) only if no thread can be created or entries were
