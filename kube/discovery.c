@@ -28,6 +28,12 @@
  * backup refreshes at its start), and a group-version that failed less
  * than DISC_FAIL_TTL_US ago is not asked again: the new snapshot carries
  * the failure over.
+ *
+ * Round trips: /api and /apis are asked at once, then every group-version
+ * at once (up to DISC_PARALLEL requests in flight), and their answers are
+ * taken in server order, so the snapshot is the one a serial walk would
+ * build: against an API server 20 ms away a discovery of 16
+ * group-versions took 16 round trips, now 2 (issue 27).
  */
 #include "config.h"
 #include "kube/internal.h"
@@ -37,6 +43,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +54,7 @@
 #define DISC_GV_RETRIES 1			/* one group-version request */
 #define DISC_GV_HICCUP_TRIES 3		/* more calls after a non-503 failure */
 #define DISC_GV_MAX_DELAY_US TIME_US_PER_SEC	/* no longer Retry-After */
+#define DISC_PARALLEL 8				/* group-versions asked at once */
 
 struct kube_discovery {
 	atomic_int refs;
@@ -319,9 +327,10 @@ add_resource_list(struct kube_discovery *d, const char *group,
 	}
 }
 
+/* One group-version's APIResourceList (*out owned, NULL on failure). */
 static int
-load_gv(struct kube *k, struct kube_discovery *d, const char *group,
-    const char *version, int preferred, struct cairn_err *err)
+fetch_gv(struct kube *k, const char *group, const char *version,
+    cJSON **out, struct cairn_err *err)
 {
 	struct kube_call c;
 	char *path;
@@ -354,11 +363,81 @@ load_gv(struct kube *k, struct kube_discovery *d, const char *group,
 		cairn_err_clear(err);
 		time_sleep_us(100000LL << tries, NULL);
 	}
-	if (rc == 0 && cJSON_IsObject(j))
-		add_resource_list(d, group, version, preferred, j);
-	cJSON_Delete(j);
+	if (rc == 0 && !cJSON_IsObject(j)) {
+		cJSON_Delete(j);
+		j = NULL;
+	}
+	*out = j;
 	free(path);
 	return rc;
+}
+
+/* Group-versions fetched at once, answers kept in their order. */
+struct gv_job {
+	const char *group, *version;
+	int preferred;
+	int skip;			/* failed a moment ago: not asked */
+	int rc;
+	cJSON *list;
+	struct cairn_err err;
+};
+
+struct gv_jobs {
+	struct kube *k;
+	struct gv_job *v;
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *
+gv_worker(void *arg)
+{
+	struct gv_jobs *js = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&js->next, 1)) < js->n) {
+		struct gv_job *j = &js->v[i];
+
+		if (!j->skip)
+			j->rc = fetch_gv(js->k, j->group, j->version, &j->list,
+			    &j->err);
+	}
+	return NULL;
+}
+
+/* Run every job, on up to DISC_PARALLEL threads (this one included). */
+static void
+gv_run(struct gv_jobs *js)
+{
+	pthread_t th[DISC_PARALLEL];
+	size_t nth = 0;
+
+	atomic_init(&js->next, 0);
+	while (nth + 1 < DISC_PARALLEL && nth + 1 < js->n &&
+	    pthread_create(&th[nth], NULL, gv_worker, js) == 0)
+		nth++;
+	gv_worker(js);
+	for (size_t i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+}
+
+/* GET path into *out, on a thread of its own (discovery's /api). */
+struct req_job {
+	struct kube *k;
+	const char *path;
+	cJSON *out;
+	int rc;
+	struct cairn_err err;
+};
+
+static void *
+req_worker(void *arg)
+{
+	struct req_job *r = arg;
+
+	r->rc = kube_request(r->k, "GET", r->path, NULL, NULL, 0, 1, &r->out,
+	    &r->err);
+	return NULL;
 }
 
 /* Load a snapshot; prev (may be NULL): the one it replaces. */
@@ -367,17 +446,25 @@ disc_load(struct kube *k, const struct kube_discovery *prev,
     struct kube_discovery **out, struct cairn_err *err)
 {
 	struct kube_discovery *d = xcalloc(1, sizeof *d);
-	struct cairn_err e2 = CAIRN_ERR_INIT;
+	struct req_job aj = { k, "/api", NULL, 0, CAIRN_ERR_INIT };
+	struct gv_jobs js = { k, NULL, 0, 0 };
 	cJSON *api = NULL, *apis = NULL, *g, *v;
 	const cJSON *vers;
-	size_t ng = 0, i, j;
-	int rc;
+	pthread_t ath;
+	size_t ng = 0, i, j, nj;
+	int rc, athr;
 
 	atomic_init(&d->refs, 1);
-	rc = kube_request(k, "GET", "/api", NULL, NULL, 0, 1, &api, err);
-	if (rc < 0)
-		goto fail;
+	/* /api and /apis at once */
+	athr = pthread_create(&ath, NULL, req_worker, &aj) == 0;
+	if (!athr)
+		req_worker(&aj);
 	rc = kube_request(k, "GET", "/apis", NULL, NULL, 0, 1, &apis, err);
+	if (athr)
+		pthread_join(ath, NULL);
+	api = aj.out;
+	if (rc == 0 && aj.rc < 0)
+		rc = cairn_err_copy(err, &aj.err);
 	if (rc < 0)
 		goto fail;
 	vers = cJSON_GetObjectItemCaseSensitive(api, "versions");
@@ -410,39 +497,57 @@ disc_load(struct kube *k, const struct kube_discovery *prev,
 		    "preferredVersion.version", kg->versions[0] ?
 		    kg->versions[0] : ""));
 	}
+	for (i = 0; i < d->ngroups; i++)
+		js.n += strv_len(d->groups[i].versions);
+	js.v = xcalloc(js.n ? js.n : 1, sizeof *js.v);
+	nj = 0;
 	for (i = 0; i < d->ngroups; i++) {
 		struct kube_group *kg = &d->groups[i];
 
 		for (j = 0; kg->versions[j] != NULL; j++) {
-			const char *ver = kg->versions[j];
 			const struct kube_disc_failure *pf;
+			struct gv_job *gj = &js.v[nj++];
 
-			pf = find_failure(prev, kg->name, ver);
-			if (pf != NULL &&
-			    time_mono_us() - pf->at_us < DISC_FAIL_TTL_US) {
-				add_failure(d, kg->name, ver, pf->message,
-				    pf->at_us);
-				continue;	/* failed a moment ago */
-			}
-			cairn_err_clear(&e2);
-			rc = load_gv(k, d, kg->name, ver,
-			    strcmp(ver, kg->preferred) == 0, &e2);
-			if (rc == CAIRN_EAUTH || rc == CAIRN_ECANCELED) {
-				cairn_err_copy(err, &e2);
-				goto fail;
-			}
-			if (rc == CAIRN_ENOTFOUND) {
-				log_debug("discovery: %s%s%s is gone since /apis",
-				    kg->name, *kg->name ? "/" : "", ver);
-			} else if (rc < 0) {
-				log_warn("discovery of %s%s%s failed (its "
-				    "resources are left out): %s", kg->name,
-				    *kg->name ? "/" : "", ver, e2.msg);
-				add_failure(d, kg->name, ver, e2.msg,
-				    time_mono_us());
-			}
+			gj->group = kg->name;
+			gj->version = kg->versions[j];
+			gj->preferred = strcmp(gj->version, kg->preferred) == 0;
+			pf = find_failure(prev, kg->name, gj->version);
+			gj->skip = pf != NULL &&
+			    time_mono_us() - pf->at_us < DISC_FAIL_TTL_US;
 		}
 	}
+	gv_run(&js);
+	/* in server order, as one request after the other would have */
+	rc = 0;
+	for (i = 0; i < js.n && rc == 0; i++) {
+		struct gv_job *gj = &js.v[i];
+		const struct kube_disc_failure *pf;
+
+		if (gj->skip) {		/* failed a moment ago */
+			pf = find_failure(prev, gj->group, gj->version);
+			add_failure(d, gj->group, gj->version, pf->message,
+			    pf->at_us);
+		} else if (gj->rc == CAIRN_EAUTH || gj->rc == CAIRN_ECANCELED) {
+			rc = cairn_err_copy(err, &gj->err);
+		} else if (gj->rc == CAIRN_ENOTFOUND) {
+			log_debug("discovery: %s%s%s is gone since /apis",
+			    gj->group, *gj->group ? "/" : "", gj->version);
+		} else if (gj->rc < 0) {
+			log_warn("discovery of %s%s%s failed (its resources "
+			    "are left out): %s", gj->group, *gj->group ? "/" :
+			    "", gj->version, gj->err.msg);
+			add_failure(d, gj->group, gj->version, gj->err.msg,
+			    time_mono_us());
+		} else if (gj->list != NULL) {
+			add_resource_list(d, gj->group, gj->version,
+			    gj->preferred, gj->list);
+		}
+	}
+	for (i = 0; i < js.n; i++)
+		cJSON_Delete(js.v[i].list);
+	free(js.v);
+	if (rc < 0)
+		goto fail;
 	choose_versions(d);
 	cJSON_Delete(api);
 	cJSON_Delete(apis);
