@@ -13,6 +13,9 @@ objects, each into a fresh kubesim, in the same run (issue 26):
     error and no request sent before its Retry-After (tests/lib/reqlog.py);
     printed as PASS or FAIL.
 
+The ceiling is measured too: a fresh kubesim fed the same creates over 8
+keep-alive connections by a client that costs next to nothing (kubesim is
+one Python process: no client can restore faster than that).
 Each measurement is repeated $CAIRN_BENCH_REPS times (default 5),
 interleaved, and medians printed with the ratios kubectl/cairn (goal: >= 3).
 $CAIRN_BENCH_BASE_BIN (another build's cairn) also runs, in the first
@@ -24,11 +27,14 @@ The machine may be shared: read the ratios, not the seconds.
 """
 import http.client
 import json
+import multiprocessing
 import os
+import socket
 import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 
 from cairntest import BIN, Case, SRCDIR
 
@@ -44,6 +50,7 @@ REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "5")))
 BASE_BIN = os.environ.get("CAIRN_BENCH_BASE_BIN")
 BASE_REPS = int(os.environ.get("CAIRN_BENCH_BASE_REPS", "1"))
 SETS = os.environ.get("CAIRN_BENCH_RESTORE_SETS", "secrets,mixed,pushback").split(",")
+WORKERS = 8     # restore workers, and the ceiling's connections
 MIXED_KINDS = [k for k in realistic.RESTORABLE if k not in ("PersistentVolumeClaim", "Job")]
 EXTRA_RESOURCES = [("batch", "v1", "jobs", True), ("networking.k8s.io", "v1", "ingresses", True),
                    ("policy", "v1", "poddisruptionbudgets", True)]
@@ -128,6 +135,63 @@ def kubectl(t, tag, path, verb, count_path, n, namespace):
     return secs
 
 
+def _post_all(args):
+    """One keep-alive connection POSTing pre-encoded requests; returns non-201 count."""
+    host, port, reqs = args
+    s = socket.create_connection((host, port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    f = s.makefile("rb")
+    bad = 0
+    for r in reqs:
+        s.sendall(r)
+        status = f.readline()
+        length = 0
+        while True:
+            h = f.readline()
+            if h in (b"\r\n", b""):
+                break
+            if h[:15].lower() == b"content-length:":
+                length = int(h[15:])
+        f.read(length)
+        if b" 201 " not in status:
+            bad += 1
+    s.close()
+    return bad
+
+
+def kubesim_alone(t, tag, objs, namespace):
+    """The ceiling: a fresh kubesim fed the same creates by WORKERS keep-alive
+    connections from a client that costs next to nothing (pre-encoded
+    requests over raw sockets, one process each). -> seconds"""
+    k = t.kubesim(name="%s-target" % tag, tls=False)
+    k.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                        "metadata": {"name": namespace}})
+    u = urllib.parse.urlsplit(k.url)
+    hostport = "%s:%d" % (u.hostname, u.port)
+    reqs = []
+    for o in objs:
+        g, _, v = o["apiVersion"].rpartition("/")
+        path = "/api%s/%s/namespaces/%s/%s" % ("s/" + g if g else "", v, namespace, rt_plural(o["kind"]))
+        body = json.dumps(rt.normalize(o), separators=(",", ":")).encode()
+        reqs.append(b"POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: bench\r\n"
+                    b"Content-Type: application/json\r\nAccept: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (path.encode(), hostport.encode(), len(body), body))
+    shards = [(u.hostname, u.port, reqs[j::WORKERS]) for j in range(WORKERS)]
+    with multiprocessing.Pool(WORKERS) as pool:
+        start = time.monotonic()
+        bad = sum(pool.map(_post_all, shards))
+        secs = time.monotonic() - start
+    if bad:
+        print("  %s: %d creates not 201" % (tag, bad), flush=True)
+    k.proc.stop()
+    return secs
+
+
+def rt_plural(kind):
+    return {"Endpoints": "endpoints", "Ingress": "ingresses", "PodDisruptionBudget": "poddisruptionbudgets",
+            "PersistentVolumeClaim": "persistentvolumeclaims"}.get(kind, kind.lower() + "s")
+
+
 def prepare(t, name, namespace, fill, resources):
     """Source objects -> (tarball bytes, kubectl file, items, count path)."""
     src = t.kubesim(name="%s-source" % name, tls=False)
@@ -152,7 +216,7 @@ def scenario(t, name, namespace, fill, resources, count_path, count):
     n = count(objs)
     print("%s: %d objects in namespace %s (tarball %.1f MiB); %d rounds, medians" % (
         name, len(objs), namespace, len(tb) / 2**20, REPS), flush=True)
-    res = {"cairn": [], "create": [], "apply": [], "base": [], "cpu": []}
+    res = {"cairn": [], "create": [], "apply": [], "base": [], "cpu": [], "alone": []}
     for i in range(REPS):
         if BASE_BIN and i < BASE_REPS:
             res["base"].append(cairn_restore(t, "%s-base-%d" % (name, i), tb, count_path, n,
@@ -163,8 +227,10 @@ def scenario(t, name, namespace, fill, resources, count_path, count):
                                      namespace))
         res["apply"].append(kubectl(t, "%s-apply-%d" % (name, i), path, "apply", count_path, n,
                                     namespace))
-        print("  round %d: cairn %.1f s, kubectl create %.1f s, kubectl apply --server-side %.1f s%s" % (
-            i + 1, res["cairn"][-1], res["create"][-1], res["apply"][-1],
+        res["alone"].append(kubesim_alone(t, "%s-alone-%d" % (name, i), objs, namespace))
+        print("  round %d: cairn %.1f s, kubectl create %.1f s, kubectl apply --server-side %.1f s, "
+              "kubesim alone %.1f s%s" % (
+            i + 1, res["cairn"][-1], res["create"][-1], res["apply"][-1], res["alone"][-1],
             ", base build %.1f s" % res["base"][-1] if BASE_BIN and i < BASE_REPS else ""), flush=True)
     c, k, a = med(res["cairn"]), med(res["create"]), med(res["apply"])
     print("  cairn server (default flags)    %6.1f s  %6.0f objects/s (CPU: server %.1f s, kubesim %.1f s)" % (
@@ -173,6 +239,9 @@ def scenario(t, name, namespace, fill, resources, count_path, count):
         k, len(objs) / k, k / c))
     print("  kubectl apply --server-side -f  %6.1f s  %6.0f objects/s  kubectl/cairn %.2fx (goal >= 3)" % (
         a, len(objs) / a, a / c))
+    al = med(res["alone"])
+    print("  the ceiling: kubesim alone fed by %d raw connections %.1f s (%.0f creates/s): "
+          "kubectl/ceiling %.2fx, cairn/ceiling %.2fx" % (WORKERS, al, len(objs) / al, k / al, c / al))
     if res["base"]:
         b = med(res["base"])
         print("  base build (%s), %d round(s)   %6.1f s  %6.0f objects/s  base/this %.2fx" % (
