@@ -127,30 +127,6 @@ parse_token(const char *t, int *gen, struct it *after)
 	return 0;
 }
 
-static const char *
-qparam(const char *query, const char *key, char *out, size_t cap)
-{
-	size_t kl = strlen(key);
-	const char *p = query;
-
-	while (p != NULL && *p != '\0') {
-		if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
-			size_t n = strcspn(p + kl + 1, "&");
-
-			if (n >= cap)
-				n = cap - 1;
-			memcpy(out, p + kl + 1, n);
-			out[n] = '\0';
-			/* the tokens here need no unescaping but '~' */
-			return out;
-		}
-		p = strchr(p, '&');
-		if (p != NULL)
-			p++;
-	}
-	return NULL;
-}
-
 static void
 handler(void *arg, const struct uh_req *rq, struct uh_resp *rs)
 {
@@ -171,9 +147,9 @@ handler(void *arg, const struct uh_req *rq, struct uh_resp *rs)
 		fk.pending();
 		fk.pending = NULL;
 	}
-	if (qparam(rq->query, "limit", lim, sizeof lim) != NULL)
+	if (uh_qparam(rq->query, "limit", lim, sizeof lim) != NULL)
 		limit = atoi(lim);
-	if (qparam(rq->query, "continue", tok, sizeof tok) != NULL) {
+	if (uh_qparam(rq->query, "continue", tok, sizeof tok) != NULL) {
 		if (fk.on_continue != NULL) {
 			fk.on_continue();
 			fk.on_continue = NULL;

@@ -114,29 +114,6 @@ fk_reset(const int *counts, size_t pad)
 	uh_log_clear();
 }
 
-static const char *
-qparam(const char *query, const char *key, char *out, size_t cap)
-{
-	size_t kl = strlen(key);
-	const char *p = query;
-
-	while (p != NULL && *p != '\0') {
-		if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
-			size_t n = strcspn(p + kl + 1, "&");
-
-			if (n >= cap)
-				n = cap - 1;
-			memcpy(out, p + kl + 1, n);
-			out[n] = '\0';
-			return out;
-		}
-		p = strchr(p, '&');
-		if (p != NULL)
-			p++;
-	}
-	return NULL;
-}
-
 static int
 find_coll(const char *path)
 {
@@ -229,9 +206,9 @@ handler(void *arg, const struct uh_req *rq, struct uh_resp *rs)
 	fk.requests[ci]++;
 	if (ci == fk.expire_coll && fk.requests[ci] == fk.expire_at)
 		expire_all();
-	if (qparam(rq->query, "limit", lim, sizeof lim) != NULL)
+	if (uh_qparam(rq->query, "limit", lim, sizeof lim) != NULL)
 		limit = atoi(lim);
-	if (qparam(rq->query, "continue", tok, sizeof tok) != NULL) {
+	if (uh_qparam(rq->query, "continue", tok, sizeof tok) != NULL) {
 		char *t = strchr(tok, '~');
 		int gen = atoi(tok + 1);
 

@@ -123,6 +123,30 @@ uh_log_total(void)
 	return n;
 }
 
+/* Query parameter key of query into out (cut at cap - 1); NULL: absent. */
+static inline const char *
+uh_qparam(const char *query, const char *key, char *out, size_t cap)
+{
+	size_t kl = strlen(key);
+	const char *p = query;
+
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
+			size_t n = strcspn(p + kl + 1, "&");
+
+			if (n >= cap)
+				n = cap - 1;
+			memcpy(out, p + kl + 1, n);
+			out[n] = '\0';
+			return out;
+		}
+		p = strchr(p, '&');
+		if (p != NULL)
+			p++;
+	}
+	return NULL;
+}
+
 static inline void
 uh_write_all(int fd, const char *p, size_t n)
 {
