@@ -39,7 +39,7 @@
  * A read-only filesystem is a transient failure, as a 503 is for S3: a
  * filesystem remounted read-only (an NFS server restarting, an fsck, an
  * operator's remount) usually comes back. Every writing call (put, part,
- * create, complete, abort, delete) that fails with EROFS is run again with
+ * upload start, complete, delete) that fails with EROFS is run again with
  * capped exponential backoff (100 ms doubling to 5 s, jitter over the upper
  * half) until it succeeds or readonly_wait_us (BackupStorageLocation
  * config.readOnlyWait, default STORE_FS_READONLY_WAIT_US) has passed since
@@ -119,6 +119,16 @@ struct fs_wait {
 	int64_t since_us;	/* monotonic time of the first EROFS; 0: none */
 	int tries;		/* failed tries so far */
 };
+
+/* Before a writing call: no wait yet, no errno left from an earlier call. */
+static struct fs_wait
+fs_wait_start(void)
+{
+	struct fs_wait w = { 0, 0 };
+
+	tl_errno = 0;
+	return w;
+}
 
 /*
  * The writing call `op` on key just returned rc (on failure err is filled
@@ -592,7 +602,7 @@ fs_put(struct store *s, const char *key, struct store_src *src, char *etag,
 	struct store_fs *fs = (struct store_fs *)s;
 	struct fs_publish pb = { src, NULL, 0, prog, etag, "object", key, 0, 0,
 	    NULL };
-	struct fs_wait w = { 0, 0 };
+	struct fs_wait w = fs_wait_start();
 	char *path;
 	int rc;
 
@@ -751,7 +761,7 @@ static int
 fs_del(struct store *s, const char *key, struct cairn_err *err)
 {
 	struct store_fs *fs = (struct store_fs *)s;
-	struct fs_wait w = { 0, 0 };
+	struct fs_wait w = fs_wait_start();
 	int rc;
 
 	do
@@ -1047,7 +1057,7 @@ fs_mpu_create(struct store *s, const char *key, char **id,
     struct cairn_err *err)
 {
 	struct store_fs *fs = (struct store_fs *)s;
-	struct fs_wait w = { 0, 0 };
+	struct fs_wait w = fs_wait_start();
 	int rc;
 
 	do
@@ -1065,7 +1075,7 @@ fs_mpu_put_part(struct store *s, const char *key, const char *id, int number,
 	struct store_fs *fs = (struct store_fs *)s;
 	struct fs_publish pb = { src, NULL, 0, prog, etag, "part", key, 0, 1,
 	    NULL };
-	struct fs_wait w = { 0, 0 };
+	struct fs_wait w = fs_wait_start();
 	char *dir, *path;
 	int rc;
 
@@ -1287,7 +1297,7 @@ fs_mpu_complete(struct store *s, const char *key, const char *id,
     struct cairn_err *err)
 {
 	struct store_fs *fs = (struct store_fs *)s;
-	struct fs_wait w = { 0, 0 };
+	struct fs_wait w = fs_wait_start();
 	int rc;
 
 	do
