@@ -128,6 +128,7 @@ class World:
         self.nserver = 0
         self.procs = []
         self.base = None        # the kill-restore trials' backup, made once
+        self.nparts = 0         # parts of a whole backup (the first one checked)
         self.checked = 0.0      # seconds spent in the independent checks
         self.base_faults()
 
@@ -201,6 +202,8 @@ class World:
         phase = b.get("status", {}).get("phase")
         if phase != "Completed":
             raise Trouble("backup %s %s: %s" % (name, phase, b["status"].get("failureReason")))
+        if not self.nparts:
+            self.nparts = len(b["status"].get("checkpoint", {}).get("parts", []))
         tmp = self.t.mkdir("check-" + name)
         tgz = os.path.join(tmp, "b.tar.gz")
         self.fetch(name, name + ".tar.gz", tgz)
@@ -288,7 +291,8 @@ def run_backup_kill(w, rng, trial, stop_instead=False):
         # a third of the kills at a named crash point (base/fault.h)
         point = rng.choice(POINTS)
         if "%d" in point:
-            point = point % rng.randrange(1, 30)
+            # a part the backup has (after its last one the point is never hit)
+            point = point % rng.randrange(1, (w.nparts or 10) + 1)
     s1 = w.server(sid, journal, env={"CAIRN_FAULT": point} if point else None)
     w.sim.ok("POST", BK, {"apiVersion": "cairn.io/v1", "kind": "Backup",
                           "metadata": {"name": name, "namespace": NS},
