@@ -11,7 +11,8 @@ To compare two builds in the same run, set $CAIRN_BENCH_BASE_BIN to the
 other build's cairn binary: its tests/helpers/volume_mover (next to it, as
 `make check` builds it) then runs too, interleaved with this build's, each
 backup and restore $CAIRN_BENCH_REPS times (default 3); medians and the
-ratio this/base are printed (the machine may be shared: same-run ratios).
+ratio this/base are printed (the machine may be shared: same-run ratios;
+the backups' CPU seconds too, which a loaded machine disturbs less).
 This build runs twice per round: the plain tar.gz copy ("this", the same
 work as the base) and the deduplicated first copy into a fresh store
 ("dedup", --chunks: what `cairn server` does for every hostPath volume
@@ -19,6 +20,7 @@ since issue 25, so the figure a user gets); the base build only knows the
 plain copy.
 """
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -75,12 +77,20 @@ def logical(root):
     return total
 
 
-def timed(argv):
-    t0 = time.monotonic()
+def child_cpu():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed(argv, cpu=None):
+    """Run argv: (wall seconds, its stdout); its CPU seconds appended to cpu."""
+    c0, t0 = child_cpu(), time.monotonic()
     r = subprocess.run(argv, capture_output=True, text=True)
     dt = time.monotonic() - t0
     if r.returncode != 0:
         sys.exit("%s failed: %s" % (argv[0], r.stderr))
+    if cpu is not None:
+        cpu.append(child_cpu() - c0)
     return dt, r.stdout
 
 
@@ -142,13 +152,13 @@ def compare(src, mb):
         print("base volume_mover not built: %s" % base)
         return
     runs = [("base", base, False), ("this", MOVER, False), ("dedup", MOVER, True)]
-    times = {tag: {"backup": [], "restore": [], "stored": 0} for tag, _, _ in runs}
+    times = {tag: {"backup": [], "restore": [], "stored": 0, "cpu": []} for tag, _, _ in runs}
     for rep in range(REPS):
         k = rep % len(runs)
         for tag, mover, dedup in runs[k:] + runs[:k]:
             store = os.path.join(TMP, "cmp-%s-%d" % (tag, rep))
             dst = os.path.join(TMP, "cmp-dst-%s-%d" % (tag, rep))
-            dt, _ = timed(mover_argv(mover, "backup", store, src, dedup))
+            dt, _ = timed(mover_argv(mover, "backup", store, src, dedup), times[tag]["cpu"])
             times[tag]["backup"].append(dt)
             times[tag]["stored"] = stored_bytes(store)
             dt, _ = timed(mover_argv(mover, "restore", store, dst, dedup))
@@ -162,6 +172,11 @@ def compare(src, mb):
             line += "  %s %6.2f s (%6.1f MB/s, ratio %s/base (time) %.2f)" % (
                 tag, t, mb / t, tag, t / b)
         print(line)
+    b = statistics.median(times["base"]["cpu"])
+    print("backup CPU (user+sys) median of %d: base %.2f s  this %.2f s (ratio %.2f)  dedup %.2f s "
+          "(ratio %.2f): steadier than wall time on a loaded machine" % (
+              REPS, b, statistics.median(times["this"]["cpu"]), statistics.median(times["this"]["cpu"]) / b,
+              statistics.median(times["dedup"]["cpu"]), statistics.median(times["dedup"]["cpu"]) / b))
     print("per round (s), base/this/dedup backup: %s" % "  ".join(
         "%.2f/%.2f/%.2f" % (times["base"]["backup"][i], times["this"]["backup"][i],
                             times["dedup"]["backup"][i]) for i in range(REPS)))
