@@ -218,9 +218,11 @@ def wait_parts(sim, name, k, timeout=60):
     return wait_for(have, timeout, "%d checkpointed parts of %s" % (k, name), interval=0.02)
 
 
-def a_owns_b_waits(t, name, k):
+def a_owns_b_waits(t, name, k, past_first_page=False):
     """Servers a and b over a slow big backup that a claims, with k parts
-    checkpointed; the fs part files are watched."""
+    checkpointed (past_first_page: and the last of them past the first
+    list page, so the checkpoint holds a continue token); the fs part files
+    are watched."""
     sim, root, slow = big_backup_setup(t, ["a", "b"])
     watch = PartWatch(root)
     t.on_cleanup(watch.close)
@@ -231,12 +233,16 @@ def a_owns_b_waits(t, name, k):
     b = server(t, sim, "b")
     wait_for(lambda: sim.get(LEASES + "/cairn-b")[0] == 200, 20, "b's Lease")
     wait_parts(sim, name, k)
+    if past_first_page:
+        wait_for(lambda: status(sim, name)["checkpoint"].get("listContinue"), 60,
+                 "a part past the first list page", interval=0.02)
     return sim, root, slow, watch, a, b
 
 
 @case
 def coord_kill9_takeover(t):
-    sim, root, _, watch, a, b = a_owns_b_waits(t, "big", 3)
+    # past the first page: b must go on with a's continue token
+    sim, root, _, watch, a, b = a_owns_b_waits(t, "big", 3, past_first_page=True)
     a.kill9()
     t_kill = time.monotonic()
     w_kill = time.time()
