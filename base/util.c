@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <sys/random.h>
@@ -573,4 +574,45 @@ int
 util_cpus(void)
 {
 	return util_cpus_at(NULL);
+}
+
+/* write(2) when off < 0, else pwrite(2) at off, until all n bytes are out. */
+static int
+write_out(int fd, const void *p, size_t n, int64_t off)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t w = off < 0 ? write(fd, c, n) :
+		    pwrite(fd, c, n, (off_t)off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = EIO;
+			return -1;
+		}
+		c += w;
+		n -= (size_t)w;
+		if (off >= 0)
+			off += w;
+	}
+	return 0;
+}
+
+int
+util_write_all(int fd, const void *p, size_t n)
+{
+	return write_out(fd, p, n, -1);
+}
+
+int
+util_pwrite_all(int fd, const void *p, size_t n, int64_t off)
+{
+	if (off < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return write_out(fd, p, n, off);
 }

@@ -96,4 +96,12 @@ void str_hex(const unsigned char *p, size_t n, char *out);
 int util_cpus_at(const char *cgroup_root);
 int util_cpus(void);
 
+/*
+ * Write all n bytes of p to fd, through short writes and EINTR: 0, or -1
+ * with errno set (EIO for a write that wrote nothing).
+ */
+int util_write_all(int fd, const void *p, size_t n);
+/* The same at file offset off (pwrite: fd's own offset is left alone). */
+int util_pwrite_all(int fd, const void *p, size_t n, int64_t off);
+
 #endif

@@ -1045,20 +1045,9 @@ struct dl {
 static int
 dl_write(void *arg, const void *data, size_t n)
 {
-	struct dl *d = arg;
-	const char *p = data;
+	const struct dl *d = arg;
 
-	while (n > 0) {
-		ssize_t w = write(d->fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return util_write_all(d->fd, data, n);
 }
 
 static void

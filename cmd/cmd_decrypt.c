@@ -25,6 +25,7 @@
 
 #include "base/buf.h"
 #include "base/mem.h"
+#include "base/util.h"
 #include "storage/crypt.h"
 
 #define KEY_FILE_MAX 4096	/* a key file: 32 bytes, or text of them */
@@ -104,20 +105,7 @@ cli_keyring(const struct flagset *fs, struct crypt_keyring **out,
 static int
 write_all(void *arg, const void *p, size_t n)
 {
-	int fd = *(int *)arg;
-	const char *c = p;
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return util_write_all(*(int *)arg, p, n);
 }
 
 int

@@ -2242,21 +2242,9 @@ struct readback {
 static int
 rb_sink(void *arg, const void *p, size_t n)
 {
-	struct readback *rb = arg;
-	const char *c = p;
+	const struct readback *rb = arg;
 
-	while (n > 0) {
-		ssize_t w = write(rb->wfd, c, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return util_write_all(rb->wfd, p, n);
 }
 
 static void *

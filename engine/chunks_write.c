@@ -427,20 +427,7 @@ chunks_mark_entry(struct archive_entry *e, size_t list_len)
 static int
 spool_write(void *arg, const void *p, size_t n)
 {
-	int fd = *(int *)arg;
-	const char *c = p;
-
-	while (n > 0) {
-		ssize_t k = write(fd, c, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		c += k;
-		n -= (size_t)k;
-	}
-	return 0;
+	return util_write_all(*(int *)arg, p, n);
 }
 
 /* key downloaded into an unlinked temp file (*fd, at offset 0). */

@@ -71,6 +71,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
+#include "base/util.h"
 
 #define LISTS_CHUNK (256u << 10)	/* bytes published at once */
 #define LISTS_REC_HDR 8			/* u32 length, u16 depth, u8 ws, pad */
@@ -286,23 +287,6 @@ spool_open(struct kube_lists *m, struct lpage *p)
 	return 0;
 }
 
-static int
-pwrite_all(int fd, const char *p, size_t n, int64_t off)
-{
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
-}
-
 /*
  * Publish the staged bytes as a chunk of the page (memory or spool),
  * then apply the bounds: the head's fetcher waits while its bytes pile
@@ -336,7 +320,7 @@ publish(struct fetch *f)
 	if (rc == 0 && in_mem) {
 		c->mem = xmalloc(c->len);
 		memcpy(c->mem, f->stage.data, c->len);
-	} else if (rc == 0 && pwrite_all(f->p->fd, f->stage.data, c->len,
+	} else if (rc == 0 && util_pwrite_all(f->p->fd, f->stage.data, c->len,
 	    c->off) < 0) {
 		rc = CAIRN_EIO;
 	}

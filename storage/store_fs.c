@@ -242,24 +242,6 @@ rmdirs_for(const char *root, const char *path)
 	free(p);
 }
 
-static int
-write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	ssize_t w;
-
-	while (n > 0) {
-		w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static void
 tmp_name_in(const char *path, char *out, size_t outsz)
 {
@@ -510,7 +492,7 @@ fs_publish(struct store_fs *fs, const char *path, struct fs_publish *pb,
 				break;
 			if (pb->src != NULL)
 				pb->src_read += (uint64_t)n;
-			if (write_all(fd, chunk, (size_t)n) < 0) {
+			if (util_write_all(fd, chunk, (size_t)n) < 0) {
 				rc = fs_fail(fs, err, CAIRN_EIO, errno, "writing",
 				    pb->key);
 				goto fail;

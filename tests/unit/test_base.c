@@ -12,9 +12,13 @@
 #include "base/util.h"
 #include "tests/unit/unit.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void
 test_err_set_prefix(void)
@@ -686,6 +690,52 @@ test_read_file(void)
 	    CAIRN_ENOTFOUND);
 }
 
+/* Whole writes: big buffers through a pipe, pwrite at an offset. */
+static void
+test_write_all(void)
+{
+	const char *dir = getenv("CAIRN_TMP");
+	char path[512], got[16] = { 0 };
+	static char big[1 << 20];
+	int fds[2], fd, st = -1;
+	size_t total = 0;
+	ssize_t r;
+	pid_t pid;
+
+	/* a pipe takes 64 KiB at a time: 1 MiB goes out in short writes */
+	memset(big, 'x', sizeof big);
+	REQUIRE(pipe(fds) == 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		_exit(util_write_all(fds[1], big, sizeof big) == 0 ? 0 : 1);
+	}
+	close(fds[1]);
+	while ((r = read(fds[0], big, sizeof big)) > 0)
+		total += (size_t)r;
+	close(fds[0]);
+	CHECK_INT((int)total, (int)sizeof big);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 0);
+
+	snprintf(path, sizeof path, "%s/base-write-all", dir ? dir : "/tmp");
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	REQUIRE(fd >= 0);
+	CHECK_INT(util_write_all(fd, "0123456789", 10), 0);
+	CHECK_INT(util_pwrite_all(fd, "ab", 2, 3), 0);
+	CHECK_INT((int)lseek(fd, 0, SEEK_CUR), 10);	/* offset untouched */
+	CHECK_INT((int)pread(fd, got, 10, 0), 10);
+	CHECK_STR(got, "012ab56789");
+	errno = 0;
+	CHECK_INT(util_pwrite_all(fd, "ab", 2, -1), -1);
+	CHECK_INT(errno, EINVAL);
+	close(fd);
+	remove(path);
+	CHECK_INT(util_write_all(fd, "x", 1), -1);	/* closed: EBADF */
+	CHECK_INT(errno, EBADF);
+}
+
 /* Issue 18: strings holding U+0000 survive parse and print byte for byte. */
 static void
 test_json_nul_strings(void)
@@ -769,5 +819,6 @@ main(void)
 	RUN(test_yaml);
 	RUN(test_yaml_alias_budget);
 	RUN(test_read_file);
+	RUN(test_write_all);
 	return unit_done();
 }
