@@ -346,14 +346,17 @@ def listed_ranges(sim, since, keys):
 
     keys: every ConfigMap key (namespace, name) in kubesim's list order.
     kubesim logs a request when it completes, so requests of the killed
-    server may be logged after the restart: they are told apart by their
-    start time. Returns [(query dict, first index, item count, status)]:
-    the items each answer held, derived from its continue token and limit.
+    server may be logged after the restart, and a request may be logged
+    before the one whose answer it follows (the thread that answered the
+    first was not yet scheduled to log it): requests are told apart and
+    ordered by their start time. Returns [(query dict, first index, item
+    count, status)] in the order they were sent: the items each answer
+    held, derived from its continue token and limit.
     """
     import bisect
     from urllib.parse import parse_qs
     out = []
-    for r in sim.requests():
+    for r in sorted(sim.requests(), key=lambda r: r["time"]):
         if r["method"] != "GET" or not re.match(CM_LIST, r["path"]) or r.get("watch") or r["time"] < since:
             continue
         q = {k: v[0] for k, v in parse_qs(r["query"]).items()}
