@@ -158,6 +158,8 @@ struct bk {
 	int per_ns;			/* list namespace by namespace */
 	char **nslist;			/* ... these, in key order (owned) */
 	size_t nns;
+	int wide;			/* ... but list across them: BK_WIDE */
+	size_t nns_all;			/* the cluster's (0: not listed) */
 	int64_t res_items;		/* items the current resource wrote */
 	char *const *ordered;		/* its orderedResources (spec), or NULL */
 	int in_ordered;			/* ... being written first, by name */
@@ -649,6 +651,26 @@ strv_sorted_has(char **v, size_t n, const char *s)
 }
 
 /* Does this item pass the filters of the resource being walked? */
+/* Is namespace ns one of the plan's (b->nslist, key order)? */
+static int
+nslist_has(const struct bk *b, const char *ns)
+{
+	size_t lo = 0, hi = b->nns;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = kube_key_cmp(b->nslist[mid], "", ns, "");
+
+		if (c == 0)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
 static int
 item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
 	const cJSON *md, const char *ns, const char *name)
@@ -664,6 +686,9 @@ item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
 	if (is_ns)
 		return bspec_ns_included(b->spec, name);
 	if (r->namespaced && !bspec_ns_included(b->spec, ns))
+		return 0;
+	/* a list across namespaces: only those of the plan (BK_WIDE) */
+	if (r->namespaced && b->wide && !nslist_has(b, ns))
 		return 0;
 	if (!bspec_labels_match(b->spec, item))
 		return 0;
@@ -1241,6 +1266,22 @@ has_glob(const char *s)
 	return strpbrk(s, "*?") != NULL;
 }
 
+/*
+ * List namespaced resources across the cluster, not namespace by
+ * namespace, when includedNamespaces' patterns take at least this share
+ * of the cluster's namespaces (bk_namespaces). Names without patterns
+ * are always listed one by one: the cluster's namespaces are not listed
+ * for them, and a backup of a few named namespaces asks only about them.
+ */
+#define BK_WIDE_NUM 3
+#define BK_WIDE_DEN 4
+/*
+ * A checkpoint token of such a list starts with this (Kubernetes tokens
+ * are base64url, never '~'): a token of one kind of list means nothing
+ * to the other (its key is relative to the list's path).
+ */
+#define BK_WIDE_TOKEN '~'
+
 /* Collects namespace names that pass the filter (from a list). */
 struct ns_collect {
 	struct bk *b;
@@ -1267,6 +1308,7 @@ ns_collect_cb(void *arg, cJSON *item)
 	struct ns_collect *c = arg;
 	const char *name = json_str_or(item, "metadata.name", "");
 
+	c->b->nns_all++;
 	if (bspec_ns_included(c->b->spec, name))
 		nslist_add(c->b, &c->alloc, name);
 	return 0;
@@ -1279,6 +1321,16 @@ ns_collect_cb(void *arg, cJSON *item)
  * included namespaces that exist, in key order (so items come in the
  * order one list across namespaces would give). A name that does not
  * exist, or a pattern that matches none, is a warning.
+ *
+ * Unless patterns include most of the cluster's namespaces (b->wide:
+ * at least BK_WIDE_NUM/BK_WIDE_DEN of those listed, and two or more):
+ * then each namespaced resource is listed once across the cluster and
+ * the items outside b->nslist are dropped, as many requests and gzip
+ * streams for a few small replies each cost more bytes and round trips
+ * than the few namespaces left out (issue 27). Both plans give the same
+ * items in the same key order, so the same tarball; only the continue
+ * tokens differ, and a resumed run uses the checkpoint's token only if
+ * it came from a list of the same kind (BK_WIDE_TOKEN).
  */
 static int
 bk_namespaces(struct bk *b, struct cairn_err *err)
@@ -1288,6 +1340,7 @@ bk_namespaces(struct bk *b, struct cairn_err *err)
 	char **inc = b->spec->inc_ns;
 	int globs = 0, rc;
 
+	b->nns_all = 0;
 	b->per_ns = inc[0] != NULL && !strv_contains(inc, "*");
 	if (!b->per_ns)
 		return 0;
@@ -1336,8 +1389,11 @@ bk_namespaces(struct bk *b, struct cairn_err *err)
 		}
 	}
 	qsort(b->nslist, b->nns, sizeof *b->nslist, ns_cmp);
+	b->wide = globs && b->nns >= 2 && b->nns * BK_WIDE_DEN >= b->nns_all *
+	    BK_WIDE_NUM;
 	return 0;
 }
+
 
 /* Builds the plan from discovery's chosen listable resources. */
 struct plan_ctx {
@@ -1469,7 +1525,9 @@ on_page(void *arg, const char *cont)
 	struct bk *b = arg;
 
 	free(b->page_cont);
-	b->page_cont = xstrdup(cont);
+	/* a namespaced list across the plan's namespaces: say so (BK_WIDE) */
+	b->page_cont = b->wide && b->cur->r->namespaced && cont[0] != '\0' ?
+	    xasprintf("%c%s", BK_WIDE_TOKEN, cont) : xstrdup(cont);
 	b->page_gen++;
 	return 0;
 }
@@ -1603,6 +1661,22 @@ bk_queue_ordered(struct bk *b, const struct bk_res *br, int *c)
 }
 
 /*
+ * The checkpoint's continue token for a list across namespaces of the
+ * plan (wide: BK_WIDE) or not, or NULL: none, or one of the other kind
+ * (a resumed run whose plan changed with the cluster's namespaces; the
+ * list starts over and the walk skips by key what is stored).
+ */
+static const char *
+resume_token(const struct bk *b, int wide)
+{
+	const char *t = b->resume_cont;
+
+	if (t == NULL || t[0] == '\0' || (t[0] == BK_WIDE_TOKEN) != wide)
+		return NULL;
+	return wide ? t + 1 : t;
+}
+
+/*
  * Queue what the walk of br asks for, with c as for bk_walk_res() (the
  * resource's place against the checkpoint). Sets br's units.
  */
@@ -1614,7 +1688,7 @@ bk_queue_res(struct bk *b, struct bk_res *br, int c)
 	struct kube_list_opts lo;
 	int is_ns = r->group[0] == '\0' && strcmp(r->resource, "namespaces") ==
 	    0;
-	int flags;
+	int flags, wide;
 
 	br->u0 = b->nunits;
 	br->c = c;
@@ -1644,9 +1718,10 @@ bk_queue_res(struct bk *b, struct bk_res *br, int c)
 			return;
 		}
 	}
-	flags = c >= 0 && bk_list_counts(b, br, b->per_ns && r->namespaced) ?
-	    KUBE_LISTS_COUNT : 0;
-	if (b->per_ns && r->namespaced) {
+	wide = b->wide && r->namespaced;
+	flags = c >= 0 && bk_list_counts(b, br, b->per_ns && r->namespaced &&
+	    !wide) ? KUBE_LISTS_COUNT : 0;
+	if (b->per_ns && r->namespaced && !wide) {
 		for (size_t i = 0; i < b->nns; i++) {
 			const char *ns = b->nslist[i];
 			int nc = c == 0 ? kube_key_cmp(ns, "", b->resume[2],
@@ -1656,9 +1731,8 @@ bk_queue_res(struct bk *b, struct bk_res *br, int c)
 			if (c == 0 && nc < 0 && !feeds_related(b, r))
 				continue;
 			lo.continue_token = NULL;
-			if (c == 0 && nc == 0 && b->resume_cont != NULL &&
-			    b->resume_cont[0] != '\0' && !feeds_related(b, r))
-				lo.continue_token = b->resume_cont;
+			if (c == 0 && nc == 0 && !feeds_related(b, r))
+				lo.continue_token = resume_token(b, 0);
 			/* a list resumed at a token counts only what is left */
 			unit_push(b, kube_lists_add(b->lists, &g, ns, &lo,
 			    lo.continue_token != NULL ? 0 : flags), BK_U_LIST, ns,
@@ -1673,9 +1747,8 @@ bk_queue_res(struct bk *b, struct bk_res *br, int c)
 	 * related sets.
 	 */
 	lo.continue_token = NULL;
-	if (c == 0 && b->resume_cont != NULL && b->resume_cont[0] != '\0' &&
-	    !feeds_related(b, r))
-		lo.continue_token = b->resume_cont;
+	if (c == 0 && !feeds_related(b, r))
+		lo.continue_token = resume_token(b, wide);
 	unit_push(b, kube_lists_add(b->lists, &g, NULL, &lo,
 	    lo.continue_token != NULL ? 0 : flags), BK_U_LIST, NULL, NULL);
 	br->nu = b->nunits - br->u0;
@@ -1764,8 +1837,9 @@ bk_res_log(struct bk *b, const struct kube_resource *r,
 		return;
 	}
 	bk_res_event(b, "info", r, NULL, "backed up %lld items%s%s",
-	    (long long)b->res_items, b->per_ns && r->namespaced ?
-	    " (listed namespace by namespace)" : "", extra);
+	    (long long)b->res_items, !(b->per_ns && r->namespaced) ? "" :
+	    b->wide ? " (listed across the cluster's namespaces, those of the "
+	    "backup kept)" : " (listed namespace by namespace)", extra);
 }
 
 /*

@@ -785,7 +785,8 @@ class Sim:
                 try:
                     tok = json.loads(base64.urlsafe_b64decode(cont + "=" * (-len(cont) % 4)))
                     trv = int(tok["rv"])
-                    start = tuple(tok["start"])
+                    rel = tok["start"]
+                    start = self._token_key(rt, ns, rel)
                     issued = float(tok.get("t", 0))
                 except Exception:
                     raise bad_request("continue key is not valid: illegal base64 data")
@@ -793,7 +794,7 @@ class Sim:
                     # etcd compacted the snapshot: the storage's
                     # handleCompactedErrorForPaging answers with a token at
                     # resourceVersion -1 (continue at the latest, inconsistently)
-                    newtok = self._token(-1, start, 0)
+                    newtok = self._token(-1, rel, 0)
                     raise ApiError(410, "Expired",
                                    "The provided continue parameter is too old to display a consistent list result. "
                                    "You can start a new list without the continue parameter, or use the continue token "
@@ -828,10 +829,30 @@ class Sim:
                     break
             meta = {"resourceVersion": str(list_rv)}
             if last is not None and i < hi:
-                meta["continue"] = self._token(list_rv, last, issued)
+                meta["continue"] = self._token(list_rv, self._token_rel(rt, ns, last), issued)
                 if not filt:
                     meta["remainingItemCount"] = hi - i
         return meta, items
+
+    @staticmethod
+    def _token_rel(rt, ns, k):
+        """A token's start key as the real one holds it: relative to the
+        list's key prefix (storage.EncodeContinue trims keyPrefix), so
+        "ns/name" for a list across namespaces, "name" for a namespace's."""
+        return "%s/%s" % k if rt.namespaced and ns is None else k[1]
+
+    @staticmethod
+    def _token_key(rt, ns, rel):
+        """The (ns, name) key a token's relative start means for this list
+        (storage.DecodeContinue: keyPrefix + start): a token of another
+        list's path lands where its bytes fall in this one, as in etcd."""
+        if not isinstance(rel, str):
+            raise ValueError("start")
+        if not rt.namespaced:
+            return ("", rel)
+        full = rel if ns is None else ns + "/" + rel
+        a, sep, b = full.partition("/")
+        return (a, b) if sep else (full, "")
 
     @staticmethod
     def _token(rv, start, issued):
@@ -839,7 +860,7 @@ class Sim:
         (version, resourceVersion, start key) it carries when its snapshot was
         listed, for expiry: real clusters write all the time (leases), so etcd
         compaction catches up with a snapshot about one interval after it."""
-        tok = {"v": "meta.k8s.io/v1", "rv": rv, "start": list(start)}
+        tok = {"v": "meta.k8s.io/v1", "rv": rv, "start": start}
         if rv != -1:
             tok["t"] = round(issued, 3)
         raw = json.dumps(tok, separators=(",", ":"))
