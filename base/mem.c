@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __GLIBC__		/* defined once a libc header is in */
+#include <malloc.h>
+#endif
 
 static void
 oom(size_t n)
@@ -92,4 +95,15 @@ xasprintf(const char *fmt, ...)
 	if (n < 0)
 		oom(0);
 	return s;
+}
+
+void
+mem_process_init(void)
+{
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
+	const char *env = getenv("MALLOC_ARENA_MAX");
+
+	if (env == NULL || env[0] == '\0')
+		(void)mallopt(M_ARENA_MAX, MEM_ARENAS);
+#endif
 }

@@ -383,6 +383,7 @@ main(int argc, char **argv)
 {
 	int rc;
 
+	mem_process_init();
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rc = run(argc - 1, argv + 1);
 	curl_global_cleanup();

@@ -72,7 +72,13 @@
 #define TP_OUTBUF (64u << 10)	/* deflate output chunk */
 #define TP_BATCH (512u << 10)	/* tar bytes handed to deflate at once */
 #define TP_TBATCH (256u << 10)	/* ... with threads: one gzip member each */
-#define TP_NBATCH 8		/* batches in flight with threads: 2 MiB of tar */
+/*
+ * Batches with threads: one being filled, one per thread being
+ * compressed, one done waiting to be written. Each is TP_TBATCH of tar
+ * and as much again for its gzip member, so 2 threads hold 2 MiB, not
+ * the 4 MiB of a fixed 8 (issue 27's peak RSS), at the same speed.
+ */
+#define TP_NBATCH_SPARE 2
 #define TP_NBATCH_MAX 64
 #define TP_THREADS_MAX 64
 /*
@@ -616,7 +622,7 @@ tarparts_start_thread(struct tarparts *tp, size_t batch_size, int nbatch,
 	if (nthreads > TP_THREADS_MAX)
 		nthreads = TP_THREADS_MAX;
 	if (nbatch == 0)
-		nbatch = TP_NBATCH;
+		nbatch = nthreads + TP_NBATCH_SPARE;
 	if (nbatch < nthreads + 1)
 		nbatch = nthreads + 1;	/* one to fill, one per thread */
 	if (nbatch > TP_NBATCH_MAX)

@@ -521,7 +521,7 @@ int kube_list_text(struct kube *k, const struct kube_gvr *r, const char *ns,
  * slower than the network), as a streamed list does.
  */
 #define KUBE_LISTS_CONCURRENCY	8		/* requests in flight */
-#define KUBE_LISTS_MEM_MAX	(8u << 20)	/* pages held in memory */
+#define KUBE_LISTS_MEM_MAX	(2u << 20)	/* pages held in memory */
 #define KUBE_LISTS_AHEAD_MAX	(32u << 20)	/* pages fetched ahead */
 struct kube_lists_opts {
 	int concurrency;	/* requests in flight; 0: the default */

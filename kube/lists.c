@@ -73,7 +73,7 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 
-#define LISTS_CHUNK (256u << 10)	/* bytes published at once */
+#define LISTS_CHUNK (64u << 10)		/* bytes published at once */
 #define LISTS_REC_HDR 8			/* u32 length, u16 depth, u8 ws, pad */
 #define LISTS_MAX_GONE 3		/* 410s in a row before giving up */
 #define LISTS_CONCURRENCY_MAX 64
