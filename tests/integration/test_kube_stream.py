@@ -5,9 +5,13 @@ cut where a real network cuts them: a watch whose events arrive in chunks of
 1 to 7 bytes (inside strings and escapes), a list page whose connection
 breaks after some items (the page is fetched again and the items already
 delivered are not delivered twice), and list items without apiVersion/kind.
+Gzip bodies (cairn inflates them itself, with ISA-L): a page in two gzip
+members sent in tiny chunks, a corrupt body (a clear error, no retry loop)
+and a body that ends before its gzip stream does (fetched again).
 The server is a small stdlib HTTP/1.1 server in this file (plain HTTP on
 127.0.0.1; the client config comes from a kubeconfig without a token).
 """
+import gzip
 import json
 import os
 import socket
@@ -26,6 +30,7 @@ class Script:
 
     def __init__(self):
         self.requests = []
+        self.encodings = []     # each request's Accept-Encoding
         self.lock = threading.Lock()
 
 
@@ -39,6 +44,7 @@ def serve(script, handler_fn):
         def do_GET(self):
             with script.lock:
                 script.requests.append(self.path)
+                script.encodings.append(self.headers.get("Accept-Encoding"))
                 n = len(script.requests)
             handler_fn(self, n)
 
@@ -149,6 +155,90 @@ def list_page_broken_midway_is_not_delivered_twice(t):
     # Items had no apiVersion/kind: filled from the envelope.
     t.eq(names, ["ConfigMap ns/i%d v1" % i for i in range(6)], "each item once, in order")
     t.check("items=6 pages=1 rv=42" in r.stdout, r.stdout)
+    t.eq(len(s.requests), 2, "page requests")
+
+
+def gzip_page(n):
+    """A list page of n ConfigMaps (with some bulk) and its JSON text."""
+    items = [{"metadata": {"name": "g%03d" % i, "namespace": "ns"},
+              "data": {"k": ("v%d\\\"" % i) * 50}} for i in range(n)]
+    return json.dumps({"kind": "ConfigMapList", "apiVersion": "v1",
+                       "metadata": {"resourceVersion": "77"}, "items": items}).encode()
+
+
+def send_gzip(h, body):
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Encoding", "gzip")
+    h.send_header("Content-Length", str(len(body)))
+    h.end_headers()
+    h.wfile.write(body)
+    h.wfile.flush()
+
+
+@case
+def gzip_page_in_two_members_and_tiny_chunks(t):
+    page = gzip_page(40)
+    half = len(page) // 2
+    body = gzip.compress(page[:half], mtime=0) + gzip.compress(page[half:], mtime=0)
+
+    def handler_gz(h, n):
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Encoding", "gzip")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        i, step = 0, 1
+        while i < len(body):
+            chunk(h, body[i:i + step])
+            i += step
+            step = step % 13 + 1
+        chunk(h, b"")
+
+    s = Script()
+    srv = serve(s, handler_gz)
+    t.on_cleanup(srv.shutdown)
+    kc = kubeconfig(t, srv.server_address[1])
+    r = tool(kc, "list", "core", "v1", "configmaps", "ns", "names")
+    t.eq(r.returncode, 0, "list exit: " + r.stdout + r.stderr)
+    names = [ln for ln in r.stdout.splitlines() if ln.startswith("ConfigMap ")]
+    t.eq(names, ["ConfigMap ns/g%03d v1" % i for i in range(40)], "every item, in order")
+    t.check("items=40 pages=1 rv=77" in r.stdout, r.stdout)
+    t.eq(s.encodings[0], "gzip", "gzip asked for")
+
+
+@case
+def corrupt_gzip_page_fails_clearly(t):
+    body = bytearray(gzip.compress(gzip_page(40), mtime=0))
+    for i in range(len(body) // 2, len(body) // 2 + 64):
+        body[i] ^= 0x5a
+
+    s = Script()
+    srv = serve(s, lambda h, n: send_gzip(h, bytes(body)))
+    t.on_cleanup(srv.shutdown)
+    kc = kubeconfig(t, srv.server_address[1])
+    r = tool(kc, "list", "core", "v1", "configmaps", "ns", "names", timeout=30)
+    t.check(r.returncode != 0, "a corrupt body fails the list: " + r.stdout)
+    t.check("gzip body is corrupt" in r.stdout + r.stderr, r.stdout + r.stderr)
+    t.eq(len(s.requests), 1, "not retried (the server's bytes are wrong)")
+
+
+@case
+def gzip_page_cut_short_is_fetched_again(t):
+    body = gzip.compress(gzip_page(40), mtime=0)
+
+    def handler(h, n):
+        # first: a whole HTTP reply whose gzip stream stops halfway
+        send_gzip(h, body if n > 1 else body[:len(body) // 2])
+
+    s = Script()
+    srv = serve(s, handler)
+    t.on_cleanup(srv.shutdown)
+    kc = kubeconfig(t, srv.server_address[1])
+    r = tool(kc, "list", "core", "v1", "configmaps", "ns", "names")
+    t.eq(r.returncode, 0, "list exit: " + r.stdout + r.stderr)
+    names = [ln for ln in r.stdout.splitlines() if ln.startswith("ConfigMap ")]
+    t.eq(names, ["ConfigMap ns/g%03d v1" % i for i in range(40)], "each item once, in order")
     t.eq(len(s.requests), 2, "page requests")
 
 
