@@ -27,8 +27,9 @@
  *    header, data and padding.
  *  - tarparts_start_thread(): deflate runs on compression threads while
  *    the caller lists, parses and adds the next entries, each batch a
- *    whole gzip member compressed by libdeflate (whole-buffer: about
- *    twice zlib's speed at level 1, and smaller; issue 27).
+ *    whole gzip member compressed by ISA-L's stateless deflate (level 2:
+ *    about a quarter of libdeflate's time at its level 1, a third of
+ *    zlib's, for the same size; issues 26, 27).
  *
  * The compression threads. Each batch becomes a gzip member of its own,
  * so batches are independent and several threads compress several
