@@ -6,6 +6,9 @@
 #include "base/util.h"
 
 #include <stdarg.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,41 +179,67 @@ skip_ws(const char *p, const char *end)
  * the string. NULL if the string goes on past end; *esc (if not NULL) then
  * says whether the text ends in an unfinished escape.
  */
+/*
+ * The first '"' or '\\' in [p, end), or end. A JSON scan spends most of
+ * its time here (every key and value of every listed object): with SSE2
+ * (every x86-64) 16 bytes are compared at once, otherwise 8 at a time in
+ * a 64-bit word (bytes equal to '"' or '\\' found as zero bytes of the
+ * word XOR the pattern), then byte by byte.
+ */
+static const char *
+quote_or_backslash(const char *p, const char *end)
+{
+#if defined(__SSE2__)
+	const __m128i dq = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+
+	while (end - p >= 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_or_si128(
+		    _mm_cmpeq_epi8(v, dq), _mm_cmpeq_epi8(v, bs)));
+
+		if (m != 0)
+			return p + __builtin_ctz(m);
+		p += 16;
+	}
+#else
+	const uint64_t ones = 0x0101010101010101ull;
+	const uint64_t highs = 0x8080808080808080ull;
+
+	while (end - p >= 8) {
+		uint64_t w, a, b;
+
+		memcpy(&w, p, 8);
+		a = w ^ (ones * '"');
+		b = w ^ (ones * '\\');
+		if ((((a - ones) & ~a) | ((b - ones) & ~b)) & highs)
+			break;		/* one of them is in these 8 */
+		p += 8;
+	}
+#endif
+	while (p < end && *p != '"' && *p != '\\')
+		p++;
+	return p;
+}
+
 const char *
 json_string_end(const char *p, const char *end, int *esc)
 {
-	const char *q, *b, *lim;
-
 	for (;;) {
-		/* keys and names end within a few bytes: look there first */
-		lim = end - p > 16 ? p + 16 : end;
-		for (q = p; q < lim && *q != '"' && *q != '\\'; q++)
-			;
-		if (q < lim && *q == '"')
-			return q;
-		if (q < lim) {			/* a backslash: skip what it escapes */
-			if (q + 1 == end) {
-				if (esc != NULL)
-					*esc = 1;
-				return NULL;
-			}
-			p = q + 2;
-			continue;
-		}
-		/* none of either in lim - p bytes: memchr the rest */
-		p = lim;
-		q = memchr(p, '"', (size_t)(end - p));
-		b = q != NULL ? q : end;
-		while (b > p && b[-1] == '\\')
-			b--;
-		if (q == NULL) {
+		p = quote_or_backslash(p, end);
+		if (p == end) {
 			if (esc != NULL)
-				*esc = (end - b) & 1;
+				*esc = 0;
 			return NULL;
 		}
-		if (((q - b) & 1) == 0)
-			return q;
-		p = q + 1;	/* an escaped quote */
+		if (*p == '"')
+			return p;
+		/* a backslash: skip what it escapes */
+		if (p + 1 == end) {
+			if (esc != NULL)
+				*esc = 1;
+			return NULL;
+		}
+		p += 2;
 	}
 }
 
