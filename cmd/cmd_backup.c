@@ -832,9 +832,15 @@ describe_backup(FILE *f, const cJSON *b, const char *ns,
 					    0), by);
 				else
 					snprintf(by, sizeof by, "-");
+				/* the key is group/resource/ns/name: a core
+				 * resource's starts with the empty group */
+				const char *last = json_str_or(c, "lastItem",
+				    "-");
+
+				if (last[0] == '/')
+					last++;
 				out_table_row(t, (const char *const[]){ num,
-				    json_str_or(c, "etag", "-"), it, by,
-				    json_str_or(c, "lastItem", "-") });
+				    json_str_or(c, "etag", "-"), it, by, last });
 			}
 			out_table_print(t, f);
 			out_table_free(t);

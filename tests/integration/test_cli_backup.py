@@ -217,7 +217,7 @@ def describe_shows_claim_checkpoint_and_keys(t):
         "checkpoint": {"uploadID": "upl-777", "itemsDone": 100, "parts": [
             {"number": 1, "etag": "etag-one", "lastItem": "apps/deployments/shop/api",
              "items": 60, "bytes": 5242880},
-            {"number": 2, "etag": "etag-two", "lastItem": "core/configmaps/shop/zz",
+            {"number": 2, "etag": "etag-two", "lastItem": "/configmaps/shop/zz",
              "items": 40, "bytes": 1024}]},
         "conditions": [{"type": "Claimed", "status": "True", "reason": "Takeover",
                         "message": "lease of srv-a expired", "lastTransitionTime": "2026-01-01T00:00:05Z"}],
@@ -229,9 +229,11 @@ def describe_shows_claim_checkpoint_and_keys(t):
                  "Label selector:    app=web", "Storage location:  <default>",
                  "Holder:      srv-b", "Worker:      srv-b/3", "Attempt:     2",
                  "2026-01-01T00:00:05Z", "Upload ID:   upl-777", "Items done:  100",
-                 "etag-one", "etag-two", "apps/deployments/shop/api", "core/configmaps/shop/zz",
+                 "etag-one", "etag-two", "apps/deployments/shop/api", "configmaps/shop/zz",
                  "120/500", "3.0 MiB", "Takeover", "lease of srv-a expired"):
         t.check(want in out, "describe lacks %r:\n%s" % (want, out))
+    # a core resource's key starts with its empty group: shown without it
+    t.check(" /configmaps/shop/zz" not in out, "the empty group of a core key shown:\n%s" % out)
     # The files in storage: only those that exist, with their sizes.
     t.check("Files in storage (location default" in out and "  <none>" in out,
             "nothing stored yet:\n%s" % out)
