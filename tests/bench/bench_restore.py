@@ -8,6 +8,12 @@ objects, each into a fresh kubesim, in the same run (issue 26):
     ConfigMaps, Secrets of 1-50 KiB, ServiceAccounts, Deployments,
     StatefulSets, Services, Roles, RoleBindings, Ingresses, PDBs from
     tests/lib/realistic.py, with last-applied annotations);
+  - latency: the mixed namespace again through tests/lib/latencyproxy.py
+    adding $CAIRN_BENCH_RESTORE_DELAY_MS (default 5) to every round trip,
+    for cairn and both kubectl commands alike: an API server that is not on
+    loopback, or that waits for etcd to commit each write, as a real one
+    does (the loopback runs above are capped by kubesim, one Python
+    process: see "the ceiling");
   - pushback: the mixed namespace again while kubesim answers 429 with
     Retry-After to a share of the creates: the restore must complete with no
     error and no request sent before its Retry-After (tests/lib/reqlog.py);
@@ -22,7 +28,8 @@ $CAIRN_BENCH_BASE_BIN (another build's cairn) also runs, in the first
 $CAIRN_BENCH_BASE_REPS rounds (default 1: an old build with a 300/s client
 limit needs ~2 min for 31k Secrets), for a before/after in the same run.
 $CAIRN_BENCH_SECRETS, $CAIRN_BENCH_MIXED set the sizes;
-$CAIRN_BENCH_RESTORE_SETS (default "secrets,mixed,pushback") picks scenarios.
+$CAIRN_BENCH_RESTORE_SETS (default "secrets,mixed,latency,pushback") picks
+scenarios.
 The machine may be shared: read the ratios, not the seconds.
 """
 import http.client
@@ -41,6 +48,7 @@ from cairntest import BIN, Case, SRCDIR
 sys.path.insert(0, os.path.join(SRCDIR, "tests", "helpers"))
 import restore_tarball as rt  # noqa: E402
 import realistic  # noqa: E402
+from latencyproxy import LatencyProxy  # noqa: E402
 import reqlog  # noqa: E402
 
 NS = "cairn-system"
@@ -49,7 +57,8 @@ N_MIXED = int(os.environ.get("CAIRN_BENCH_MIXED", "5000"))
 REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "5")))
 BASE_BIN = os.environ.get("CAIRN_BENCH_BASE_BIN")
 BASE_REPS = int(os.environ.get("CAIRN_BENCH_BASE_REPS", "1"))
-SETS = os.environ.get("CAIRN_BENCH_RESTORE_SETS", "secrets,mixed,pushback").split(",")
+SETS = os.environ.get("CAIRN_BENCH_RESTORE_SETS", "secrets,mixed,latency,pushback").split(",")
+DELAY_MS = float(os.environ.get("CAIRN_BENCH_RESTORE_DELAY_MS", "5"))
 WORKERS = 8     # restore workers, and the ceiling's connections
 MIXED_KINDS = [k for k in realistic.RESTORABLE if k not in ("PersistentVolumeClaim", "Job")]
 EXTRA_RESOURCES = [("batch", "v1", "jobs", True), ("networking.k8s.io", "v1", "ingresses", True),
@@ -86,14 +95,24 @@ def watch_restore(sim, name, rv, timeout=3600):
             return o
 
 
-def cairn_restore(t, tag, tb, count_path, n, binary=BIN, faults=None):
+def through(t, sim, tag, delay_ms):
+    """sim's kubeconfig, or with delay_ms a copy through a latency proxy
+    (stopped with the case) -> (kubeconfig, proxy or None)"""
+    if not delay_ms:
+        return sim.kubeconfig, None
+    p = LatencyProxy(t, int(sim.url.rsplit(":", 1)[1]), delay_ms, name="%s-latency" % tag)
+    return p.kubeconfig(sim.kubeconfig), p
+
+
+def cairn_restore(t, tag, tb, count_path, n, binary=BIN, faults=None, delay_ms=0):
     """Restore the tarball by a fresh `cairn server` (default flags) into a
     fresh kubesim. -> (seconds, restore object, kubesim request log or None)."""
     a = t.kubesim(name="%s-target" % tag, tls=False)
     a.install_crds(NS)
     store = t.mkdir("%s-store" % tag)
     rt.install_backup(a, store, "b", tb)
-    srv = t.spawn([binary, "server", "--kubeconfig", a.kubeconfig, "--namespace", NS,
+    kc, proxy = through(t, a, tag, delay_ms)
+    srv = t.spawn([binary, "server", "--kubeconfig", kc, "--namespace", NS,
                    "--journal", t.path("%s-journal.db" % tag), "--server-id", "bench",
                    "--log-level", "warn"], name="%s-server" % tag)
     time.sleep(0.5)     # started, first scan done
@@ -112,25 +131,30 @@ def cairn_restore(t, tag, tb, count_path, n, binary=BIN, faults=None):
         print("  %s: phase %s, %d of %d objects present, errors %s" % (
             tag, r["status"]["phase"], got, n, r["status"].get("errors")), flush=True)
     srv.stop()
+    if proxy:
+        proxy.proc.stop()
     a.proc.stop()
     return secs, r, log
 
 
-def kubectl(t, tag, path, verb, count_path, n, namespace):
+def kubectl(t, tag, path, verb, count_path, n, namespace, delay_ms=0):
     """kubectl create -f / apply --server-side -f into a fresh kubesim. -> seconds"""
     b = t.kubesim(name="%s-target" % tag, tls=False)
     b.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                         "metadata": {"name": namespace}})
+    kc, proxy = through(t, b, tag, delay_ms)
     args = ["create", "-f", path] if verb == "create" else \
         ["apply", "--server-side", "--field-manager", "bench", "-f", path]
     start = time.monotonic()
-    p = subprocess.run(["kubectl", "--kubeconfig", b.kubeconfig, "--cache-dir", t.path("kcache")] +
+    p = subprocess.run(["kubectl", "--kubeconfig", kc, "--cache-dir", t.path("kcache")] +
                        args + ["--validate=false", "-o", "name"], capture_output=True, text=True)
     secs = time.monotonic() - start
     got = len(b.ok("GET", count_path)["items"])
     if p.returncode != 0 or got != n:
         print("  %s: exit %d, %d of %d present: %s" % (tag, p.returncode, got, n, p.stderr[-300:]),
               flush=True)
+    if proxy:
+        proxy.proc.stop()
     b.proc.stop()
     return secs
 
@@ -211,26 +235,32 @@ def prepare(t, name, namespace, fill, resources):
     return tb, path, objs
 
 
-def scenario(t, name, namespace, fill, resources, count_path, count):
-    tb, path, objs = prepare(t, name, namespace, fill, resources)
+def scenario(t, name, namespace, prepared, count_path, count, delay_ms=0):
+    """cairn, both kubectl commands and (on loopback) the ceiling, REPS
+    interleaved rounds; with delay_ms all but the ceiling go through a
+    latency proxy adding it to every round trip."""
+    tb, path, objs = prepared
     n = count(objs)
-    print("%s: %d objects in namespace %s (tarball %.1f MiB); %d rounds, medians" % (
-        name, len(objs), namespace, len(tb) / 2**20, REPS), flush=True)
+    print("%s: %d objects in namespace %s (tarball %.1f MiB)%s; %d rounds, medians" % (
+        name, len(objs), namespace, len(tb) / 2**20,
+        ", +%g ms per round trip" % delay_ms if delay_ms else "", REPS), flush=True)
     res = {"cairn": [], "create": [], "apply": [], "base": [], "cpu": [], "alone": []}
     for i in range(REPS):
         if BASE_BIN and i < BASE_REPS:
             res["base"].append(cairn_restore(t, "%s-base-%d" % (name, i), tb, count_path, n,
-                                             binary=BASE_BIN)[0])
-        res["cairn"].append(cairn_restore(t, "%s-cairn-%d" % (name, i), tb, count_path, n)[0])
+                                             binary=BASE_BIN, delay_ms=delay_ms)[0])
+        res["cairn"].append(cairn_restore(t, "%s-cairn-%d" % (name, i), tb, count_path, n,
+                                          delay_ms=delay_ms)[0])
         res["cpu"].append(CPU[-1])
         res["create"].append(kubectl(t, "%s-create-%d" % (name, i), path, "create", count_path, n,
-                                     namespace))
+                                     namespace, delay_ms))
         res["apply"].append(kubectl(t, "%s-apply-%d" % (name, i), path, "apply", count_path, n,
-                                    namespace))
-        res["alone"].append(kubesim_alone(t, "%s-alone-%d" % (name, i), objs, namespace))
-        print("  round %d: cairn %.1f s, kubectl create %.1f s, kubectl apply --server-side %.1f s, "
-              "kubesim alone %.1f s%s" % (
-            i + 1, res["cairn"][-1], res["create"][-1], res["apply"][-1], res["alone"][-1],
+                                    namespace, delay_ms))
+        if not delay_ms:
+            res["alone"].append(kubesim_alone(t, "%s-alone-%d" % (name, i), objs, namespace))
+        print("  round %d: cairn %.1f s, kubectl create %.1f s, kubectl apply --server-side %.1f s%s%s" % (
+            i + 1, res["cairn"][-1], res["create"][-1], res["apply"][-1],
+            ", kubesim alone %.1f s" % res["alone"][-1] if res["alone"] else "",
             ", base build %.1f s" % res["base"][-1] if BASE_BIN and i < BASE_REPS else ""), flush=True)
     c, k, a = med(res["cairn"]), med(res["create"]), med(res["apply"])
     print("  cairn server (default flags)    %6.1f s  %6.0f objects/s (CPU: server %.1f s, kubesim %.1f s)" % (
@@ -239,15 +269,15 @@ def scenario(t, name, namespace, fill, resources, count_path, count):
         k, len(objs) / k, k / c))
     print("  kubectl apply --server-side -f  %6.1f s  %6.0f objects/s  kubectl/cairn %.2fx (goal >= 3)" % (
         a, len(objs) / a, a / c))
-    al = med(res["alone"])
-    print("  the ceiling: kubesim alone fed by %d raw connections %.1f s (%.0f creates/s): "
-          "kubectl/ceiling %.2fx, cairn/ceiling %.2fx" % (WORKERS, al, len(objs) / al, k / al, c / al))
+    if res["alone"]:
+        al = med(res["alone"])
+        print("  the ceiling: kubesim alone fed by %d raw connections %.1f s (%.0f creates/s): "
+              "kubectl/ceiling %.2fx, cairn/ceiling %.2fx" % (WORKERS, al, len(objs) / al, k / al, c / al))
     if res["base"]:
         b = med(res["base"])
         print("  base build (%s), %d round(s)   %6.1f s  %6.0f objects/s  base/this %.2fx" % (
             BASE_BIN, len(res["base"]), b, len(objs) / b, b / c))
     sys.stdout.flush()
-    return tb
 
 
 def fill_secrets(sim):
@@ -282,23 +312,21 @@ def main():
     t = Case("bench_restore")
     try:
         if "secrets" in SETS:
-            scenario(t, "secrets", "bench", fill_secrets, [("", "v1", "namespaces", False),
-                                                          ("", "v1", "secrets", True)],
-                     "/api/v1/namespaces/bench/secrets", len)
-        tb = None
-        if "mixed" in SETS or "pushback" in SETS:
-            res = rt.RESOURCES + EXTRA_RESOURCES
+            scenario(t, "secrets", "bench", prepare(t, "secrets", "bench", fill_secrets, [
+                ("", "v1", "namespaces", False), ("", "v1", "secrets", True)]),
+                "/api/v1/namespaces/bench/secrets", len)
+        if {"mixed", "latency", "pushback"} & set(SETS):
+            mixed = prepare(t, "mixed", "shop", fill_mixed, rt.RESOURCES + EXTRA_RESOURCES)
             cms = "/api/v1/namespaces/shop/configmaps"
 
             def n_cm(objs):
                 return sum(1 for o in objs if o["kind"] == "ConfigMap")
             if "mixed" in SETS:
-                tb = scenario(t, "mixed", "shop", fill_mixed, res, cms, n_cm)
+                scenario(t, "mixed", "shop", mixed, cms, n_cm)
+            if "latency" in SETS:
+                scenario(t, "mixed-latency", "shop", mixed, cms, n_cm, delay_ms=DELAY_MS)
             if "pushback" in SETS:
-                if tb is None:
-                    tb = prepare(t, "mixed", "shop", fill_mixed, res)[0]
-                pushback(t, tb, sum(1 for i in range(N_MIXED) if MIXED_KINDS[i % len(MIXED_KINDS)] ==
-                                    "ConfigMap"))
+                pushback(t, mixed[0], n_cm(mixed[2]))
         print("(load average %.1f: the machine may be shared; ratios are within one run)" %
               os.getloadavg()[0])
     finally:
