@@ -663,22 +663,32 @@ tarread_data(struct tarread *r, struct buf *out, struct cairn_err *err)
 }
 
 int
-tarread_json(struct tarread *r, cJSON **out, struct cairn_err *err)
+tarread_json_text(struct tarread *r, cJSON **out, struct buf *text,
+    struct cairn_err *err)
 {
-	struct buf b;
 	struct cairn_err perr = CAIRN_ERR_INIT;
 	int rc;
 
 	*out = NULL;
-	buf_init(&b, r->o.entry_cap + 1);
-	rc = tarread_data(r, &b, err);
+	rc = tarread_data(r, text, err);
 	if (rc < 0)
-		goto done;
-	*out = json_parse(b.data != NULL ? b.data : "", b.len, &perr);
+		return rc;
+	*out = json_parse(text->data != NULL ? text->data : "", text->len,
+	    &perr);
 	if (*out == NULL)
-		rc = cairn_err_set(err, CAIRN_EINVAL, "entry \"%s\": %s",
+		return cairn_err_set(err, CAIRN_EINVAL, "entry \"%s\": %s",
 		    r->cur, perr.msg);
-done:
+	return 0;
+}
+
+int
+tarread_json(struct tarread *r, cJSON **out, struct cairn_err *err)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b, r->o.entry_cap + 1);
+	rc = tarread_json_text(r, out, &b, err);
 	buf_free(&b);
 	return rc;
 }

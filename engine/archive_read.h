@@ -127,6 +127,14 @@ int tarread_data(struct tarread *r, struct buf *out, struct cairn_err *err);
  * too deep: CAIRN_EINVAL naming the entry (not fatal).
  */
 int tarread_json(struct tarread *r, cJSON **out, struct cairn_err *err);
+/*
+ * tarread_json() keeping the entry's bytes in text (reset first, reused
+ * across entries by a caller that stores them: the bytes as they came
+ * are the object, where printing the parsed tree again would cost as
+ * much as the parse and round numbers to doubles).
+ */
+int tarread_json_text(struct tarread *r, cJSON **out, struct buf *text,
+    struct cairn_err *err);
 
 /* Compressed bytes taken from the source so far. */
 uint64_t tarread_bytes_in(const struct tarread *r);

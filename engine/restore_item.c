@@ -972,9 +972,13 @@ item_create(struct item *it)
 	cJSON *out = NULL, *live = NULL;
 	enum journal_rstate st;
 	int rc, retried_ns = 0, retried_gone = 0;
+	/* the created object is read only to write a status over it */
+	int want_out = it->status != NULL &&
+	    kube_resource_has_sub(rs->ti->r, "status");
 
 	for (;;) {
-		rc = kube_create(rs->env->kube, &it->g, ns, it->obj, &out, &err);
+		rc = kube_create(rs->env->kube, &it->g, ns, it->obj,
+		    want_out ? &out : NULL, &err);
 		if (rc == 0) {
 			if (strcmp(it->row->resgroup, "namespaces") == 0)
 				ns_ready(rs, name);

@@ -608,6 +608,7 @@ struct build {
 	restore_problem_fn problem;
 	void *arg;
 	sqlite3_stmt *has_pref, *upsert, *nsput, *pathput;
+	struct buf text;	/* the current entry's bytes, stored as they are */
 	uint64_t n_in;
 };
 
@@ -664,7 +665,6 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 	char tier[300];
 	cJSON *obj = NULL;
 	const char *name, *ons;
-	char *text = NULL;
 	int rc, is_ns, want, related = 0, crd_ok;
 
 	if (e->verdict == TARREAD_BAD) {
@@ -712,7 +712,7 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 		if (rc == SQLITE_ROW)
 			return 0;
 	}
-	rc = tarread_json(r, &obj, &jerr);
+	rc = tarread_json_text(r, &obj, &b->text, &jerr);
 	if (rc == CAIRN_EINVAL || rc == CAIRN_ETOOBIG) {
 		problem(b, 1, rp.ns, "%s", jerr.msg);
 		return 0;
@@ -727,10 +727,18 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 		    "metadata.name/namespace do not match its path", e->path);
 		goto out;
 	}
-	text = json_print(obj);
+	if (memchr(b->text.data, '\0', b->text.len) != NULL) {
+		/* a raw NUL (not JSON, but the parser takes it): store the
+		 * tree as parsed, as rows are read back as C strings */
+		char *printed = json_print(obj);
+
+		buf_reset(&b->text);
+		buf_puts(&b->text, printed);
+		free(printed);
+	}
 	if (is_ns) {
 		sqlite3_bind_text(b->nsput, 1, rp.name, -1, SQLITE_STATIC);
-		sqlite3_bind_blob(b->nsput, 2, text, (int)strlen(text),
+		sqlite3_bind_blob(b->nsput, 2, b->text.data, (int)b->text.len,
 		    SQLITE_STATIC);
 		if (step_done(b->nsput) < 0) {
 			rc = db_fail(b->p, err, "storing a namespace");
@@ -751,7 +759,8 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 	sqlite3_bind_text(b->upsert, 5, e->path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(b->upsert, 6, rp.version, -1, SQLITE_STATIC);
 	sqlite3_bind_int(b->upsert, 7, rp.preferred);
-	sqlite3_bind_blob(b->upsert, 8, text, (int)strlen(text), SQLITE_STATIC);
+	sqlite3_bind_blob(b->upsert, 8, b->text.data, (int)b->text.len,
+	    SQLITE_STATIC);
 	sqlite3_bind_int(b->upsert, 9, related);
 	if (step_done(b->upsert) < 0) {
 		rc = db_fail(b->p, err, "storing an item");
@@ -759,7 +768,6 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 	}
 	rc = 0;
 out:
-	free(text);
 	cJSON_Delete(obj);
 	return rc < 0 ? rc : 0;
 }
@@ -814,6 +822,7 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 	b.f = f;
 	b.problem = problem_fn;
 	b.arg = arg;
+	buf_init(&b.text, SIZE_MAX);	/* tarread_data() caps each entry */
 	/* serialized: restore workers look items up while the main thread
 	 * hands a tier out */
 	if (sqlite3_open_v2("", &p->db, SQLITE_OPEN_READWRITE |
@@ -860,19 +869,16 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 		goto fail;
 	}
 	rc = load_tiers(p, err);
-	if (rc < 0)
-		goto fail;
-	sqlite3_finalize(b.has_pref);
-	sqlite3_finalize(b.upsert);
-	sqlite3_finalize(b.nsput);
-	sqlite3_finalize(b.pathput);
-	*out = p;
-	return 0;
 fail:
 	sqlite3_finalize(b.has_pref);
 	sqlite3_finalize(b.upsert);
 	sqlite3_finalize(b.nsput);
 	sqlite3_finalize(b.pathput);
+	buf_free(&b.text);
+	if (rc == 0) {
+		*out = p;
+		return 0;
+	}
 	restore_plan_free(p);
 	return rc < 0 ? rc : CAIRN_EFAIL;
 }
