@@ -152,16 +152,20 @@ def server_status_page_during_backup(t):
     sim, srv, port = start(t)
     sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                            "metadata": {"name": "bulk"}})
-    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v" * 200}}, 3000,
+    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v" * 200}}, 6000,
              name="cm-{i:05d}", namespace="bulk")
     # Slow every list so the backup runs long enough to watch.
     # Hostile text where a real API server takes it: a free-form spec
     # string. cairn's refusal quotes it, and the page shows that message.
     create_backup(sim, "web-hostile", spec={"storageLocation": HOSTILE})
     t.eq(wait_final(sim, "web-hostile")["status"]["phase"], "FailedValidation", "hostile location refused")
-    # The bulk namespace's pages most: a list's pages follow one another
+    # The ConfigMaps' pages most: a list's pages follow one another
     # whatever the walk's concurrency (each needs the last one's token).
-    sim.faults([{"method": "GET", "path": "^/api/v1/namespaces/bulk/configmaps$", "delay": 1.5},
+    # This backup takes every namespace, so ConfigMaps are listed across
+    # the cluster (the per-namespace path is there should the plan
+    # change): 12 pages of 2 s, time enough for a browser to start on a
+    # loaded machine; the faults are cleared once the page was checked.
+    sim.faults([{"method": "GET", "path": "^/api/v1/(namespaces/bulk/)?configmaps$", "delay": 2.0},
                 {"method": "GET", "path": "^/api", "delay": 0.2}])
     create_backup(sim, "web-live", labels={"note": "nightly"})
     br = Chromium(t.mkdir("browser"))
