@@ -21,9 +21,9 @@ char *xasprintf(const char *fmt, ...) CAIRN_PRINTF(1, 2);
  * Process-wide allocator settings; call once at the start of main(),
  * before any thread. glibc gives each thread that allocates while
  * another holds an arena a new arena (up to 8 per core), each keeping
- * what it freed: a backup's fetchers, compression threads and walk held
- * about 6 MiB more than two arenas do, at the same speed (issue 27's
- * peak RSS). So at most MEM_ARENAS arenas, unless $MALLOC_ARENA_MAX says
+ * what it freed: at 100k objects a backup's fetchers, compression
+ * threads and walk peaked 3-6 MiB higher than with two arenas, and were
+ * no faster (issue 27's peak RSS). So at most MEM_ARENAS arenas, unless $MALLOC_ARENA_MAX says
  * otherwise. No-op without glibc's mallopt().
  */
 #define MEM_ARENAS 2

@@ -650,7 +650,6 @@ strv_sorted_has(char **v, size_t n, const char *s)
 	return 0;
 }
 
-/* Does this item pass the filters of the resource being walked? */
 /* Is namespace ns one of the plan's (b->nslist, key order)? */
 static int
 nslist_has(const struct bk *b, const char *ns)
@@ -671,6 +670,7 @@ nslist_has(const struct bk *b, const char *ns)
 	return 0;
 }
 
+/* Does this item pass the filters of the resource being walked? */
 static int
 item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
 	const cJSON *md, const char *ns, const char *name)
@@ -1393,7 +1393,6 @@ bk_namespaces(struct bk *b, struct cairn_err *err)
 	    BK_WIDE_NUM;
 	return 0;
 }
-
 
 /* Builds the plan from discovery's chosen listable resources. */
 struct plan_ctx {

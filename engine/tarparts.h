@@ -138,7 +138,7 @@ int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
  * util_cpus()) from now on; call right after tarparts_open(), before the
  * first entry. Tar bytes go to the threads in batches of batch_size
  * bytes (0: 256 KiB), each compressed whole into a gzip member of its
- * own (ISA-L: its level 2 for zlib levels 0-3, else 3), at most nbatch (0: 8, at
+ * own (ISA-L: its level 2 for zlib levels 0-3, else 3), at most nbatch (0: nthreads + 2, at
  * least nthreads + 1) batches allocated, so memory stays bounded and a
  * slow sink slows the caller down instead of queueing. A part boundary
  * then looks at the compressed size of the part's batches up to a few
