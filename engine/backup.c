@@ -650,24 +650,14 @@ strv_sorted_has(char **v, size_t n, const char *s)
 	return 0;
 }
 
+static int ns_cmp(const void *pa, const void *pb);
+
 /* Is namespace ns one of the plan's (b->nslist, key order)? */
 static int
 nslist_has(const struct bk *b, const char *ns)
 {
-	size_t lo = 0, hi = b->nns;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = kube_key_cmp(b->nslist[mid], "", ns, "");
-
-		if (c == 0)
-			return 1;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
+	return b->nns > 0 && bsearch(&ns, b->nslist, b->nns, sizeof *b->nslist,
+	    ns_cmp) != NULL;
 }
 
 /* Does this item pass the filters of the resource being walked? */
