@@ -84,6 +84,17 @@ def tool(kc, *args, timeout=60):
                           text=True, timeout=timeout, env=env)
 
 
+def list_names(t, handler, timeout=60):
+    """kube_tool's list of ns's ConfigMaps from a server answering with
+    handler; -> (script, result, the ConfigMap lines)."""
+    s = Script()
+    srv = serve(s, handler)
+    t.on_cleanup(srv.shutdown)
+    r = tool(kubeconfig(t, srv.server_address[1]), "list", "core", "v1", "configmaps", "ns",
+             "names", timeout=timeout)
+    return s, r, [ln for ln in r.stdout.splitlines() if ln.startswith("ConfigMap ")]
+
+
 @case
 def watch_events_split_into_tiny_chunks(t):
     events = [
@@ -145,13 +156,8 @@ def list_page_broken_midway_is_not_delivered_twice(t):
         chunk(h, page)
         chunk(h, b"")
 
-    s = Script()
-    srv = serve(s, handler)
-    t.on_cleanup(srv.shutdown)
-    kc = kubeconfig(t, srv.server_address[1])
-    r = tool(kc, "list", "core", "v1", "configmaps", "ns", "names")
+    s, r, names = list_names(t, handler)
     t.eq(r.returncode, 0, "list exit: " + r.stdout + r.stderr)
-    names = [ln for ln in r.stdout.splitlines() if ln.startswith("ConfigMap ")]
     # Items had no apiVersion/kind: filled from the envelope.
     t.eq(names, ["ConfigMap ns/i%d v1" % i for i in range(6)], "each item once, in order")
     t.check("items=6 pages=1 rv=42" in r.stdout, r.stdout)
@@ -195,13 +201,8 @@ def gzip_page_in_two_members_and_tiny_chunks(t):
             step = step % 13 + 1
         chunk(h, b"")
 
-    s = Script()
-    srv = serve(s, handler_gz)
-    t.on_cleanup(srv.shutdown)
-    kc = kubeconfig(t, srv.server_address[1])
-    r = tool(kc, "list", "core", "v1", "configmaps", "ns", "names")
+    s, r, names = list_names(t, handler_gz)
     t.eq(r.returncode, 0, "list exit: " + r.stdout + r.stderr)
-    names = [ln for ln in r.stdout.splitlines() if ln.startswith("ConfigMap ")]
     t.eq(names, ["ConfigMap ns/g%03d v1" % i for i in range(40)], "every item, in order")
     t.check("items=40 pages=1 rv=77" in r.stdout, r.stdout)
     t.eq(s.encodings[0], "gzip", "gzip asked for")
@@ -213,11 +214,7 @@ def corrupt_gzip_page_fails_clearly(t):
     for i in range(len(body) // 2, len(body) // 2 + 64):
         body[i] ^= 0x5a
 
-    s = Script()
-    srv = serve(s, lambda h, n: send_gzip(h, bytes(body)))
-    t.on_cleanup(srv.shutdown)
-    kc = kubeconfig(t, srv.server_address[1])
-    r = tool(kc, "list", "core", "v1", "configmaps", "ns", "names", timeout=30)
+    s, r, _ = list_names(t, lambda h, n: send_gzip(h, bytes(body)), timeout=30)
     t.check(r.returncode != 0, "a corrupt body fails the list: " + r.stdout)
     t.check("gzip body is corrupt" in r.stdout + r.stderr, r.stdout + r.stderr)
     t.eq(len(s.requests), 1, "not retried (the server's bytes are wrong)")
@@ -231,13 +228,8 @@ def gzip_page_cut_short_is_fetched_again(t):
         # first: a whole HTTP reply whose gzip stream stops halfway
         send_gzip(h, body if n > 1 else body[:len(body) // 2])
 
-    s = Script()
-    srv = serve(s, handler)
-    t.on_cleanup(srv.shutdown)
-    kc = kubeconfig(t, srv.server_address[1])
-    r = tool(kc, "list", "core", "v1", "configmaps", "ns", "names")
+    s, r, names = list_names(t, handler)
     t.eq(r.returncode, 0, "list exit: " + r.stdout + r.stderr)
-    names = [ln for ln in r.stdout.splitlines() if ln.startswith("ConfigMap ")]
     t.eq(names, ["ConfigMap ns/g%03d v1" % i for i in range(40)], "each item once, in order")
     t.eq(len(s.requests), 2, "page requests")
 
