@@ -69,6 +69,7 @@ KEEP = os.environ.get("CAIRN_BENCH_CALLGRIND_KEEP")
 MINILIST = os.path.join(BUILDDIR, "tests", "helpers", "minilist")
 FINAL = ("Completed", "PartiallyFailed", "Failed", "FailedValidation")
 CM_PATHS = ["/api/v1/configmaps"]
+BULK_STEP = 50000
 PLURAL = {"Endpoints": "endpoints", "PodDisruptionBudget": "poddisruptionbudgets",
           "Ingress": "ingresses", "PersistentVolumeClaim": "persistentvolumeclaims"}
 
@@ -366,10 +367,12 @@ def one_set(t, kind, sizes, bins):
                 if have == 0:
                     sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                            "metadata": {"name": ns}})
-                sim.bulk({"apiVersion": "v1", "kind": "ConfigMap",
-                          "metadata": {"labels": {"app": "bench", "tier": "web"}},
-                          "data": {"config.yaml": "server:\n  port: 8080\n  replicas: 3\n" * 4}},
-                         (n - have) // 2, name="cm-{i:07d}", namespace=ns, start=have // 2)
+                # in steps: one /_sim/bulk of 500k outlasts the client's timeout
+                for lo in range(have // 2, n // 2, BULK_STEP):
+                    sim.bulk({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"labels": {"app": "bench", "tier": "web"}},
+                              "data": {"config.yaml": "server:\n  port: 8080\n  replicas: 3\n" * 4}},
+                             min(BULK_STEP, n // 2 - lo), name="cm-{i:07d}", namespace=ns, start=lo)
         else:
             realistic.populate(sim, n - have, seed=1, start=have)
         have = n
