@@ -248,7 +248,7 @@ def run_size(t, sim, kind, n, bins, root):
             runs[label].append(r)
             last[label] = name
             if rep < REPS - 1:
-                shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+                shutil.rmtree(os.path.join(root, "backups"), ignore_errors=True)
     print("%s, %d objects, medians of %d rounds (load average %.1f)" % (kind, n, REPS, os.getloadavg()[0]))
     ml = lists[-1]
     print("  minimal list (minilist, %d collections): %.2f s, client CPU %.2f s, kubesim CPU %.2f s, "
@@ -284,7 +284,7 @@ def run_size(t, sim, kind, n, bins, root):
         print("  physical limits on the same bytes: tar stream %.1f MB; gzip -1 %.2f CPU s, gzip -6 %.2f "
               "CPU s (one thread); the list's client %.2f CPU s" % (sz / 1e6, g1, g6, med(lists, "cpu")))
         os.unlink(stream)
-    shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+    shutil.rmtree(os.path.join(root, "backups"), ignore_errors=True)
     sys.stdout.flush()
     return out
 
@@ -318,7 +318,7 @@ def run_latency(t, sim, n, bins, root):
                 r = backup(t, sim, binary, "lat-%d-%d-%s" % (delay, rep, label), spec, kubeconfig=kc)
                 r["ratio"] = r["wall"] / lst["wall"]
                 runs[label].append(r)
-                shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+                shutil.rmtree(os.path.join(root, "backups"), ignore_errors=True)
         print("  +%2d ms per round trip: minimal serial list %.2f s; %s" % (delay, med(lists, "wall"), "; ".join(
             "%s backup %.2f s = %.2fx (goal <= 1.2; runs %s; %d requests, at most %d lists in flight)" % (
                 label, med(runs[label], "wall"), med(runs[label], "ratio"),
@@ -339,7 +339,7 @@ def run_callgrind(t, sim, kind, n, bins, root):
         print("  callgrind %-5s: %s, %.2fG instructions = %.0f per object (from the Backup's creation "
               "to its final phase, all threads)" % (label, r["phase"], (r["insn"] or 0) / 1e9,
                                                    (r["insn"] or 0) / items))
-        shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+        shutil.rmtree(os.path.join(root, "backups"), ignore_errors=True)
         if KEEP:
             os.makedirs(KEEP, exist_ok=True)
             for f in os.listdir(r["cgdir"]):
@@ -428,7 +428,7 @@ def one_namespace(t, bins):
                                 ("/namespaces/other-" in q["path"] or
                                  re.match(r"^/api/v1/(configmaps|secrets|pods)$", q["path"]))])
             runs[label].append(r)
-            shutil.rmtree(os.path.join(root, "bk"), ignore_errors=True)
+            shutil.rmtree(os.path.join(root, "backups"), ignore_errors=True)
     sim.proc.stop()
     print("one namespace of %d ConfigMaps, %d ConfigMaps elsewhere, medians of %d rounds" %
           (ONE_NS, ELSEWHERE, REPS))
