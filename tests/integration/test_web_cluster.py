@@ -161,6 +161,11 @@ def both_servers_show_the_whole_clusters_work(t):
         pages[sid].navigate("http://127.0.0.1:%d/status" % port)
         pages[sid].wait_js("window.cairnUpdates >= 1", 15, "first update of %s's page" % sid)
         t.eq(pages[sid].evaluate(PAGE_JS)["answeredBy"], sid, "the page names the server answering")
+    # A server reads the Leases every 2 s (its probe): one that started
+    # just before the other may not list it yet on its first page.
+    for sid in pages:
+        wait_for(lambda: (lambda r: set(r) >= {"s1", "s2"} and all(v["valid"] for v in r.values()))(
+            pages[sid].evaluate(PAGE_JS)["servers"]), 30, "%s's servers table to list both servers" % sid)
 
     # Slow the work down: pages of the big lists, creates of the restore.
     w.sim.faults([
