@@ -173,13 +173,6 @@ skip_ws(const char *p, const char *end)
 }
 
 /*
- * The closing quote of a string whose text starts at p (just past its
- * opening quote, or anywhere inside it not right after a backslash): memchr
- * finds each quote, and a quote after an odd run of backslashes is part of
- * the string. NULL if the string goes on past end; *esc (if not NULL) then
- * says whether the text ends in an unfinished escape.
- */
-/*
  * The first '"' or '\\' in [p, end), or end. A JSON scan spends most of
  * its time here (every key and value of every listed object): with SSE2
  * (every x86-64) 16 bytes are compared at once, otherwise 8 at a time in
@@ -221,6 +214,14 @@ quote_or_backslash(const char *p, const char *end)
 	return p;
 }
 
+/*
+ * The closing quote of a string whose text starts at p (just past its
+ * opening quote, or anywhere inside it not right after a backslash): the
+ * first quote or backslash, where a backslash skips the byte it escapes
+ * and the scan goes on after it. NULL if the string goes on past end;
+ * *esc (if not NULL) then says whether the text ends in an unfinished
+ * escape.
+ */
 const char *
 json_string_end(const char *p, const char *end, int *esc)
 {

@@ -272,8 +272,9 @@ tp_deflate(struct tarparts *tp, const void *in, size_t n, int flush,
 
 /*
  * The ISA-L level the compression threads use for the writer's zlib
- * level: 2 for zlib's fast levels (1-3; ISA-L's level 2 is both faster
- * and smaller than its level 1 on Kubernetes JSON), 3 for the others.
+ * level: 2 for zlib's levels 0-3 (its level 2 is both faster and
+ * smaller than its level 1 on Kubernetes JSON; zlib's 0, store only, is
+ * compressed too: no caller asks for it), 3 for the others.
  */
 static int
 tp_isal_level(int zlevel)
