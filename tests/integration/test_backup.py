@@ -16,6 +16,7 @@ import sys
 import tarfile
 import time
 
+from bkworld import find_file
 from cairntest import BIN, case, main, wait_for, CheckFailed
 
 NS = "cairn-system"
@@ -134,13 +135,6 @@ def wait_final(sim, name, timeout=60, srv=None):
         b = get_backup(sim, name)
         return b if b.get("status", {}).get("phase") in FINAL else None
     return wait_for(done, timeout, "backup %s to finish" % name, interval=0.1)
-
-
-def find_file(root, fname):
-    for d, _, files in os.walk(root):
-        if fname in files and ".cairn-uploads" not in d:
-            return os.path.join(d, fname)
-    raise CheckFailed("%s not found under %s" % (fname, root))
 
 
 def tar_names(path):

@@ -13,8 +13,8 @@ import os
 import re
 import tarfile
 
-from bkworld import BK, NS, World
-from cairntest import BIN, case, main, wait_for, CheckFailed
+from bkworld import BK, NS, World, find_file
+from cairntest import BIN, case, main, wait_for
 
 
 def world(t, apps, per_app=20, big=0):
@@ -44,13 +44,6 @@ def add_apps(w, idx, per_app):
         w.namespace("app-%02d" % i)
         if per_app:
             cm_bulk(w.sim, "app-%02d" % i, per_app)
-
-
-def find_file(root, fname):
-    for d, _, files in os.walk(root):
-        if fname in files and ".cairn-uploads" not in d:
-            return os.path.join(d, fname)
-    raise CheckFailed("%s not found under %s" % (fname, root))
 
 
 def tar_names(root, name):

@@ -14,7 +14,7 @@ import threading
 import time
 import urllib.request
 
-from bkworld import BK, FINAL, NS, World
+from bkworld import BK, FINAL, NS, World, find_file
 from cairntest import case, main, wait_for, CheckFailed
 
 
@@ -66,13 +66,6 @@ def watch_statuses(sim, name, timeout=120):
     if not ready.wait(10):
         raise CheckFailed("the watch of backup %s did not open" % name)
     return th, sts
-
-
-def find_file(root, fname):
-    for d, _, files in os.walk(root):
-        if fname in files and ".cairn-uploads" not in d:
-            return os.path.join(d, fname)
-    raise CheckFailed("%s not found under %s" % (fname, root))
 
 
 def tar_items(root, name):

@@ -11,10 +11,12 @@ fault proxy), `cairn server`, Backups and Restores over the API.
     b = w.wait_backup("b1", srv=srv)           # the Backup once its phase is final
     w.create_restore("r1", "b1"); w.wait_restore("r1")
 
-Used by the storage, encryption and verify tests; tests/integration/
-test_backup.py keeps its own older copy of the same few helpers.
+Used by the storage, encryption, verify and backup walk tests; find_file()
+is shared with tests/integration/test_backup.py, which keeps its own older
+copy of the other helpers.
 """
 import base64
+import os
 import time
 
 from cairntest import BIN, CheckFailed, wait_for
@@ -122,3 +124,12 @@ def wait_parts(w, name, n, timeout=60):
 
 def now():
     return time.time()
+
+
+def find_file(root, fname):
+    """The path of file fname stored under root (a local-directory
+    location), not one of an upload still being assembled."""
+    for d, _, files in os.walk(root):
+        if fname in files and ".cairn-uploads" not in d:
+            return os.path.join(d, fname)
+    raise CheckFailed("%s not found under %s" % (fname, root))
