@@ -26,6 +26,7 @@ tests_unit_test_engine_bspec_LDADD = engine/libengine.a kube/libkube.a base/libb
 engine_libengine_a_SOURCES += \
 	engine/archive_read.c engine/archive_read.h \
 	engine/archive_read_store.c \
+	engine/partsrc.c engine/partsrc.h \
 	engine/restore_plan.c engine/restore_plan.h \
 	engine/restore.c engine/restore.h \
 	engine/restore_actions.c engine/restore_actions.h \

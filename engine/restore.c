@@ -50,6 +50,7 @@
 #include "engine/claim.h"
 #include "engine/hooks_restore.h"
 #include "engine/itemlog.h"
+#include "engine/partsrc.h"
 #include "engine/restore_int.h"
 #include "engine/restore_plan.h"
 #include "engine/schedule.h"
@@ -762,6 +763,7 @@ rs_free(struct rs *rs)
 {
 	restore_plan_free(rs->plan);
 	restore_filter_free(rs->filter);
+	cJSON_Delete(rs->parts);
 	hooks_restore_free(rs->hooks);
 	bsl_free(rs->loc);
 	cJSON_Delete(rs->obj);
@@ -886,6 +888,8 @@ rs_validate(struct rs *rs, struct cairn_err *err)
 				(void)journal_set_schedule(rs->env->journal,
 				    rs->jid, sch->valuestring, NULL);
 			phase = json_str_or(bk, "status.phase", "");
+			rs->parts = cJSON_DetachItemFromObjectCaseSensitive(
+			    json_get(bk, "status.checkpoint"), "parts");
 			if (strcmp(phase, "Completed") != 0 &&
 			    strcmp(phase, "PartiallyFailed") != 0) {
 				char *m = xasprintf("backup %s is %s: only "
@@ -992,14 +996,62 @@ rs_init(struct rs *rs, const struct engine_env *env, const cJSON *obj,
 	rs->reslist = cJSON_CreateObject();
 }
 
+/*
+ * The plan: one streaming read of the tarball, checking the parts the
+ * backup recorded (engine/partsrc.h). The whole tarball is read before
+ * the first create, so a changed part creates nothing: a part's problem
+ * is given as the cause of whatever the reader saw.
+ */
+static int
+rs_plan(struct rs *rs, const char *tarkey, struct cairn_err *perr)
+{
+	struct tarread_src inner, src;
+	struct tarread *tr = NULL;
+	struct tarread_opts to;
+	struct partsrc *ps = NULL;
+	char where[160];
+	int rc;
+
+	memset(&to, 0, sizeof to);
+	to.stop = rs->env->stop;
+	rc = tarread_src_store(&inner, bsl_store(rs->loc), tarkey, 0, perr);
+	if (rc == 0 && (ps = partsrc_new(rs->parts, &inner)) == NULL)
+		rc = cairn_err_set(perr, CAIRN_EPROTO, "the backup records "
+		    "more than %d parts", PARTSRC_MAX);
+	if (rc == 0) {
+		partsrc_source(ps, &src);
+		rc = tarread_open(&src, &to, &tr, perr);
+	}
+	if (rc == 0)
+		rc = restore_plan_build(tr, rs->filter, plan_problem, rs,
+		    &rs->plan, perr);
+	if (tr != NULL)
+		rs->bytes_read = (int64_t)tarread_bytes_in(tr);
+	tarread_free(tr);
+	if (ps == NULL || rc == CAIRN_ECANCELED)
+		goto out;
+	if (rc == 0)
+		partsrc_end(ps);
+	if (partsrc_problem(ps) != NULL) {
+		rc = cairn_err_set(perr, CAIRN_EPROTO, "%s",
+		    partsrc_problem(ps));
+	} else if (rc < 0 && partsrc_parts(ps) > 0) {
+		size_t n = strlen(perr->msg);
+
+		partsrc_where(ps, where, sizeof where);
+		str_format(perr->msg + n, sizeof perr->msg - n, " (in %s)",
+		    where);
+	}
+out:
+	partsrc_free(ps);
+	return rc;
+}
+
 int
 restore_run(const struct engine_env *env, const cJSON *obj,
 	const char *worker, int workers, struct cairn_err *err)
 {
 	struct rs rs;
-	struct tarread_src src;
-	struct tarread *tr = NULL;
-	struct tarread_opts to;
 	char *tarkey = NULL;
 	struct cairn_err perr = CAIRN_ERR_INIT;
 	int rc;
@@ -1028,19 +1080,8 @@ restore_run(const struct engine_env *env, const cJSON *obj,
 	    "parallel creates per tier)", rs.backup, (long long)rs.attempt,
 	    workers);
 
-	/* the plan: one streaming read of the tarball */
 	tarkey = bsl_backup_key(rs.loc, rs.backup, LAYOUT_BACKUP_TARBALL);
-	memset(&to, 0, sizeof to);
-	to.stop = env->stop;
-	rc = tarread_src_store(&src, bsl_store(rs.loc), tarkey, 0, &perr);
-	if (rc == 0)
-		rc = tarread_open(&src, &to, &tr, &perr);
-	if (rc == 0)
-		rc = restore_plan_build(tr, rs.filter, plan_problem, &rs,
-		    &rs.plan, &perr);
-	if (tr != NULL)
-		rs.bytes_read = (int64_t)tarread_bytes_in(tr);
-	tarread_free(tr);
+	rc = rs_plan(&rs, tarkey, &perr);
 	if (rc == CAIRN_ECANCELED || (env->stop != NULL && *env->stop)) {
 		rc = cairn_err_set(err, CAIRN_ECANCELED, "stopped");
 		goto out;

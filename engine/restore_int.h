@@ -65,6 +65,7 @@ struct rs {
 	struct restore_plan *plan;
 	struct bsl *loc;
 	char *prefix;			/* the location's key prefix */
+	cJSON *parts;			/* the backup's recorded tarball parts */
 	int64_t total, done, restored_before;	/* main */
 	int64_t bytes_read;		/* compressed tarball bytes read */
 	int64_t last_progress_us;	/* main */

@@ -2,9 +2,9 @@
  * verify.c: reading a backup back and checking it, see verify.h.
  *
  * The tarball check is one pass: a pull source over the store's get
- * stream (tarread_src_store()) wrapped by part_src, which hashes the bytes
- * going by and closes a part's SHA-256 at each recorded part boundary, feeds
- * the archive reader (engine/archive_read.h). The reader checks the gzip
+ * stream (tarread_src_store()) wrapped by a partsrc (engine/partsrc.h),
+ * which checks each recorded part's SHA-256 on the way, feeds the archive
+ * reader (engine/archive_read.h). The reader checks the gzip
  * and tar structure; for each resource entry (legacy path) the item's
  * apiVersion, kind, namespace and name go into an order-independent
  * multiset hash that is compared with the same hash of the resource list
@@ -36,13 +36,13 @@
 #include "base/util.h"
 #include "engine/archive_read.h"
 #include "engine/bsl.h"
+#include "engine/partsrc.h"
 #include "kube/kube.h"
 #include "storage/layout.h"
 #include "storage/store.h"
 
 #define VERIFY_META_MAX (16u << 20)	/* velero-backup.json */
 #define VERIFY_FILE_MAX (256u << 20)	/* a gunzipped metadata file */
-#define VERIFY_PARTS_MAX 10000
 
 static const struct kube_gvr backups_gvr = { "cairn.io", "v1", "backups" };
 
@@ -83,159 +83,7 @@ mset_add(struct mset *m, const char *a, const char *b)
 	m->n++;
 }
 
-/* ---- the part source ---------------------------------------------------- */
-
-struct vpart {
-	int number;
-	uint64_t bytes;
-	char sha256[65];		/* "" when none was recorded */
-};
-
-struct part_src {
-	struct tarread_src inner;
-	struct vpart *parts;
-	size_t nparts;
-	size_t cur;			/* index of the part being read */
-	uint64_t in_part;		/* its bytes so far */
-	uint64_t off;			/* bytes so far */
-	uint64_t part_start;
-	EVP_MD_CTX *md;
-	int64_t checked;
-	int bad;			/* a problem was recorded in msg */
-	char msg[CAIRN_ERR_MSG_MAX];
-};
-
-static void
-ps_bad(struct part_src *ps, const char *fmt, ...) CAIRN_PRINTF(2, 3);
-
-static void
-ps_bad(struct part_src *ps, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (ps->bad)
-		return;
-	ps->bad = 1;
-	va_start(ap, fmt);
-	str_vformat(ps->msg, sizeof ps->msg, fmt, ap);
-	va_end(ap);
-}
-
-/* The current part is complete: compare its digest. */
-static void
-ps_close_part(struct part_src *ps)
-{
-	struct vpart *p = &ps->parts[ps->cur];
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	char hex[65];
-
-	EVP_DigestFinal_ex(ps->md, md, &len);
-	str_hex(md, len, hex);
-	if (p->sha256[0] != '\0') {
-		if (strcmp(hex, p->sha256) != 0)
-			ps_bad(ps, "part %d (tarball bytes %llu..%llu): SHA-256 "
-			    "%s, the backup recorded %s: the part was changed",
-			    p->number, (unsigned long long)ps->part_start,
-			    (unsigned long long)(ps->part_start + p->bytes),
-			    hex, p->sha256);
-		else
-			ps->checked++;
-	}
-	ps->cur++;
-	ps->in_part = 0;
-	ps->part_start = ps->off;
-	EVP_DigestInit_ex(ps->md, EVP_sha256(), NULL);
-}
-
-static void
-ps_feed(struct part_src *ps, const unsigned char *p, size_t n)
-{
-	while (n > 0 && ps->cur < ps->nparts) {
-		uint64_t left = ps->parts[ps->cur].bytes - ps->in_part;
-		size_t k = left < n ? (size_t)left : n;
-
-		EVP_DigestUpdate(ps->md, p, k);
-		ps->in_part += k;
-		ps->off += k;
-		p += k;
-		n -= k;
-		if (ps->in_part == ps->parts[ps->cur].bytes)
-			ps_close_part(ps);
-	}
-	if (n > 0 && ps->nparts > 0) {
-		ps_bad(ps, "the tarball is longer than its %zu recorded parts "
-		    "(bytes from %llu are extra)", ps->nparts,
-		    (unsigned long long)ps->off);
-		ps->off += n;
-	}
-}
-
-static ssize_t
-ps_read(void *arg, const void **p, struct cairn_err *err)
-{
-	struct part_src *ps = arg;
-	ssize_t n = ps->inner.read(ps->inner.arg, p, err);
-
-	if (n > 0)
-		ps_feed(ps, *p, (size_t)n);
-	else if (n == 0 && ps->cur < ps->nparts)
-		ps_bad(ps, "the tarball ends at byte %llu, inside part %d of "
-		    "the %zu recorded (%llu bytes recorded in all)",
-		    (unsigned long long)ps->off, ps->parts[ps->cur].number,
-		    ps->nparts, (unsigned long long)(ps->part_start +
-		    ps->parts[ps->cur].bytes));
-	return n;
-}
-
-static void
-ps_close(void *arg)
-{
-	struct part_src *ps = arg;
-
-	if (ps->inner.close != NULL)
-		ps->inner.close(ps->inner.arg);
-	ps->inner.close = NULL;
-}
-
-/* "part 3 (tarball bytes 100..200)" for the byte the source is at. */
-static void
-ps_where(const struct part_src *ps, char *out, size_t n)
-{
-	if (ps->cur < ps->nparts)
-		snprintf(out, n, "part %d (tarball bytes %llu..%llu)",
-		    ps->parts[ps->cur].number,
-		    (unsigned long long)ps->part_start,
-		    (unsigned long long)(ps->part_start +
-		    ps->parts[ps->cur].bytes));
-	else
-		snprintf(out, n, "the tarball at byte %llu",
-		    (unsigned long long)ps->off);
-}
-
 /* ---- the checks --------------------------------------------------------- */
-
-static int
-load_parts(const cJSON *backup, struct vpart **out, size_t *n)
-{
-	const cJSON *it;
-	size_t k = 0;
-
-	*out = NULL;
-	*n = 0;
-	cJSON_ArrayForEach(it, json_get(backup, "status.checkpoint.parts")) {
-		if (k == VERIFY_PARTS_MAX)
-			return -1;
-		*out = xreallocarray(*out, k + 1, sizeof **out);
-		(*out)[k].number = (int)json_int(it, "number", 0);
-		(*out)[k].bytes = (uint64_t)json_int(it, "bytes", 0);
-		snprintf((*out)[k].sha256, sizeof (*out)[k].sha256, "%s",
-		    json_str_or(it, "sha256", ""));
-		k++;
-	}
-	*n = k;
-	return 0;
-}
 
 /* Resource list file -> multiset of (apiVersion/Kind, ns/name). */
 static int
@@ -282,8 +130,8 @@ check_tarball(struct store *s, const char *key, const cJSON *backup,
     struct mset *items, const atomic_int *stop, struct verify_report *r,
     struct cairn_err *err)
 {
-	struct part_src ps;
-	struct tarread_src src;
+	struct partsrc *ps;
+	struct tarread_src inner, src;
 	struct tarread_opts o;
 	struct tarread *tr = NULL;
 	struct tarread_entry e;
@@ -291,23 +139,17 @@ check_tarball(struct store *s, const char *key, const cJSON *backup,
 	cJSON *obj;
 	int rc;
 
-	memset(&ps, 0, sizeof ps);
-	if (load_parts(backup, &ps.parts, &ps.nparts) < 0) {
+	rc = tarread_src_store(&inner, s, key, 0, err);
+	if (rc < 0)
+		return rc;
+	ps = partsrc_new(json_get(backup, "status.checkpoint.parts"), &inner);
+	if (ps == NULL) {
 		str_format(r->message, sizeof r->message, "more than %d parts "
-		    "recorded", VERIFY_PARTS_MAX);
+		    "recorded", PARTSRC_MAX);
 		return 0;
 	}
-	r->parts = (int64_t)ps.nparts;
-	ps.md = EVP_MD_CTX_new();
-	if (ps.md == NULL)
-		abort();
-	EVP_DigestInit_ex(ps.md, EVP_sha256(), NULL);
-	rc = tarread_src_store(&ps.inner, s, key, 0, err);
-	if (rc < 0)
-		goto out;
-	src.read = ps_read;
-	src.close = ps_close;
-	src.arg = &ps;
+	r->parts = partsrc_parts(ps);
+	partsrc_source(ps, &src);
 	memset(&o, 0, sizeof o);
 	o.stop = stop;
 	rc = tarread_open(&src, &o, &tr, err);
@@ -351,11 +193,12 @@ check_tarball(struct store *s, const char *key, const cJSON *backup,
 		r->items++;
 	}
 	if (rc < 0) {
-		ps_where(&ps, where, sizeof where);
-		if (is_storage_error(rc) && !ps.bad)
+		partsrc_where(ps, where, sizeof where);
+		if (is_storage_error(rc) && partsrc_problem(ps) == NULL)
 			goto out;	/* could not read: no verdict */
 		str_format(r->message, sizeof r->message, "%s: %s", where,
-		    ps.bad ? ps.msg : err ? err->msg : cairn_strerror(rc));
+		    partsrc_problem(ps) != NULL ? partsrc_problem(ps) :
+		    err ? err->msg : cairn_strerror(rc));
 		cairn_err_clear(err);
 		rc = 0;
 		goto out;
@@ -363,25 +206,17 @@ check_tarball(struct store *s, const char *key, const cJSON *backup,
 	/* the archive ended: drain what the source still has, close parts */
 	rc = 0;
 	r->bytes += tarread_bytes_in(tr);
-	if (ps.bad) {
-		str_format(r->message, sizeof r->message, "%s", ps.msg);
+	partsrc_end(ps);
+	if (partsrc_problem(ps) != NULL) {
+		str_format(r->message, sizeof r->message, "%s",
+		    partsrc_problem(ps));
 		goto out;
 	}
-	if (ps.cur < ps.nparts) {
-		str_format(r->message, sizeof r->message, "the archive ends at "
-		    "byte %llu, inside part %d of the %zu recorded: the rest "
-		    "is missing or not tar data", (unsigned long long)ps.off,
-		    ps.parts[ps.cur].number, ps.nparts);
-		goto out;
-	}
-	r->parts_checked = ps.checked;
+	r->parts_checked = partsrc_checked(ps);
 	r->passed = 1;
 out:
 	tarread_free(tr);
-	if (tr == NULL && ps.inner.close != NULL)
-		ps.inner.close(ps.inner.arg);
-	EVP_MD_CTX_free(ps.md);
-	free(ps.parts);
+	partsrc_free(ps);
 	return rc;
 }
 

@@ -169,11 +169,12 @@ def resource_list(tarball):
 
 
 def install_backup(sim, store_root, name, tarball, phase="Completed", ns="cairn-system",
-                   bsl="default", rlist="auto"):
+                   bsl="default", rlist="auto", parts=None):
     """Put tarball under the fs store in Velero's layout and create the
     BackupStorageLocation (once) and a Backup `name` in `phase`. The
     resource list is rlist (a dict), derived from the tarball ("auto"),
-    or not written (None)."""
+    or not written (None). parts: the status.checkpoint.parts to record
+    (number, bytes, sha256 of each), or none."""
     d = os.path.join(store_root, "backups", name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name + ".tar.gz"), "wb") as f:
@@ -183,8 +184,12 @@ def install_backup(sim, store_root, name, tarball, phase="Completed", ns="cairn-
     if rlist is not None:
         with gzip.open(os.path.join(d, name + "-resource-list.json.gz"), "wb") as f:
             f.write(json.dumps(rlist).encode())
+    # labelled as cairn's sync labels a Backup it finds in storage: a
+    # server must not take it for a new backup in the moment before its
+    # status is written (engine/server.c)
     backup = {"apiVersion": "cairn.io/v1", "kind": "Backup",
-              "metadata": {"name": name, "namespace": ns},
+              "metadata": {"name": name, "namespace": ns,
+                           "labels": {"cairn.io/synced": "true"}},
               "spec": {"storageLocation": bsl}}
     with open(os.path.join(d, "velero-backup.json"), "w") as f:
         json.dump(backup, f)
@@ -198,6 +203,8 @@ def install_backup(sim, store_root, name, tarball, phase="Completed", ns="cairn-
                          "config": {"path": store_root}}})
     created = sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % ns, backup)
     created["status"] = {"phase": phase}
+    if parts is not None:
+        created["status"]["checkpoint"] = {"parts": parts}
     sim.ok("PUT", "/apis/cairn.io/v1/namespaces/%s/backups/%s/status" % (ns, name), created)
 
 
