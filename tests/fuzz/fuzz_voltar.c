@@ -41,11 +41,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char out[200], store_dir[200], outside[200];
 	struct stat st;
 
-	if (root[0] == '\0') {
+	if (root[0] == '\0')
 		snprintf(root, sizeof root, "/tmp/cairn-fuzz-voltar.%d",
 		    (int)getpid());
-		mkdir(root, 0700);
-	}
+	/* made for every input: the previous one's were removed */
+	snprintf(out, sizeof out, "%s/sub", root);
+	mkdir(root, 0700);
+	mkdir(out, 0700);
 	snprintf(store_dir, sizeof store_dir, "%s/store", root);
 	snprintf(out, sizeof out, "%s/sub/out", root);
 	snprintf(outside, sizeof outside, "%s/sub/escaped", root);

@@ -20,7 +20,7 @@ while getopts t:j:w: o; do
 done
 shift $((OPTIND - 1))
 src=$(cd "$(dirname "$0")/../.." && pwd)
-targets=${*:-"archive base s3xml watch list plugin kubeconfig awscreds discovery selector restore_path voltar"}
+targets=${*:-"archive base s3xml watch list plugin kubeconfig awscreds discovery selector restore_path voltar chunks"}
 mkdir -p "$work"
 run_one() {
 	t=$1
