@@ -14,37 +14,20 @@
  *   ./tests/fuzz/fuzz_chunks -max_total_time=600 tests/fuzz/corpus/chunks
  */
 #include "config.h"
-#include "engine/chunks.h"
-#include "engine/hostpath.h"
-#include "storage/store.h"
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <ftw.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+
+#include "engine/chunks.h"
+#include "tests/fuzz/fuzz_volume.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define SEP "\n--pack--\n"
 #define CHUNK_DIR "chunks/v/"
 #define PACK "b-0123456789abcdef.pack"	/* the name the seeds' lines use */
-
-static char root[128];		/* <tmp>/store, <tmp>/sub/out */
-
-static int
-rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)flag;
-	(void)f;
-	chmod(p, 0700);
-	return remove(p);
-}
 
 /* The volume archive: "." and "f", whose data is the chunk list. */
 static int
@@ -82,12 +65,8 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static char tar[1 << 20];
-	struct store *s = NULL;
-	struct hostpath_opts o;
-	char out[200], store_dir[200], outside[200];
 	const uint8_t *pack = NULL;
 	size_t nlist = size, npack = 0, ntar = 0;
-	struct stat st;
 
 	if (size > (512u << 10))
 		return 0;
@@ -98,30 +77,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			npack = size - i - (sizeof SEP - 1);
 			break;
 		}
-	if (root[0] == '\0')
-		snprintf(root, sizeof root, "/tmp/cairn-fuzz-chunks.%d",
-		    (int)getpid());
-	/* made for every input: the previous one's were removed */
-	snprintf(out, sizeof out, "%s/sub", root);
-	mkdir(root, 0700);
-	mkdir(out, 0700);
-	snprintf(store_dir, sizeof store_dir, "%s/store", root);
-	snprintf(out, sizeof out, "%s/sub/out", root);
-	snprintf(outside, sizeof outside, "%s/sub/escaped", root);
-	if (index_tar(data, nlist, tar, sizeof tar, &ntar) < 0 ||
-	    store_open_fs(store_dir, 1, &s, NULL) < 0)
-		goto out;
-	if (store_put_mem(s, "vol.tar.gz", tar, ntar, NULL) == 0 &&
-	    (pack == NULL || store_put_mem(s, CHUNK_DIR "packs/" PACK, pack,
-	    npack, NULL) == 0)) {
-		memset(&o, 0, sizeof o);
-		o.chunk_dir = CHUNK_DIR;
-		(void)hostpath_restore(s, "vol.tar.gz", out, &o, NULL, NULL);
-	}
-out:
-	store_free(s);
-	if (lstat(outside, &st) == 0)
-		abort();
-	nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	if (index_tar(data, nlist, tar, sizeof tar, &ntar) == 0)
+		fuzz_volume_restore("chunks", tar, ntar, CHUNK_DIR,
+		    pack != NULL ? CHUNK_DIR "packs/" PACK : NULL, pack, npack);
 	return 0;
 }

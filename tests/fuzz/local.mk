@@ -64,12 +64,14 @@ tests_unit_test_fuzz_restore_path_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"rest
 tests_unit_test_fuzz_restore_path_LDADD = $(FUZZ_LDADD)
 
 check_PROGRAMS += tests/unit/test_fuzz_chunks
-tests_unit_test_fuzz_chunks_SOURCES = tests/fuzz/fuzz_chunks.c tests/fuzz/replay.c
+tests_unit_test_fuzz_chunks_SOURCES = tests/fuzz/fuzz_chunks.c tests/fuzz/fuzz_volume.c \
+	tests/fuzz/fuzz_volume.h tests/fuzz/replay.c
 tests_unit_test_fuzz_chunks_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"chunks"'
 tests_unit_test_fuzz_chunks_LDADD = $(FUZZ_LDADD)
 
 check_PROGRAMS += tests/unit/test_fuzz_voltar
-tests_unit_test_fuzz_voltar_SOURCES = tests/fuzz/fuzz_voltar.c tests/fuzz/replay.c
+tests_unit_test_fuzz_voltar_SOURCES = tests/fuzz/fuzz_voltar.c tests/fuzz/fuzz_volume.c \
+	tests/fuzz/fuzz_volume.h tests/fuzz/replay.c
 tests_unit_test_fuzz_voltar_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"voltar"'
 tests_unit_test_fuzz_voltar_LDADD = $(FUZZ_LDADD)
 
@@ -116,12 +118,14 @@ tests_fuzz_fuzz_restore_path_LDFLAGS = -fsanitize=fuzzer
 tests_fuzz_fuzz_restore_path_LDADD = $(FUZZ_LDADD)
 
 noinst_PROGRAMS += tests/fuzz/fuzz_chunks
-tests_fuzz_fuzz_chunks_SOURCES = tests/fuzz/fuzz_chunks.c
+tests_fuzz_fuzz_chunks_SOURCES = tests/fuzz/fuzz_chunks.c tests/fuzz/fuzz_volume.c \
+	tests/fuzz/fuzz_volume.h
 tests_fuzz_fuzz_chunks_LDFLAGS = -fsanitize=fuzzer
 tests_fuzz_fuzz_chunks_LDADD = $(FUZZ_LDADD)
 
 noinst_PROGRAMS += tests/fuzz/fuzz_voltar
-tests_fuzz_fuzz_voltar_SOURCES = tests/fuzz/fuzz_voltar.c
+tests_fuzz_fuzz_voltar_SOURCES = tests/fuzz/fuzz_voltar.c tests/fuzz/fuzz_volume.c \
+	tests/fuzz/fuzz_volume.h
 tests_fuzz_fuzz_voltar_LDFLAGS = -fsanitize=fuzzer
 tests_fuzz_fuzz_voltar_LDADD = $(FUZZ_LDADD)
 
