@@ -694,6 +694,16 @@ def restored_cms(w, restore):
             if o["metadata"].get("labels", {}).get("cairn.io/restore-name") == restore}
 
 
+def failed_creating_nothing(t, w, name, msg):
+    """Restore backup name as r-<name>: Failed, msg in failureReason, and
+    no ConfigMap created."""
+    st = w.restore("r-" + name, {"backupName": name})["status"]
+    t.eq(st["phase"], "Failed", "%s: phase (%s)" % (name, st))
+    t.check(msg in st.get("failureReason", ""), "%s: %r not in %r" % (
+        name, msg, st.get("failureReason")))
+    t.eq(sorted(restored_cms(w, "r-" + name)), [], "%s: created something" % name)
+
+
 @case
 def changed_part_fails_before_any_create(t):
     """A part whose bytes differ from the SHA-256 the backup recorded fails
@@ -717,12 +727,7 @@ def changed_part_fails_before_any_create(t):
              ("cut-out", p1, "inside part 2 of the 2 recorded"))
     for name, tb, msg in cases:
         w.backup(name, tb, parts=recorded(p1, p2))
-        r = w.restore("r-" + name, {"backupName": name})
-        st = r["status"]
-        t.eq(st["phase"], "Failed", "%s: phase (%s)" % (name, st))
-        t.check(msg in st.get("failureReason", ""), "%s: %r not in %r" % (
-            name, msg, st.get("failureReason")))
-        t.eq(sorted(restored_cms(w, "r-" + name)), [], "%s: created something" % name)
+        failed_creating_nothing(t, w, name, msg)
     # the same bytes as recorded restore whole
     w.backup("whole", p1 + p2, parts=recorded(p1, p2))
     r = w.restore("r-whole", {"backupName": "whole"})
@@ -764,12 +769,7 @@ def archive_integrity(t):
     )
     for name, tb, msg in fatal:
         w.backup(name, tb)
-        r = w.restore("r-" + name, {"backupName": name})
-        st = r["status"]
-        t.eq(st["phase"], "Failed", "%s phase (%s)" % (name, st))
-        t.check(msg in st.get("failureReason", ""), "%s: %r not in %r" % (
-            name, msg, st.get("failureReason")))
-        t.eq(sorted(restored_cms(w, "r-" + name)), [], "%s created something" % name)
+        failed_creating_nothing(t, w, name, msg)
     # the whole one is fine
     w.backup("whole", gzip.compress(raw), rlist=rlist)
     r = w.restore("r-whole", {"backupName": "whole"})
