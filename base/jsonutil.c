@@ -34,6 +34,11 @@ json_get(const cJSON *root, const char *path)
 	const char *p = path;
 	const cJSON *cur = root;
 
+	/* one segment (a member of root): no copy (hot: items' names) */
+	if (cur != NULL && strchr(path, '.') == NULL &&
+	    strlen(path) < sizeof seg)
+		return cJSON_IsObject(cur) ?
+		    cJSON_GetObjectItemCaseSensitive(cur, path) : NULL;
 	while (cur != NULL && p != NULL) {
 		p = next_seg(p, seg, sizeof seg);
 		if (!cJSON_IsObject(cur))
@@ -503,12 +508,28 @@ mi_is(const struct members *mi, const char *key)
 	return strlen(key) == mi->klen && memcmp(key, mi->key, mi->klen) == 0;
 }
 
-/* The member's value, parsed: its depth is known from the scan. */
+/*
+ * The member's value, parsed: its depth is known from the scan. A short
+ * string with no escape and no byte of NUL_S (names, namespaces: most of
+ * what a list's caller asks for) is the bytes between its quotes, as
+ * cJSON's parse would give them (skip_value checked where it ends),
+ * without nul_encode's scans and the parser's set-up.
+ */
 static cJSON *
 mi_parse(const struct members *mi, struct cairn_err *err)
 {
+	char s[256];
+	size_t n = mi->vlen - 2;
+
 	if (mi->vdepth > CAIRN_JSON_MAX_DEPTH)
 		return deep_fail(err);
+	if (mi->val[0] == '"' && mi->vlen >= 2 && n < sizeof s &&
+	    memchr(mi->val + 1, '\\', n) == NULL &&
+	    memchr(mi->val + 1, NUL_S[0], n) == NULL) {
+		memcpy(s, mi->val + 1, n);
+		s[n] = '\0';
+		return cJSON_CreateString(s);
+	}
 	return parse_shallow(mi->val, mi->vlen, err);
 }
 

@@ -1537,6 +1537,17 @@ static const char *const item_members_pvc[] = { ITEM_MEMBERS,
 	"spec.volumeName", NULL };
 static const char *const item_members_pod[] = { ITEM_MEMBERS,
 	"metadata.annotations", NULL };
+/* without a label filter no one reads the labels (pods: their hooks do) */
+static const char *const item_members_nolabels[] = { "metadata.name",
+	"metadata.namespace", "metadata.deletionTimestamp", NULL };
+
+/* Does the spec filter items by their labels (bspec_labels_match)? */
+static int
+bk_label_filter(const struct bk *b)
+{
+	return b->spec->sel != NULL || (b->spec->or_sels != NULL &&
+	    b->spec->or_sels[0] != NULL);
+}
 
 /*
  * The walk's requests. Every list and GET the walk will make is queued
@@ -1581,7 +1592,8 @@ bk_list_opts(const struct bk *b, const struct bk_res *br,
 	memset(lo, 0, sizeof *lo);
 	lo->parse_only = feeds_related(b, r) && r->group[0] == '\0' ?
 	    item_members_pvc : r->group[0] == '\0' && strcmp(r->resource,
-	    "pods") == 0 ? item_members_pod : item_members;
+	    "pods") == 0 ? item_members_pod : bk_label_filter(b) ?
+	    item_members : item_members_nolabels;
 	lo->label_selector = res_selector(b, r);
 	lo->limit = 500;
 	lo->restart_on_gone = KUBE_GONE_RESUME;

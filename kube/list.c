@@ -192,11 +192,18 @@ deliver_text(struct lst *l, cJSON *item, const char *text, size_t len,
 	} else if (av != NULL || kind != NULL) {
 		/* text is "{...}": on_item only delivers objects */
 		buf_reset(&l->text);
+		/* per item: plain appends, no format to interpret */
 		buf_putc(&l->text, '{');
-		if (av != NULL)
-			buf_printf(&l->text, "\"apiVersion\":\"%s\",", av);
-		if (kind != NULL)
-			buf_printf(&l->text, "\"kind\":\"%s\",", kind);
+		if (av != NULL) {
+			buf_puts(&l->text, "\"apiVersion\":\"");
+			buf_puts(&l->text, av);
+			buf_puts(&l->text, "\",");
+		}
+		if (kind != NULL) {
+			buf_puts(&l->text, "\"kind\":\"");
+			buf_puts(&l->text, kind);
+			buf_puts(&l->text, "\",");
+		}
 		if (len == 2)	/* "{}": no comma before the brace */
 			l->text.len--;
 		if (buf_append(&l->text, text + 1, len - 1) < 0) {
@@ -256,14 +263,17 @@ on_item(void *arg, const char *text, size_t len)
 	}
 	last_set(l, ns, name);
 	l->gone_streak = 0;
+	/* the keys are literals: cJSON keeps them without a copy */
 	if (cJSON_GetObjectItemCaseSensitive(item, "apiVersion") == NULL) {
 		av = l->ls.api_version[0] ? l->ls.api_version : l->gv;
-		cJSON_AddStringToObject(item, "apiVersion", av);
+		cJSON_AddItemToObjectCS(item, "apiVersion",
+		    cJSON_CreateString(av));
 	}
 	if (cJSON_GetObjectItemCaseSensitive(item, "kind") == NULL) {
 		kind = item_kind(l);
 		if (kind != NULL)
-			cJSON_AddStringToObject(item, "kind", kind);
+			cJSON_AddItemToObjectCS(item, "kind",
+			    cJSON_CreateString(kind));
 	}
 	l->info->items++;
 	if (l->on_too_deep != NULL && l->ls.item.maxdepth >
@@ -418,7 +428,15 @@ lst_new(struct kube *k, const struct kube_gvr *r,
 		l->keys[1] = "kind";
 		l->keys[2] = "metadata.name";
 		l->keys[3] = "metadata.namespace";
-		memcpy(l->keys + 4, o->parse_only, n * sizeof *l->keys);
+		/* each once: every member of an item is matched against all */
+		for (size_t i = 0, k = 4; i < n; i++) {
+			size_t j = 0;
+
+			while (j < k && strcmp(l->keys[j], o->parse_only[i]) != 0)
+				j++;
+			if (j == k)
+				l->keys[k++] = o->parse_only[i];
+		}
 	}
 	buf_init(&l->last, 4096);
 	lsplit_init(&l->ls, CAIRN_CAP_API_BODY);

@@ -14,10 +14,14 @@
  */
 #include "config.h"
 
+#include <dirent.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/jsonutil.h"
@@ -286,7 +290,47 @@ static struct {
 	int stop_at;			/* > 0: fail the callback at this item */
 	int bad;			/* an item's data is not its own */
 	int ahead_requests;		/* requests before any take */
+	const char *spool_dir;		/* set: watch the spool files there */
+	int spool_files;		/* the most open at once */
+	int64_t spool_bytes;		/* the most allocated at once */
+	int64_t spool_size;		/* the largest file length */
 } got;
+
+/*
+ * The spool files (cairn-list.*, unlinked) this process has open in
+ * got.spool_dir: how many, and the bytes they hold and span.
+ */
+static int
+spool_scan(int64_t *bytes, int64_t *size)
+{
+	char link[PATH_MAX], fd[300];
+	size_t dl = strlen(got.spool_dir);
+	struct dirent *e;
+	struct stat st;
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	*bytes = *size = 0;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		ssize_t k;
+
+		snprintf(fd, sizeof fd, "/proc/self/fd/%s", e->d_name);
+		k = readlink(fd, link, sizeof link - 1);
+		if (k <= 0)
+			continue;
+		link[k] = '\0';
+		if (strncmp(link, got.spool_dir, dl) != 0 ||
+		    strncmp(link + dl, "/cairn-list.", 12) != 0 ||
+		    stat(fd, &st) < 0)
+			continue;
+		n++;
+		*bytes += (int64_t)st.st_blocks * 512;
+		*size += (int64_t)st.st_size;
+	}
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
 
 static int
 on_text(void *arg, cJSON *it, const char *text, size_t len)
@@ -298,6 +342,17 @@ on_text(void *arg, cJSON *it, const char *text, size_t len)
 	(void)arg;
 	(void)len;
 	got.n++;
+	if (got.spool_dir != NULL) {
+		int64_t bytes, size;
+		int n = spool_scan(&bytes, &size);
+
+		if (n > got.spool_files)
+			got.spool_files = n;
+		if (bytes > got.spool_bytes)
+			got.spool_bytes = bytes;
+		if (size > got.spool_size)
+			got.spool_size = size;
+	}
 	if (got.stop_at > 0 && got.n == got.stop_at)
 		return CAIRN_EFAIL;
 	snprintf(want, sizeof want, "\"k\":\"%s/%s/", ns, nm);
@@ -344,6 +399,8 @@ got_reset(void)
 		buf_init(&got.keys, 16u << 20);
 	buf_reset(&got.keys);
 	got.n = got.stop_at = got.bad = got.ahead_requests = 0;
+	got.spool_files = 0;
+	got.spool_bytes = got.spool_size = 0;
 }
 
 /*
@@ -489,6 +546,46 @@ test_bounds(void)
 		CHECK(fk.requests[i] <= 1 + (fk.c[i].n == 0 ? 1 :
 		    (fk.c[i].n + 9) / 10));
 	uh_threaded(0);
+}
+
+/*
+ * Pages spooled (memory bound 256 KiB, 40 KB items): one spool file for
+ * all of them, whatever the number of pages and fetchers, holding and
+ * spanning no more than what may be ahead plus the pages in flight;
+ * closed with the lists.
+ */
+static void
+test_one_spool(void)
+{
+	static const int counts[NCOLL] = { 30, 2, 25, 0, 12, 40, 3, 0, 20 };
+	char dir[] = "/tmp/test-kube-lists-XXXXXX";
+	struct kube_lists_opts mo;
+	int64_t bytes, size, bound;
+
+	REQUIRE(mkdtemp(dir) != NULL);
+	fk_reset(counts, 40000);	/* pages of 10 items: ~400 KB */
+	uh_threaded(1);
+	memset(&mo, 0, sizeof mo);
+	mo.concurrency = 4;
+	mo.mem_max = 256u << 10;
+	mo.ahead_max = 1u << 20;
+	mo.spool_dir = dir;
+	got.spool_dir = dir;
+	REQUIRE(run_all(&mo, 10, 1) == 0);
+	got.spool_dir = NULL;
+	CHECK_STR(buf_cstr(&got.keys), expected_all());
+	CHECK_INT(got.bad, 0);
+	CHECK_INT(got.spool_files, 1);
+	/* ahead, a page per fetcher in flight, the head's chunks */
+	bound = (int64_t)mo.ahead_max + 4 * (512 << 10) + (1 << 20);
+	CHECK(got.spool_bytes > 0);
+	CHECK(got.spool_bytes <= bound);
+	CHECK(got.spool_size <= bound);
+	got.spool_dir = dir;
+	CHECK_INT(spool_scan(&bytes, &size), 0);	/* closed */
+	got.spool_dir = NULL;
+	uh_threaded(0);
+	CHECK(rmdir(dir) == 0);
 }
 
 static void del_i03(void) { coll_del(&fk.c[0], "i03"); }
@@ -732,6 +829,7 @@ main(void)
 	RUN(test_order_any_concurrency);
 	RUN(test_ahead_each_page_once);
 	RUN(test_bounds);
+	RUN(test_one_spool);
 	RUN(test_cut_while_reading);
 	RUN(test_gone_resume);
 	RUN(test_pending);
