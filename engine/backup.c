@@ -180,6 +180,8 @@ struct bk {
 	int64_t start_us;
 	struct buf legacy, preferred;
 	struct bk_pfx pfx;		/* item paths: cached prefixes */
+	char inc_ns[256];		/* bspec_ns_included(inc_ns) is inc_ok */
+	int inc_ok;			/* -1: inc_ns not set */
 	/* related cluster-scoped items (includeClusterResources unset) */
 	char **pv_names;		/* sorted at use; NULL-terminated */
 	size_t npv, apv;
@@ -660,6 +662,19 @@ nslist_has(const struct bk *b, const char *ns)
 	    ns_cmp) != NULL;
 }
 
+/* bspec_ns_included, asked once per run of items of one namespace */
+static int
+bk_ns_included(struct bk *b, const char *ns)
+{
+	if (b->inc_ok >= 0 && strcmp(b->inc_ns, ns) == 0)
+		return b->inc_ok;
+	if (strlen(ns) >= sizeof b->inc_ns)
+		return bspec_ns_included(b->spec, ns);
+	strcpy(b->inc_ns, ns);
+	b->inc_ok = bspec_ns_included(b->spec, ns);
+	return b->inc_ok;
+}
+
 /* Does this item pass the filters of the resource being walked? */
 static int
 item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
@@ -675,7 +690,7 @@ item_selected(struct bk *b, const struct kube_resource *r, const cJSON *item,
 	}
 	if (is_ns)
 		return bspec_ns_included(b->spec, name);
-	if (r->namespaced && !bspec_ns_included(b->spec, ns))
+	if (r->namespaced && !bk_ns_included(b, ns))
 		return 0;
 	/* a list across namespaces: only those of the plan (BK_WIDE) */
 	if (r->namespaced && b->wide && !nslist_has(b, ns))
@@ -2690,6 +2705,7 @@ bk_init(struct bk *b, const struct engine_env *env, const cJSON *obj,
 	memset(b, 0, sizeof *b);
 	b->env = env;
 	b->worker = worker;
+	b->inc_ok = -1;
 	b->ns = xstrdup(json_str_or(obj, "metadata.namespace", env->namespace));
 	b->name = xstrdup(json_str_or(obj, "metadata.name", ""));
 	b->uid = xstrdup(json_str_or(obj, "metadata.uid", ""));
