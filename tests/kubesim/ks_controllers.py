@@ -34,6 +34,9 @@ from ks_types import now_rfc3339
 
 ALL = ("namespace", "pod", "job", "pv", "snapshot")   # snapshot: ks_snapshot.py
 MANAGER = "kube-controller-manager"
+WAKE_RKEYS = [("", "persistentvolumes"), ("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
+              ("snapshot.storage.k8s.io", "volumesnapshots"), ("snapshot.storage.k8s.io", "volumesnapshotcontents"),
+              ("snapshot.storage.k8s.io", "volumesnapshotclasses")]
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
@@ -132,6 +135,9 @@ class Controllers:
         self.snap = None        # ks_snapshot.Snapshots (ks_snapshot.install)
         self.stop = False
         self.thread = None
+        # what wakes the loop before its 0.2 s tick: writes of the objects the
+        # binder and the snapshot controller watch, and due times set here
+        self.wake = sim.waker(WAKE_RKEYS)
 
     def on(self, name):
         return name in self.enabled
@@ -253,7 +259,7 @@ class Controllers:
             obj.setdefault("status", {})["phase"] = "Terminating"
             obj, _ = sim._put(rt, key, obj, "MODIFIED", entry)
             self.ns_due[key[1]] = time.time() + self.ns_seconds
-            sim.cond.notify_all()
+            self.wake.notify_all()
             return 200, obj
         if rt.group == "" and rt.kind == "Pod" and self.on("pod"):
             grace = (opts or {}).get("gracePeriodSeconds")
@@ -271,7 +277,7 @@ class Controllers:
                 md["deletionGracePeriodSeconds"] = grace
                 obj, _ = sim._put(rt, key, obj, "MODIFIED", entry)
                 self.pod_due[key] = time.time() + min(grace, self.pod_seconds)
-                sim.cond.notify_all()
+                self.wake.notify_all()
                 return 200, obj
             if md.get("finalizers"):
                 return None
@@ -286,7 +292,7 @@ class Controllers:
         sim = self.sim
         while not self.stop:
             with sim.lock:
-                sim.cond.wait(0.2)
+                self.wake.wait(0.2)
                 try:
                     self.tick()
                 except Exception:  # noqa: BLE001 - a controller never takes kubesim down

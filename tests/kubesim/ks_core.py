@@ -290,7 +290,13 @@ class Watcher:
 class Sim:
     def __init__(self, history=10000, continue_ttl=300.0):
         self.lock = threading.RLock()
-        self.cond = threading.Condition(self.lock)
+        # Conditions on self.lock that a write of their resources notifies
+        # ((group, plural) -> [Condition]; reset and compact notify all): a
+        # watch or a controller wakes for its own resources, not for each
+        # write of a restore of 31k Secrets.
+        self.wakers = {}
+        self.all_wakers = []
+        self.watch_conds = {}   # (group, plural) -> the Condition its watches wait on
         self.rv = 0
         self.hist_max = max(100, history)
         # etcd compaction: continue tokens and watch history older than this
@@ -339,7 +345,7 @@ class Sim:
             self._init_state()
             self.watch_floor = self.rv
             self.compact_rv = self.rv
-            self.cond.notify_all()
+            self._wake_all()
 
     def compact(self):
         """Forget the event history: every RV and continue token issued so far becomes too old."""
@@ -350,8 +356,22 @@ class Sim:
             self.hist_times = []
             self.watch_floor = self.rv
             self.compact_rv = self.rv
-            self.cond.notify_all()
+            self._wake_all()
             return self.rv
+
+    def waker(self, rkeys):
+        """A Condition on self.lock notified by every write of one of rkeys
+        ((group, plural) pairs), and by reset and compact."""
+        c = threading.Condition(self.lock)
+        with self.lock:
+            for rk in rkeys:
+                self.wakers.setdefault(rk, []).append(c)
+            self.all_wakers.append(c)
+        return c
+
+    def _wake_all(self):
+        for c in self.all_wakers:
+            c.notify_all()
 
     def _add_type(self, rt):
         self.types[(rt.group, rt.version, rt.plural)] = rt
@@ -389,7 +409,8 @@ class Sim:
             self._trim(len(self.hist) - self.hist_max)
         elif self.ttl and self.hist_times[0] < now - self.ttl:
             self._trim_old(now)
-        self.cond.notify_all()
+        for c in self.wakers.get(rt.rkey, ()):
+            c.notify_all()
 
     def _trim(self, cut):
         self.watch_floor = self.hist_rvs[cut - 1]
@@ -1318,7 +1339,14 @@ class Sim:
                 return []
             i = bisect.bisect_right(self.hist_rvs, w.rv)
             if i >= len(self.hist):
-                self.cond.wait(timeout)
+                cond = self.watch_conds.get(w.rt.rkey)
+                if cond is None:
+                    cond = self.watch_conds[w.rt.rkey] = self.waker([w.rt.rkey])
+                if not cond.wait(timeout):
+                    # no write of w's resource since: what others wrote is
+                    # not w's to scan (nor to fall behind on)
+                    w.rv = self.rv
+                    return []
                 if w.rv < self.watch_floor:
                     w.expired = "too old resource version: %d (%d)" % (w.rv, self.watch_floor)
                     return []
