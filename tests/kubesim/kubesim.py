@@ -13,6 +13,7 @@ import atexit
 import email.utils
 import gzip
 import hashlib
+import io
 import itertools
 import json
 import os
@@ -48,6 +49,7 @@ import ks_snapshot  # noqa: E402
 import ks_auth  # noqa: E402
 import ks_virtual  # noqa: E402
 import ks_patch  # noqa: E402
+import ks_loop  # noqa: E402
 
 try:
     import yaml  # optional, for YAML seeds / bodies / apply patches
@@ -215,6 +217,7 @@ class Server(ThreadingHTTPServer):
         self.faults = Faults()
         self.log = RequestLog()
         self.conn_ids = itertools.count(1)
+        self.adopted = {}   # socket -> (connection id, bytes read) of a connection ks_loop hands to a thread
         self.base_url = ""
         # Subresources served by plugins (pods/exec in ks_exec):
         # (group, plural, subresource) -> {"kind": K, "verbs": [...], "handler": fn}
@@ -227,6 +230,15 @@ class Server(ThreadingHTTPServer):
         """A plugin's subresource (e.g. "", "pods", "exec", "PodExecOptions",
         ["create", "get"], fn): routed to fn, listed in discovery."""
         self.connect[(group, plural, sub)] = {"kind": kind, "verbs": list(verbs), "handler": handler}
+
+    def serve_forever(self, poll_interval=0.5):
+        """Plain HTTP: ks_loop serves the requests that cannot block in this
+        thread and gives the others' connections a thread each; TLS: a
+        thread per connection."""
+        if self.ssl_ctx is not None:
+            super().serve_forever(poll_interval)
+            return
+        ks_loop.Loop(self, self.RequestHandlerClass, MAX_BODY).run(poll_interval)
 
     def finish_request(self, request, client_address):
         request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -298,7 +310,13 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self):
         super().setup()
-        self.conn_id = next(self.server.conn_ids)
+        adopted = self.server.adopted.pop(self.connection, None)
+        if adopted is None:
+            self.conn_id = next(self.server.conn_ids)
+        else:   # from ks_loop, with the bytes it read
+            self.conn_id, data = adopted
+            self.rfile.close()
+            self.rfile = io.BufferedReader(ks_loop.Prefixed(data, self.connection))
         if isinstance(self.connection, ssl.SSLSocket):
             # the ssl module retries a blocking read that SO_RCVTIMEO ends
             self.connection.settimeout(self.idle_timeout)
