@@ -5,6 +5,7 @@ fault rules per token, the request log and keep-alive connection ids."""
 import http.client
 import json
 import os
+import socket
 import ssl
 import sys
 import threading
@@ -674,5 +675,67 @@ def rbac_kubectl_prints_forbidden(t):
             "kubectl delete stderr: %s" % r.stderr)
     t.eq(sim.get("/api/v1/namespaces/kube-system/secrets/s")[0], 200, "the secret is still there")
 
+
+
+def _raw(sim):
+    u = urllib.parse.urlsplit(sim.url)
+    s = socket.create_connection((u.hostname, u.port), timeout=10)
+    return s, s.makefile("rb")
+
+
+def _reply(f):
+    """One HTTP/1.1 reply from a raw connection -> (status, body bytes)."""
+    status = int(f.readline().split()[1])
+    n = 0
+    while True:
+        h = f.readline()
+        if h in (b"\r\n", b""):
+            break
+        if h.lower().startswith(b"content-length:"):
+            n = int(h.split(b":")[1])
+    return status, f.read(n)
+
+
+@case
+def plain_http_connections_served_together(t):
+    """Plain HTTP is served by one thread selecting over the connections
+    (ks_loop): pipelined and split requests are answered in order, a client
+    that does not read a large reply holds up nobody, and a connection
+    whose request turns into a watch keeps its id in the request log."""
+    sim = t.kubesim(tls=False)
+    sim.ok("DELETE", "/_sim/requests")
+    body = json.dumps({"metadata": {"name": "big"}, "data": {"x": "y" * 900000}}).encode()
+    post = (b"POST %s HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+            % (CM.encode(), len(body), body))
+    s, f = _raw(sim)
+    # the request in three pieces, then two GETs pipelined behind it
+    s.sendall(post[:20])
+    time.sleep(0.1)
+    s.sendall(post[20:5000])
+    time.sleep(0.1)
+    get = b"GET %s/big HTTP/1.1\r\nHost: h\r\n\r\n" % CM.encode()
+    s.sendall(post[5000:] + get + b"GET %s/nope HTTP/1.1\r\nHost: h\r\n\r\n" % CM.encode())
+    t.eq([_reply(f)[0] for _ in range(3)], [201, 200, 404], "statuses in order")
+    # a reader that stops reading a ~9 MB list keeps only itself waiting
+    for i in range(9):
+        sim.ok("POST", CM, {"metadata": {"name": "big%d" % i}, "data": {"x": "y" * 900000}})
+    stalled, _ = _raw(sim)
+    stalled.sendall(b"GET %s HTTP/1.1\r\nHost: h\r\n\r\n" % CM.encode())
+    time.sleep(0.3)
+    start = time.monotonic()
+    s.sendall(get)
+    t.eq(_reply(f)[0], 200, "GET beside a stalled reader")
+    t.check(time.monotonic() - start < 5, "not held up by the stalled reader")
+    # a watch on the same keep-alive connection (handed to a thread)
+    s.sendall(b"GET %s?watch=1&fieldSelector=metadata.name%%3Dbig&timeoutSeconds=1 HTTP/1.1\r\nHost: h\r\n\r\n"
+              % CM.encode())
+    t.check(f.readline().startswith(b"HTTP/1.1 200"), "watch answered")
+    stalled.close()
+    s.close()
+    log = [e for e in sim.requests() if e["path"].startswith("/api/")]
+    first = [e for e in log if e["method"] == "POST" and e["path"] == CM][0]
+    watch = [e for e in log if e.get("watch")]
+    t.eq(len(watch), 1, "one watch logged")
+    t.eq(watch[0]["conn"], first["conn"], "the watch's connection id is the POST's")
 
 main()
