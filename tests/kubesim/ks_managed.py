@@ -31,6 +31,7 @@ which fields comes from a table of the common built-in fields; custom
 resources follow their CRD schema (properties: struct, additionalProperties:
 map, x-kubernetes-list-type map/set); other lists are atomic."""
 
+import functools
 import json
 import time
 
@@ -55,8 +56,9 @@ SET_FIELDS = {"finalizers"}
 NOT_MEMBER = {"containers"}
 
 
+@functools.lru_cache(maxsize=256)
 def manager_from_user_agent(ua):
-    """prefixFromUserAgent."""
+    """prefixFromUserAgent (cached: a client sends the same one each time)."""
     out = ""
     for ch in (ua or "").split("/")[0]:
         if not ch.isprintable():

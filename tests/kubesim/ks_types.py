@@ -152,8 +152,16 @@ def builtin_types():
 
 
 # ------------------------------------------------------------------ time
+_now = (0, "")
+
+
 def now_rfc3339():
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    """The current second in RFC 3339 UTC, formatted once per second."""
+    global _now
+    sec = int(time.time())
+    if _now[0] != sec:
+        _now = (sec, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(sec)))
+    return _now[1]
 
 
 _TS_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(\.\d+)?([Zz]|[+-]\d\d:\d\d)$")
