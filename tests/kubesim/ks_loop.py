@@ -107,6 +107,9 @@ class Loop:
         self.sel = selectors.DefaultSelector()
         self.conns = {}
         self.stop = False
+        # one receive buffer: recv(256 KiB) would map and unmap a fresh one each time
+        self.rbuf = bytearray(RECV)
+        self.rview = memoryview(self.rbuf)
 
     def run(self, poll_interval=0.5):
         srv = self.server
@@ -175,17 +178,17 @@ class Loop:
 
     def read(self, c):
         try:
-            data = c.sock.recv(RECV)
+            n = c.sock.recv_into(self.rbuf)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             self.close(c)
             return
-        if not data:
+        if not n:
             self.close(c)
             return
         c.last = time.monotonic()
-        c.inbuf += data
+        c.inbuf += self.rview[:n]
         self.serve(c)
 
     def serve(self, c):
