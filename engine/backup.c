@@ -2842,8 +2842,8 @@ bk_tarball(struct bk *b, struct cairn_err *err)
 
 /*
  * The run failed on storage (or the walk): Failed with the error as the
- * reason, unless ownership is gone or our journal is full (then nothing
- * is written: resumed later).
+ * reason, unless ownership is gone, the server is stopping or our journal
+ * is full (then nothing is written: resumed later).
  */
 static int
 bk_storage_fail(struct bk *b, int rc, struct cairn_err *err)
@@ -2853,6 +2853,9 @@ bk_storage_fail(struct bk *b, int rc, struct cairn_err *err)
 
 	if (b->f.fenced || rc == CAIRN_EFENCED)
 		return rc;
+	/* A shutdown is not the backup's fault: the next owner resumes it. */
+	if (env->stop != NULL && atomic_load(env->stop))
+		return CAIRN_ECANCELED;
 	/* Our journal is full: not the backup's fault; resumed when it is not. */
 	if (!journal_writable(env->journal, NULL))
 		return rc;

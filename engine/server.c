@@ -67,6 +67,7 @@
 #include "engine/verify.h"
 #include "journal/journal.h"
 #include "kube/kube.h"
+#include "storage/store.h"
 #include "base/metrics.h"
 
 #define SERVER_QUEUE_MAX	10000
@@ -920,6 +921,8 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	s.renv.stop = &s.drain;		/* a restore's items are its checkpoints */
 	s.renv.drain = NULL;
 	s.renv.terminating_timeout_us = o->terminating_timeout_us;
+	/* storage waits between tries end when the grace is over, too */
+	store_set_process_stop(&s.hard);
 	s.running = xcalloc((size_t)s.nworkers, sizeof *s.running);
 	pthread_mutex_init(&s.mu, NULL);
 	pthread_cond_init(&s.cv, NULL);
@@ -954,6 +957,7 @@ server_run(const struct server_opts *o, struct cairn_err *err)
 	server_drain(&s);
 	for (int i = 0; i < started; i++)
 		pthread_join(w[i].th, NULL);
+	store_set_process_stop(NULL);
 	upkeep_stop(s.upkeep);
 	verify_loop_stop(s.verify);
 	if (started == s.nworkers)

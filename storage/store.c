@@ -40,6 +40,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/timeutil.h"
 
 /* ---- sources ---------------------------------------------------------- */
 
@@ -224,6 +225,24 @@ store_free(struct store *s)
 	desc = s->desc;
 	s->ops->free(s);
 	free(desc);
+}
+
+static const atomic_int *process_stop;
+
+void
+store_set_process_stop(const atomic_int *stop)
+{
+	process_stop = stop;
+}
+
+int
+store_retry_sleep(int64_t us, const char *what, struct cairn_err *err)
+{
+	time_sleep_us(us, process_stop);
+	if (process_stop != NULL && atomic_load(process_stop))
+		return cairn_err_set(err, CAIRN_ECANCELED, "%s: stopped while "
+		    "waiting to try again (the process is stopping)", what);
+	return 0;
 }
 
 const char *

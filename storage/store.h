@@ -13,7 +13,7 @@
  * CAIRN_ESERVER (5xx after all retries), CAIRN_EIO (local disk),
  * CAIRN_EPROTO (peer sent garbage), CAIRN_ETOOBIG (a cap was reached),
  * CAIRN_EINVAL (bad key, config or argument), CAIRN_ECANCELED (a callback
- * asked to stop).
+ * asked to stop, or the process is stopping: store_set_process_stop()).
  *
  * Threads: a store may be used by any number of threads at once; each call
  * is independent (see storage/README.md for how each backend does it).
@@ -22,6 +22,7 @@
 #ifndef CAIRN_STORE_H
 #define CAIRN_STORE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -35,6 +36,17 @@
 #define STORE_S3_PUT_PART (8u << 20)	/* part size of store_put's own multipart */
 
 struct store;
+
+/*
+ * The process stops when *stop becomes non-zero (`cairn server`: when its
+ * shutdown grace is over). From then on a wait between tries (a read-only
+ * filesystem's, S3's backoff) ends at once and the call fails with
+ * CAIRN_ECANCELED, so a shutdown is not held for a retry budget
+ * (config.readOnlyWait can be minutes, longer than a pod's grace period);
+ * what was stored stays for the resume. Set before stores are used and
+ * back to NULL (the default: never stops) before *stop goes away.
+ */
+void store_set_process_stop(const atomic_int *stop);
 
 /*
  * Progress: called as bytes move, with the bytes moved so far by this call

@@ -131,20 +131,22 @@ fs_wait_start(void)
 }
 
 /*
- * The writing call `op` on key just returned rc (on failure err is filled
+ * The writing call `op` on key just returned *rc (on failure err is filled
  * and its errno, if any, is in tl_errno). 1: run it again, after a pause
  * (it failed on a read-only filesystem, the wait is not over, and src, when
- * given and read from, was rewound). 0: return rc as is; when the call had
+ * given and read from, was rewound). 0: return *rc; when the call had
  * waited, err then says for how long (or the log that it went through).
+ * A stop during the pause (store_set_process_stop()) makes *rc
+ * CAIRN_ECANCELED.
  */
 static int
-fs_again(struct store_fs *fs, struct fs_wait *w, int rc, const char *op,
+fs_again(struct store_fs *fs, struct fs_wait *w, int *rc, const char *op,
     const char *key, struct store_src *src, uint64_t src_read,
     struct cairn_err *err)
 {
 	char waited[TIME_STR_MAX], bound[TIME_STR_MAX];
 	int64_t now = time_mono_us(), delay;
-	int ro = rc < 0 && tl_errno == EROFS;
+	int ro = *rc < 0 && tl_errno == EROFS;
 
 	tl_errno = 0;
 	if ((!ro && w->since_us == 0) || fs->ro_wait_us == 0)
@@ -165,13 +167,17 @@ fs_again(struct store_fs *fs, struct fs_wait *w, int rc, const char *op,
 		if (now + delay - w->since_us > fs->ro_wait_us)
 			delay = w->since_us + fs->ro_wait_us - now;
 		w->tries++;
-		time_sleep_us(delay > 0 ? delay : 0, NULL);
 		cairn_err_clear(err);
+		if (store_retry_sleep(delay > 0 ? delay : 0, fs->base.desc,
+		    err) < 0) {
+			*rc = CAIRN_ECANCELED;
+			return 0;
+		}
 		return 1;
 	}
 	duration_format(now - w->since_us, waited);
 	duration_format(fs->ro_wait_us, bound);
-	if (rc == 0)
+	if (*rc == 0)
 		log_info("%s: %s \"%.300s\": writable again after %s",
 		    fs->base.desc, op, key, waited);
 	else if (ro)
@@ -595,7 +601,7 @@ fs_put(struct store *s, const char *key, struct store_src *src, char *etag,
 	do {
 		pb.src_read = 0;
 		rc = fs_publish(fs, path, &pb, err);
-	} while (fs_again(fs, &w, rc, "writing", key, src, pb.src_read,
+	} while (fs_again(fs, &w, &rc, "writing", key, src, pb.src_read,
 	    err));
 	free(path);
 	return rc;
@@ -748,7 +754,7 @@ fs_del(struct store *s, const char *key, struct cairn_err *err)
 
 	do
 		rc = fs_del_once(fs, key, err);
-	while (fs_again(fs, &w, rc, "deleting", key, NULL, 0, err));
+	while (fs_again(fs, &w, &rc, "deleting", key, NULL, 0, err));
 	return rc;
 }
 
@@ -1044,7 +1050,7 @@ fs_mpu_create(struct store *s, const char *key, char **id,
 
 	do
 		rc = fs_mpu_create_once(fs, key, id, err);
-	while (fs_again(fs, &w, rc, "starting an upload of", key, NULL,
+	while (fs_again(fs, &w, &rc, "starting an upload of", key, NULL,
 	    0, err));
 	return rc;
 }
@@ -1068,7 +1074,7 @@ fs_mpu_put_part(struct store *s, const char *key, const char *id, int number,
 	do {
 		pb.src_read = 0;
 		rc = fs_publish(fs, path, &pb, err);
-	} while (fs_again(fs, &w, rc, "writing a part of", key, src,
+	} while (fs_again(fs, &w, &rc, "writing a part of", key, src,
 	    pb.src_read, err));
 	if (rc < 0)
 		cairn_err_prefix(err, "part %d", number);
@@ -1284,7 +1290,7 @@ fs_mpu_complete(struct store *s, const char *key, const char *id,
 
 	do
 		rc = fs_mpu_complete_once(fs, key, id, parts, n, etag, err);
-	while (fs_again(fs, &w, rc, "completing", key, NULL, 0, err));
+	while (fs_again(fs, &w, &rc, "completing", key, NULL, 0, err));
 	return rc;
 }
 

@@ -50,6 +50,11 @@ struct store {
 };
 
 /* Helpers shared by the backends (store.c). */
+/*
+ * Sleep us between two tries: 0, or CAIRN_ECANCELED (err says why, after
+ * "what") when the process is stopping (store_set_process_stop()).
+ */
+int store_retry_sleep(int64_t us, const char *what, struct cairn_err *err);
 ssize_t store_src_read(struct store_src *src, void *buf, size_t n);
 int store_src_rewind(struct store_src *src);
 void store_progress_report(const struct store_progress *prog, uint64_t done,

@@ -738,7 +738,8 @@ s3_call_run(struct store_s3 *s3, struct s3_call *c, struct cairn_err *err)
 		delay = backoff_ms(s3, attempt);
 		log_debug("%s %s: attempt %d failed (%s), retrying in %lld ms",
 		    c->op, tgt, attempt, err ? err->msg : "error", (long long)delay);
-		time_sleep_us(delay * 1000, NULL);
+		if (store_retry_sleep(delay * 1000, tgt, err) < 0)
+			return CAIRN_ECANCELED;
 	}
 	if (attempt > 1)
 		cairn_err_prefix(err, "after %d attempts", attempt);
@@ -1368,8 +1369,10 @@ s3_mpu_complete(struct store *s, const char *key, const char *id,
 				    "error %s inside a 200 reply, retrying",
 				    s3->bucket, key, xe.code);
 				call_done(&c);
-				time_sleep_us(backoff_ms(s3, attempt) * 1000, NULL);
-				continue;
+				rc = store_retry_sleep(backoff_ms(s3, attempt) *
+				    1000, "CompleteMultipartUpload", err);
+				if (rc == 0)
+					continue;
 			}
 		}
 		break;

@@ -10,16 +10,20 @@ the location's config.readOnlyWait (storage/store_fs.c):
 - read-only before the backup starts, writable again while it waits: the
   backup ends Completed and its tarball is whole (GNU tar reads it);
 - read-only for longer than readOnlyWait: the backup ends Failed, and the
-  reason says the filesystem stayed read-only and for how long.
+  reason says the filesystem stayed read-only and for how long;
+- SIGTERM while a write waits: the server stops when its shutdown grace is
+  over instead of holding the shutdown for the wait, and leaves the backup
+  InProgress for the next owner (not Failed).
 
 Needs root and mount namespaces; skipped elsewhere.
 """
 import os
 import shutil
+import signal
 import subprocess
 import tarfile
 
-from cairntest import BIN, case, main, wait_for
+from cairntest import BIN, CheckFailed, case, main, wait_for
 
 NS = "cairn-system"
 BK = "/apis/cairn.io/v1/namespaces/%s/backups" % NS
@@ -36,7 +40,7 @@ def can_mount(t):
     return r.returncode == 0
 
 
-def world(t, config):
+def world(t, config, extra=""):
     if not can_mount(t):
         t.skip("cannot bind-mount here (needs root and mount namespaces)")
     sim = t.kubesim()
@@ -53,7 +57,7 @@ def world(t, config):
              name="cm-{i:04d}", namespace="bulk")
     cmd = ("mount --bind '%s' '%s' && exec '%s' server --kubeconfig '%s' --namespace %s "
            "--server-id s1 --journal '%s' --retry-period 200ms --part-size 16384 "
-           "--log-level info" % (store, store, BIN, sim.kubeconfig, NS, t.path("j.db")))
+           "--log-level info %s" % (store, store, BIN, sim.kubeconfig, NS, t.path("j.db"), extra))
     srv = t.spawn(["unshare", "-m", "sh", "-c", cmd], name="server")
     # the shell execs cairn only after the bind mount is in place
     wait_for(lambda: os.path.realpath("/proc/%d/exe" % srv.pid) == os.path.realpath(BIN),
@@ -118,6 +122,25 @@ def readonly_store_past_the_bound_fails_clearly(t):
     start_backup(sim, "b2")
     b = final(sim, "b2", 120)
     t.eq(b["status"]["phase"], "Completed", "next backup (%s)" % b["status"].get("failureReason"))
+
+
+@case
+def sigterm_ends_the_readonly_wait(t):
+    sim, store, srv = world(t, {"readOnlyWait": "10m"}, "--shutdown-grace 2s")
+    remount(t, srv, store, "ro")
+    start_backup(sim, "b1")
+    wait_for(lambda: "the filesystem is read-only; waiting up to 10m" in srv.output(), 60,
+             "the server to wait for the read-only store")
+    srv.signal(signal.SIGTERM)
+    try:
+        rc = srv.wait(30)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed("the server still waits for the store 30 s after SIGTERM: %s" %
+                          srv.output()[-1500:])
+    t.eq(rc, 0, "exit code after SIGTERM")
+    b = sim.ok("GET", "%s/b1" % BK)
+    t.eq(b.get("status", {}).get("phase"), "InProgress",
+         "left for the next owner (%s)" % b.get("status", {}).get("failureReason"))
 
 
 main()
