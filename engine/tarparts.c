@@ -569,20 +569,35 @@ tp_writer(struct tarparts *tp, int pax, struct cairn_err *err)
 	return a;
 }
 
-/* Can a plain ustar header (name field only) hold this path as is? */
+/*
+ * Can a plain ustar header (name field only) hold this path as is?
+ * Printable ASCII, 8 bytes at a time (two entries per item: it showed):
+ * a byte under 0x20 or over 0x7e sets its high bit in one of the word
+ * tests (each byte's sum stays under 0x100: no carry between bytes).
+ */
 static int
 tp_ustar_ok(const char *path)
 {
-	size_t i;
+	const uint64_t ones = 0x0101010101010101ull;
+	const uint64_t highs = 0x8080808080808080ull;
+	size_t n = strnlen(path, TP_USTAR_PATH_MAX + 1), i = 0;
 
-	for (i = 0; path[i] != '\0'; i++) {
-		if (i >= TP_USTAR_PATH_MAX)
-			return 0;
+	if (n == 0 || n > TP_USTAR_PATH_MAX)
+		return 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w, low;
+
+		memcpy(&w, path + i, 8);
+		low = w & ~highs;
+		/* >= 0x80; < 0x20 (+0x60 stays under 0x80); 0x7f (+1) */
+		if ((w | ~(low + ones * 0x60) | (low + ones)) & highs)
+			break;	/* the bytes one by one say which */
+	}
+	for (; i < n; i++)
 		if ((unsigned char)path[i] < 0x20 ||
 		    (unsigned char)path[i] > 0x7e)
 			return 0;
-	}
-	return i > 0;
+	return 1;
 }
 
 int
