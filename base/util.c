@@ -161,8 +161,18 @@ str_escape_text(struct buf *b, const char *s)
 	int rc = 0;
 
 	while (*p != '\0' && rc == 0) {
-		size_t n = utf8_len(p);
+		const unsigned char *r = p;
+		size_t n;
 
+		/* a run of printable ASCII goes over as it is, at once */
+		while (*r >= 0x20 && *r < 0x7f && *r != '\\')
+			r++;
+		if (r > p) {
+			rc = buf_append(b, p, (size_t)(r - p));
+			p = r;
+			continue;
+		}
+		n = utf8_len(p);
 		if (*p == '\\')
 			rc = buf_puts(b, "\\\\");
 		else if (*p == '\n')

@@ -602,6 +602,9 @@ restore_plan_free(struct restore_plan *p)
 	free(p);
 }
 
+/* an item's key: parts of its entry name, so no longer than that */
+#define PLAN_KEY_MAX (TARREAD_PATH_MAX + 8)
+
 struct build {
 	struct restore_plan *p;
 	const struct restore_filter *f;
@@ -609,6 +612,10 @@ struct build {
 	void *arg;
 	sqlite3_stmt *has_pref, *upsert, *nsput, *pathput;
 	struct buf text;	/* the current entry's bytes, stored as they are */
+	/* a legacy entry kept until the next entry shows its preferred copy */
+	struct buf pend;	/* its bytes, unparsed */
+	char pend_path[TARREAD_PATH_MAX + 1];	/* "": none kept */
+	char pend_key[PLAN_KEY_MAX];
 	uint64_t n_in;
 };
 
@@ -656,16 +663,118 @@ step_done(sqlite3_stmt *st)
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -1;
 }
 
+/*
+ * The object of an item entry (parsed: obj; its bytes: text) into the
+ * plan, if it is restored or may be needed (namespaces, CRDs).
+ */
+static int
+item_put(struct build *b, const struct restore_path *rp, const char *path,
+    cJSON *obj, struct buf *text, struct cairn_err *err)
+{
+	char tier[300];
+	const char *name, *ons;
+	int is_ns, want, related, crd_ok;
+
+	is_ns = strcmp(rp->resgroup, "namespaces") == 0 && rp->ns[0] == '\0';
+	want = selected_by_path(b->f, rp);
+	crd_ok = b->f->cluster != 0 && strcmp(rp->resgroup, CRD_RG) == 0 &&
+	    restore_filter_resource(b->f, CRD_RG);
+	name = json_str(obj, "metadata.name");
+	ons = json_str_or(obj, "metadata.namespace", "");
+	if (!cJSON_IsObject(obj) || name == NULL || strcmp(name, rp->name) != 0 ||
+	    (rp->ns[0] != '\0' && ons[0] != '\0' && strcmp(ons, rp->ns) != 0)) {
+		problem(b, 1, rp->ns, "tarball entry \"%s\": the object's "
+		    "metadata.name/namespace do not match its path", path);
+		return 0;
+	}
+	if (memchr(text->data, '\0', text->len) != NULL) {
+		/* a raw NUL (not JSON, but the parser takes it): store the
+		 * tree as parsed, as rows are read back as C strings */
+		char *printed = json_print(obj);
+
+		buf_reset(text);
+		buf_puts(text, printed);
+		free(printed);
+	}
+	if (is_ns) {
+		sqlite3_bind_text(b->nsput, 1, rp->name, -1, SQLITE_STATIC);
+		sqlite3_bind_blob(b->nsput, 2, text->data, (int)text->len,
+		    SQLITE_STATIC);
+		if (step_done(b->nsput) < 0)
+			return db_fail(b->p, err, "storing a namespace");
+	}
+	if (want && restore_filter_labels(b->f, obj))
+		related = 0;
+	else if (crd_ok)
+		related = 1;
+	else
+		return 0;
+	restore_tier_key(rp->resgroup, tier);
+	sqlite3_bind_text(b->upsert, 1, tier, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->upsert, 2, rp->resgroup, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->upsert, 3, rp->ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->upsert, 4, rp->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->upsert, 5, path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(b->upsert, 6, rp->version, -1, SQLITE_STATIC);
+	sqlite3_bind_int(b->upsert, 7, rp->preferred);
+	sqlite3_bind_blob(b->upsert, 8, text->data, (int)text->len,
+	    SQLITE_STATIC);
+	sqlite3_bind_int(b->upsert, 9, related);
+	if (step_done(b->upsert) < 0)
+		return db_fail(b->p, err, "storing an item");
+	return 0;
+}
+
+/* "<resgroup>/<ns>/<name>" of rp into out (PLAN_KEY_MAX bytes). */
+static void
+item_key(const struct restore_path *rp, char *out)
+{
+	snprintf(out, PLAN_KEY_MAX, "%s/%s/%s", rp->resgroup, rp->ns,
+	    rp->name);
+}
+
+/* The legacy entry kept aside, if any, into the plan. */
+static int
+pending_flush(struct build *b, struct cairn_err *err)
+{
+	struct restore_path rp;
+	struct cairn_err perr = CAIRN_ERR_INIT;
+	cJSON *obj;
+	int rc;
+
+	if (b->pend_path[0] == '\0')
+		return 0;
+	if (restore_path_parse(b->pend_path, &rp) < 0)
+		abort();	/* it parsed when it was kept */
+	obj = json_parse(b->pend.data != NULL ? b->pend.data : "",
+	    b->pend.len, &perr);
+	if (obj == NULL)
+		problem(b, 1, rp.ns, "entry \"%s\": %s", b->pend_path,
+		    perr.msg);
+	rc = obj != NULL ? item_put(b, &rp, b->pend_path, obj, &b->pend, err) :
+	    0;
+	cJSON_Delete(obj);
+	b->pend_path[0] = '\0';
+	return rc;
+}
+
+/*
+ * One entry of the tarball. An item stored at both paths (Velero's, and
+ * cairn's, layout) comes as the legacy entry and then, right after it,
+ * the preferred-version one, which wins: the legacy entry's bytes are kept
+ * aside unparsed and dropped when its preferred copy follows, so each
+ * object is parsed and stored once. Any other order is taken as it comes
+ * (the kept entry goes into the plan first), with the same result.
+ */
 static int
 build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
     struct cairn_err *err)
 {
 	struct restore_path rp;
 	struct cairn_err jerr = CAIRN_ERR_INIT;
-	char tier[300];
+	char key[PLAN_KEY_MAX];
 	cJSON *obj = NULL;
-	const char *name, *ons;
-	int rc, is_ns, want, related = 0, crd_ok;
+	int rc, is_ns, want, crd_ok;
 
 	if (e->verdict == TARREAD_BAD) {
 		problem(b, 1, "", "tarball entry \"%s\" refused: %s", e->path,
@@ -696,11 +805,12 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 		    "once: the last copy is used", e->path);
 	is_ns = strcmp(rp.resgroup, "namespaces") == 0 && rp.ns[0] == '\0';
 	want = selected_by_path(b->f, &rp);
-	/* CRDs come along for the custom resources restored (see below) */
+	/* CRDs come along for the custom resources restored (item_put) */
 	crd_ok = b->f->cluster != 0 && strcmp(rp.resgroup, CRD_RG) == 0 &&
 	    restore_filter_resource(b->f, CRD_RG);
 	if (!want && !is_ns && !crd_ok)
 		return 0;
+	item_key(&rp, key);
 	if (!rp.preferred) {
 		/* legacy path: unneeded when the preferred one is stored */
 		sqlite3_bind_text(b->has_pref, 1, rp.resgroup, -1, SQLITE_STATIC);
@@ -711,7 +821,25 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 		sqlite3_clear_bindings(b->has_pref);
 		if (rc == SQLITE_ROW)
 			return 0;
+		rc = pending_flush(b, err);
+		if (rc < 0)
+			return rc;
+		rc = tarread_data(r, &b->pend, &jerr);
+		if (rc == CAIRN_ETOOBIG) {
+			problem(b, 1, rp.ns, "%s", jerr.msg);
+			return 0;
+		}
+		if (rc < 0)
+			return cairn_err_copy(err, &jerr);
+		snprintf(b->pend_path, sizeof b->pend_path, "%s", e->path);
+		snprintf(b->pend_key, sizeof b->pend_key, "%s", key);
+		return 0;
 	}
+	if (b->pend_path[0] != '\0' && strcmp(b->pend_key, key) == 0)
+		b->pend_path[0] = '\0';		/* its preferred copy: this */
+	rc = pending_flush(b, err);
+	if (rc < 0)
+		return rc;
 	rc = tarread_json_text(r, &obj, &b->text, &jerr);
 	if (rc == CAIRN_EINVAL || rc == CAIRN_ETOOBIG) {
 		problem(b, 1, rp.ns, "%s", jerr.msg);
@@ -719,57 +847,9 @@ build_entry(struct build *b, struct tarread *r, const struct tarread_entry *e,
 	}
 	if (rc < 0)
 		return cairn_err_copy(err, &jerr);
-	name = json_str(obj, "metadata.name");
-	ons = json_str_or(obj, "metadata.namespace", "");
-	if (!cJSON_IsObject(obj) || name == NULL || strcmp(name, rp.name) != 0 ||
-	    (rp.ns[0] != '\0' && ons[0] != '\0' && strcmp(ons, rp.ns) != 0)) {
-		problem(b, 1, rp.ns, "tarball entry \"%s\": the object's "
-		    "metadata.name/namespace do not match its path", e->path);
-		goto out;
-	}
-	if (memchr(b->text.data, '\0', b->text.len) != NULL) {
-		/* a raw NUL (not JSON, but the parser takes it): store the
-		 * tree as parsed, as rows are read back as C strings */
-		char *printed = json_print(obj);
-
-		buf_reset(&b->text);
-		buf_puts(&b->text, printed);
-		free(printed);
-	}
-	if (is_ns) {
-		sqlite3_bind_text(b->nsput, 1, rp.name, -1, SQLITE_STATIC);
-		sqlite3_bind_blob(b->nsput, 2, b->text.data, (int)b->text.len,
-		    SQLITE_STATIC);
-		if (step_done(b->nsput) < 0) {
-			rc = db_fail(b->p, err, "storing a namespace");
-			goto out;
-		}
-	}
-	if (want && restore_filter_labels(b->f, obj))
-		related = 0;
-	else if (crd_ok)
-		related = 1;
-	else
-		goto out;
-	restore_tier_key(rp.resgroup, tier);
-	sqlite3_bind_text(b->upsert, 1, tier, -1, SQLITE_STATIC);
-	sqlite3_bind_text(b->upsert, 2, rp.resgroup, -1, SQLITE_STATIC);
-	sqlite3_bind_text(b->upsert, 3, rp.ns, -1, SQLITE_STATIC);
-	sqlite3_bind_text(b->upsert, 4, rp.name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(b->upsert, 5, e->path, -1, SQLITE_STATIC);
-	sqlite3_bind_text(b->upsert, 6, rp.version, -1, SQLITE_STATIC);
-	sqlite3_bind_int(b->upsert, 7, rp.preferred);
-	sqlite3_bind_blob(b->upsert, 8, b->text.data, (int)b->text.len,
-	    SQLITE_STATIC);
-	sqlite3_bind_int(b->upsert, 9, related);
-	if (step_done(b->upsert) < 0) {
-		rc = db_fail(b->p, err, "storing an item");
-		goto out;
-	}
-	rc = 0;
-out:
+	rc = item_put(b, &rp, e->path, obj, &b->text, err);
 	cJSON_Delete(obj);
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 static int
@@ -823,6 +903,7 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 	b.problem = problem_fn;
 	b.arg = arg;
 	buf_init(&b.text, SIZE_MAX);	/* tarread_data() caps each entry */
+	buf_init(&b.pend, SIZE_MAX);
 	/* serialized: restore workers look items up while the main thread
 	 * hands a tier out */
 	if (sqlite3_open_v2("", &p->db, SQLITE_OPEN_READWRITE |
@@ -858,6 +939,8 @@ restore_plan_build(struct tarread *r, const struct restore_filter *f,
 		if (rc < 0)
 			goto fail;
 	}
+	if (rc == 0)
+		rc = pending_flush(&b, err);
 	if (rc < 0)
 		goto fail;
 	/* CRDs kept as related: only those of custom resources restored */
@@ -875,6 +958,7 @@ fail:
 	sqlite3_finalize(b.nsput);
 	sqlite3_finalize(b.pathput);
 	buf_free(&b.text);
+	buf_free(&b.pend);
 	if (rc == 0) {
 		*out = p;
 		return 0;

@@ -411,6 +411,53 @@ test_plan_filtered(void)
  * extraction has it); names "." and ".." are refused; the archive is
  * checked against the backup's resource list both ways.
  */
+/*
+ * A legacy entry is kept aside until the next entry: dropped unparsed when
+ * that is its preferred copy (a broken legacy copy then says nothing),
+ * put into the plan when anything else comes, or the archive ends.
+ */
+static void
+test_plan_legacy_kept_aside(void)
+{
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct tarread_src src;
+	struct tarread *r;
+	struct restore_filter *f = filter("{}", NULL);
+	struct restore_plan *p = NULL;
+	struct collect c = { { 0 } };
+	size_t used = 0;
+	struct archive *a = tar_new(&used);
+
+	tar_add(a, "resources/configmaps/namespaces/ns1/a.json", "{broken");
+	tar_obj(a, "resources/configmaps/v1-preferredversion/namespaces/ns1/a.json",
+	    "v1", "ConfigMap", "ns1", "a", ",\"v\":\"new\"");
+	/* b's preferred copy comes after c's legacy one: both kept */
+	tar_obj(a, "resources/configmaps/namespaces/ns1/b.json", "v1",
+	    "ConfigMap", "ns1", "b", NULL);
+	tar_obj(a, "resources/configmaps/namespaces/ns1/c.json", "v1",
+	    "ConfigMap", "ns1", "c", NULL);
+	tar_obj(a, "resources/configmaps/v1-preferredversion/namespaces/ns1/b.json",
+	    "v1", "ConfigMap", "ns1", "b", ",\"v\":\"new\"");
+	/* the last entry of the archive is a legacy one */
+	tar_obj(a, "resources/configmaps/namespaces/ns1/d.json", "v1",
+	    "ConfigMap", "ns1", "d", NULL);
+	archive_write_close(a);
+	archive_write_free(a);
+	problems[0] = '\0';
+	tarread_src_mem(&src, tarbuf, used);
+	REQUIRE(tarread_open(&src, NULL, &r, &err) == 0);
+	CHECK_INT(restore_plan_build(r, f, on_problem, NULL, &p, &err), 0);
+	tarread_free(r);
+	restore_filter_free(f);
+	REQUIRE(p != NULL);
+	CHECK_STR(problems, "");
+	CHECK_INT(restore_plan_count(p), 4);
+	CHECK_INT(restore_plan_foreach(p, 0, collect_row, &c, &err), 0);
+	CHECK_STR(c.text, "configmaps/ns1/a v1 new\nconfigmaps/ns1/b v1 new\n"
+	    "configmaps/ns1/c  old\nconfigmaps/ns1/d  old\n");
+	restore_plan_free(p);
+}
+
 static void
 test_plan_duplicates_and_list(void)
 {
@@ -503,6 +550,7 @@ main(void)
 	RUN(test_filter_semantics);
 	RUN(test_plan_all);
 	RUN(test_plan_filtered);
+	RUN(test_plan_legacy_kept_aside);
 	RUN(test_plan_duplicates_and_list);
 	return unit_done();
 }
