@@ -1192,32 +1192,36 @@ int64_t
 restore_plan_check_list(struct restore_plan *p, const cJSON *rl,
     restore_problem_fn problem_fn, void *arg, struct cairn_err *err)
 {
-	/* per (group, ns, name): how many items each side has */
-	static const char sides[] =
-	    "WITH a AS (SELECT grp, ns, name, min(resgroup) what, "
-	    "  count(DISTINCT resgroup) c FROM paths GROUP BY grp, ns, name), "
-	    "r AS (SELECT grp, ns, name, min(gvk) what, count(*) c FROM rl "
-	    "  GROUP BY grp, ns, name) ";
-	char *missing, *extra;
+	/*
+	 * Per (group, ns, name): how many items each side has, both sides
+	 * in one sort; only the keys where they differ are kept (none, when
+	 * the tarball is whole).
+	 */
+	static const char diff[] =
+	    "CREATE TEMP TABLE d AS SELECT grp, ns, name, min(wa) wa, "
+	    " min(wr) wr, count(DISTINCT wa) ca, count(wr) cr FROM ("
+	    "  SELECT grp, ns, name, resgroup wa, NULL wr FROM paths"
+	    "  UNION ALL SELECT grp, ns, name, NULL, gvk FROM rl) "
+	    "GROUP BY grp, ns, name HAVING ca <> cr";
 	int64_t n1, n2;
 	int rc;
 
 	rc = list_load(p, rl, err);
 	if (rc < 0)
 		return rc;
-	missing = xasprintf("%sSELECT r.what, r.ns, r.name, r.c - "
-	    "coalesce(a.c, 0) FROM r LEFT JOIN a USING(grp, ns, name) "
-	    "WHERE r.c > coalesce(a.c, 0) ORDER BY 1, 2, 3", sides);
-	extra = xasprintf("%sSELECT a.what, a.ns, a.name, a.c - "
-	    "coalesce(r.c, 0) FROM a LEFT JOIN r USING(grp, ns, name) "
-	    "WHERE a.c > coalesce(r.c, 0) ORDER BY 1, 2, 3", sides);
-	n1 = list_diff(p, missing, "the tarball lacks items the backup's "
+	if (sqlite3_exec(p->db, diff, NULL, NULL, NULL) != SQLITE_OK) {
+		(void)sqlite3_exec(p->db, "DROP TABLE temp.rl", NULL, NULL,
+		    NULL);
+		return db_fail(p, err, "comparing with the resource list");
+	}
+	n1 = list_diff(p, "SELECT wr, ns, name, cr - ca FROM d WHERE cr > ca "
+	    "ORDER BY 1, 2, 3", "the tarball lacks items the backup's "
 	    "resource list names", problem_fn, arg, err);
-	n2 = n1 < 0 ? 0 : list_diff(p, extra, "the tarball holds items the "
+	n2 = n1 < 0 ? 0 : list_diff(p, "SELECT wa, ns, name, ca - cr FROM d "
+	    "WHERE ca > cr ORDER BY 1, 2, 3", "the tarball holds items the "
 	    "backup's resource list does not name", problem_fn, arg, err);
-	free(missing);
-	free(extra);
-	(void)sqlite3_exec(p->db, "DROP TABLE temp.rl", NULL, NULL, NULL);
+	(void)sqlite3_exec(p->db, "DROP TABLE temp.rl; DROP TABLE temp.d",
+	    NULL, NULL, NULL);
 	if (n1 < 0)
 		return n1;
 	if (n2 < 0)
