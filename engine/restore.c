@@ -363,7 +363,9 @@ worker_main(void *arg)
 		rs->qcount--;
 		rs->inflight++;
 		skip = rs->abort_tier;
-		pthread_cond_signal(&rs->cv_space);
+		/* the feeder refills from half empty: one wake per qcap/2 */
+		if (rs->qcount <= rs->qcap / 2)
+			pthread_cond_signal(&rs->cv_space);
 		pthread_mutex_unlock(&rs->mu);
 
 		if (!skip && !(rs->env->stop != NULL && *rs->env->stop)) {
