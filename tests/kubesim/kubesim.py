@@ -274,6 +274,8 @@ class Headers(dict):
     """Request headers by lower-case name (the first of repeated ones, as
     email.message.Message.get answers); get() is case-insensitive."""
     __slots__ = ()
+    has = dict.__contains__     # by the lower-case name
+    put = dict.__setitem__
 
     def get(self, name, default=None):
         return dict.get(self, name.lower(), default)
@@ -349,11 +351,11 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 if not version.startswith("HTTP/"):
                     raise ValueError
-                vn = version.split("/", 1)[1].split(".")
-                if len(vn) != 2 or not all(x.isdigit() and len(x) <= 10 for x in vn):
+                major, dot, minor = version[5:].partition(".")
+                if not (dot and major.isdigit() and minor.isdigit() and len(major) <= 10 and len(minor) <= 10):
                     raise ValueError
-                vn = int(vn[0]), int(vn[1])
-            except (ValueError, IndexError):
+                vn = int(major), int(minor)
+            except ValueError:
                 self.send_error(400, "Bad request version (%r)" % version)
                 return False
             if vn >= (1, 1) and self.protocol_version >= "HTTP/1.1":
@@ -377,6 +379,7 @@ class Handler(BaseHTTPRequestHandler):
         headers = Headers()
         last = None
         readline = self.rfile.readline
+        has, put = headers.has, headers.put
         for _ in range(101):
             line = readline(65537)
             if line == b"\r\n" or line == b"\n" or not line:
@@ -386,16 +389,16 @@ class Handler(BaseHTTPRequestHandler):
                 return False
             if line[0] in b" \t":
                 if last is not None:
-                    dict.__setitem__(headers, last, dict.__getitem__(headers, last) + " " + line.strip().decode("iso-8859-1"))
+                    put(last, dict.__getitem__(headers, last) + " " + line.strip().decode("iso-8859-1"))
                 continue
             name, sep, value = line.partition(b":")
             if not sep:
                 continue
             last = name.strip().lower().decode("iso-8859-1")
-            if dict.__contains__(headers, last):
+            if has(last):
                 last = None
             else:
-                dict.__setitem__(headers, last, value.strip().decode("iso-8859-1"))
+                put(last, value.strip().decode("iso-8859-1"))
         else:
             self.send_error(431, "Too many headers")
             return False
