@@ -4,8 +4,9 @@ that cannot block, a thread per connection takes over the rest.
 kubesim is one Python process: its requests run one at a time under the
 GIL whatever the number of threads. With a thread per connection, each
 request of 8 busy keep-alive connections hands the GIL (and a futex wake, a
-context switch) from thread to thread two or three times; that was about
-half of kubesim's CPU per create. Here one thread selects over the idle
+context switch) from thread to thread two or three times; that was about a
+third of kubesim's CPU per create on a loaded 2-core machine. Here one
+thread selects over the idle
 connections, reads a request whole (non-blocking), runs it through the same
 Handler (rfile and wfile are in-memory buffers) and writes the reply
 without blocking (a slow reader keeps its remainder, and its later requests
@@ -23,7 +24,6 @@ thread (Server.finish_request)."""
 import io
 import selectors
 import socket
-import struct
 import threading
 import time
 
@@ -106,7 +106,6 @@ class Loop:
         self.max_body = max_body
         self.sel = selectors.DefaultSelector()
         self.conns = {}
-        self.stop = False
         # one receive buffer: recv(256 KiB) would map and unmap a fresh one each time
         self.rbuf = bytearray(RECV)
         self.rview = memoryview(self.rbuf)
@@ -118,7 +117,7 @@ class Loop:
         self.sel.register(lsock, selectors.EVENT_READ, None)
         sweep = time.monotonic()
         try:
-            while not self.stop:
+            while True:
                 for key, ev in self.sel.select(poll_interval):
                     c = key.data
                     if c is None:
