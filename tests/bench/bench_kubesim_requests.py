@@ -25,6 +25,8 @@ import time
 import urllib.parse
 
 SRCDIR = os.environ.get("CAIRN_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(SRCDIR, "tests", "lib"))
+import rawhttp  # noqa: E402
 BASE_SRC = os.environ.get("CAIRN_BENCH_BASE_SRC")
 REPS = max(1, int(os.environ.get("CAIRN_BENCH_REPS", "3")))
 CONNS = 8
@@ -65,35 +67,11 @@ def encode(host, port, method, path, body=None, ctype="application/json"):
     return (head + "Content-Type: %s\r\nContent-Length: %d\r\n\r\n" % (ctype, len(b))).encode() + b
 
 
-def _send_all(args):
-    """One keep-alive connection sending pre-encoded requests; -> replies not 2xx."""
-    host, port, reqs = args
-    s = socket.create_connection((host, port))
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    f = s.makefile("rb")
-    bad = 0
-    for r in reqs:
-        s.sendall(r)
-        status = f.readline()
-        n = 0
-        while True:
-            h = f.readline()
-            if h in (b"\r\n", b""):
-                break
-            if h[:15].lower() == b"content-length:":
-                n = int(h[15:])
-        f.read(n)
-        if status[9:10] != b"2":
-            bad += 1
-    s.close()
-    return bad
-
-
 def batch(pool, proc, host, port, reqs):
     """-> (kubesim CPU seconds, wall seconds) for reqs over CONNS connections."""
-    shards = [(host, port, reqs[j::CONNS]) for j in range(CONNS)]
+    shards = [(host, port, reqs[j::CONNS], b"2") for j in range(CONNS)]
     c0, t0 = cpu_s(proc.pid), time.monotonic()
-    bad = sum(pool.map(_send_all, shards))
+    bad = sum(pool.map(rawhttp.send_all, shards))
     wall, cpu = time.monotonic() - t0, cpu_s(proc.pid) - c0
     if bad:
         raise SystemExit("%d requests were not answered 2xx" % bad)
@@ -111,7 +89,7 @@ def one_round(pool, src, tmp):
         def cm(i, data):
             return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm-%05d" % i,
                                                                           "labels": {"app": "x"}}, "data": data}
-        _send_all((host, port, [req("POST", "/api/v1/namespaces", {"metadata": {"name": "b"}})]))
+        rawhttp.send_all((host, port, [req("POST", "/api/v1/namespaces", {"metadata": {"name": "b"}})], b"2"))
         for name, reqs in (
                 ("POST", [req("POST", CM, cm(i, {"a": "b" * 100, "c": "d"})) for i in range(N)]),
                 ("GET", [req("GET", CM + "/cm-%05d" % i) for i in range(N)]),
@@ -119,22 +97,14 @@ def one_round(pool, src, tmp):
                 ("PATCH", [req("PATCH", CM + "/cm-%05d" % i, {"data": {"e": "f"}}, "application/merge-patch+json")
                            for i in range(N)])):
             out[name] = batch(pool, proc, host, port, reqs)[0] / N * 1e6
-        _send_all((host, port, [req("POST", "/_sim/bulk", {"template": cm(0, {"a": "b"}), "count": N_LIST,
-                                                           "name": "bulk-{i:06d}", "namespace": "b"})]))
+        rawhttp.send_all((host, port, [req("POST", "/_sim/bulk", {"template": cm(0, {"a": "b"}), "count": N_LIST,
+                                                                  "name": "bulk-{i:06d}", "namespace": "b"})], b"2"))
         s = socket.create_connection((host, port))
         f = s.makefile("rb")
         c0, cont, items = cpu_s(proc.pid), None, 0
         while True:
             s.sendall(req("GET", CM + "?limit=500" + ("&continue=" + cont if cont else "")))
-            f.readline()
-            n = 0
-            while True:
-                h = f.readline()
-                if h in (b"\r\n", b""):
-                    break
-                if h[:15].lower() == b"content-length:":
-                    n = int(h[15:])
-            page = json.loads(f.read(n))
+            page = json.loads(rawhttp.read_reply(f)[1])
             items += len(page["items"])
             cont = page["metadata"].get("continue")
             if not cont:

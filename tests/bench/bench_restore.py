@@ -36,7 +36,6 @@ import http.client
 import json
 import multiprocessing
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -50,6 +49,7 @@ import restore_tarball as rt  # noqa: E402
 import realistic  # noqa: E402
 from latencyproxy import LatencyProxy  # noqa: E402
 import reqlog  # noqa: E402
+import rawhttp  # noqa: E402
 
 NS = "cairn-system"
 N_SECRETS = int(os.environ.get("CAIRN_BENCH_SECRETS", "31000"))
@@ -159,30 +159,6 @@ def kubectl(t, tag, path, verb, count_path, n, namespace, delay_ms=0):
     return secs
 
 
-def _post_all(args):
-    """One keep-alive connection POSTing pre-encoded requests; returns non-201 count."""
-    host, port, reqs = args
-    s = socket.create_connection((host, port))
-    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    f = s.makefile("rb")
-    bad = 0
-    for r in reqs:
-        s.sendall(r)
-        status = f.readline()
-        length = 0
-        while True:
-            h = f.readline()
-            if h in (b"\r\n", b""):
-                break
-            if h[:15].lower() == b"content-length:":
-                length = int(h[15:])
-        f.read(length)
-        if b" 201 " not in status:
-            bad += 1
-    s.close()
-    return bad
-
-
 def kubesim_alone(t, tag, objs, namespace):
     """The ceiling: a fresh kubesim fed the same creates by WORKERS keep-alive
     connections from a client that costs next to nothing (pre-encoded
@@ -200,10 +176,10 @@ def kubesim_alone(t, tag, objs, namespace):
         reqs.append(b"POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: bench\r\n"
                     b"Content-Type: application/json\r\nAccept: application/json\r\n"
                     b"Content-Length: %d\r\n\r\n%s" % (path.encode(), hostport.encode(), len(body), body))
-    shards = [(u.hostname, u.port, reqs[j::WORKERS]) for j in range(WORKERS)]
+    shards = [(u.hostname, u.port, reqs[j::WORKERS], b"201") for j in range(WORKERS)]
     with multiprocessing.Pool(WORKERS) as pool:
         start = time.monotonic()
-        bad = sum(pool.map(_post_all, shards))
+        bad = sum(pool.map(rawhttp.send_all, shards))
         secs = time.monotonic() - start
     if bad:
         print("  %s: %d creates not 201" % (tag, bad), flush=True)
