@@ -318,8 +318,11 @@ test_hangs(void)
 	int64_t t0;
 
 	pidf = xasprintf("%s/hang.pid", tmp);
-	body = xasprintf(HELLO "read x\nsleep 1000 &\necho $! > %s\nwait\n",
-	    pidf);
+	/* a line after the pid file is written: the idle clock starts
+	 * there, so a slow shell is never killed before the file exists */
+	body = xasprintf(HELLO "read x\nsleep 1000 &\necho $! > %s\n"
+	    "echo '{\"type\":\"progress\",\"bytesDone\":0,"
+	    "\"totalBytes\":1}'\nwait\n", pidf);
 	p = script("hang", body);
 	lim.idle_us = 300000;
 	t0 = time_mono_us();
