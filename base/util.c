@@ -154,6 +154,20 @@ str_format(char *dst, size_t cap, const char *fmt, ...)
 	return n;
 }
 
+/*
+ * Length of the run of printable ASCII at p that the escapers copy as it
+ * is: not a backslash and, for JSON (quote), not a double quote.
+ */
+static size_t
+plain_run(const unsigned char *p, int quote)
+{
+	const unsigned char *r = p;
+
+	while (*r >= 0x20 && *r < 0x7f && *r != '\\' && !(quote && *r == '"'))
+		r++;
+	return (size_t)(r - p);
+}
+
 int
 str_escape_text(struct buf *b, const char *s)
 {
@@ -161,15 +175,11 @@ str_escape_text(struct buf *b, const char *s)
 	int rc = 0;
 
 	while (*p != '\0' && rc == 0) {
-		const unsigned char *r = p;
-		size_t n;
+		size_t n = plain_run(p, 0);
 
-		/* a run of printable ASCII goes over as it is, at once */
-		while (*r >= 0x20 && *r < 0x7f && *r != '\\')
-			r++;
-		if (r > p) {
-			rc = buf_append(b, p, (size_t)(r - p));
-			p = r;
+		if (n > 0) {
+			rc = buf_append(b, p, n);
+			p += n;
 			continue;
 		}
 		n = utf8_len(p);
@@ -200,15 +210,11 @@ str_escape_json(struct buf *b, const char *s)
 	int rc = buf_putc(b, '"');
 
 	while (*p != '\0' && rc == 0) {
-		const unsigned char *r = p;
-		size_t n;
+		size_t n = plain_run(p, 1);
 
-		/* a run of printable ASCII goes over as it is, at once */
-		while (*r >= 0x20 && *r < 0x7f && *r != '"' && *r != '\\')
-			r++;
-		if (r > p) {
-			rc = buf_append(b, p, (size_t)(r - p));
-			p = r;
+		if (n > 0) {
+			rc = buf_append(b, p, n);
+			p += n;
 			continue;
 		}
 		n = utf8_len(p);

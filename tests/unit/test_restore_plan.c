@@ -282,13 +282,34 @@ collect_row(void *arg, struct restore_row *row)
 	return 0;
 }
 
+/*
+ * Close archive a (its size lands in *used) and build its plan with spec;
+ * problems holds what the build reported.
+ */
 static struct restore_plan *
-plan_of(const char *spec, struct cairn_err *err)
+plan_from(struct archive *a, const size_t *used, const char *spec,
+    struct cairn_err *err)
 {
 	struct tarread_src src;
 	struct tarread *r;
 	struct restore_filter *f = filter(spec, NULL);
 	struct restore_plan *p = NULL;
+
+	archive_write_close(a);
+	archive_write_free(a);
+	problems[0] = '\0';
+	tarread_src_mem(&src, tarbuf, *used);
+	if (tarread_open(&src, NULL, &r, err) == 0) {
+		(void)restore_plan_build(r, f, on_problem, NULL, &p, err);
+		tarread_free(r);
+	}
+	restore_filter_free(f);
+	return p;
+}
+
+static struct restore_plan *
+plan_of(const char *spec, struct cairn_err *err)
+{
 	size_t used = 0;
 	struct archive *a = tar_new(&used);
 
@@ -326,17 +347,7 @@ plan_of(const char *spec, struct cairn_err *err)
 	    "Secret", "ns1", "other-name", NULL);
 	tar_add(a, "resources/secrets/namespaces/ns1/broken.json", "{not json");
 	tar_add(a, "../escape.json", "{}");
-	archive_write_close(a);
-	archive_write_free(a);
-
-	problems[0] = '\0';
-	tarread_src_mem(&src, tarbuf, used);
-	if (tarread_open(&src, NULL, &r, err) < 0)
-		return NULL;
-	restore_plan_build(r, f, on_problem, NULL, &p, err);
-	tarread_free(r);
-	restore_filter_free(f);
-	return p;
+	return plan_from(a, &used, spec, err);
 }
 
 static void
@@ -407,11 +418,6 @@ test_plan_filtered(void)
 }
 
 /*
- * Issue 18: duplicate entries are reported (the last copy wins, as tar
- * extraction has it); names "." and ".." are refused; the archive is
- * checked against the backup's resource list both ways.
- */
-/*
  * A legacy entry is kept aside until the next entry: dropped unparsed when
  * that is its preferred copy (a broken legacy copy then says nothing),
  * put into the plan when anything else comes, or the archive ends.
@@ -420,9 +426,6 @@ static void
 test_plan_legacy_kept_aside(void)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
-	struct tarread_src src;
-	struct tarread *r;
-	struct restore_filter *f = filter("{}", NULL);
 	struct restore_plan *p = NULL;
 	struct collect c = { { 0 } };
 	size_t used = 0;
@@ -441,14 +444,7 @@ test_plan_legacy_kept_aside(void)
 	/* the last entry of the archive is a legacy one */
 	tar_obj(a, "resources/configmaps/namespaces/ns1/d.json", "v1",
 	    "ConfigMap", "ns1", "d", NULL);
-	archive_write_close(a);
-	archive_write_free(a);
-	problems[0] = '\0';
-	tarread_src_mem(&src, tarbuf, used);
-	REQUIRE(tarread_open(&src, NULL, &r, &err) == 0);
-	CHECK_INT(restore_plan_build(r, f, on_problem, NULL, &p, &err), 0);
-	tarread_free(r);
-	restore_filter_free(f);
+	p = plan_from(a, &used, "{}", &err);
 	REQUIRE(p != NULL);
 	CHECK_STR(problems, "");
 	CHECK_INT(restore_plan_count(p), 4);
@@ -458,13 +454,15 @@ test_plan_legacy_kept_aside(void)
 	restore_plan_free(p);
 }
 
+/*
+ * Issue 18: duplicate entries are reported (the last copy wins, as tar
+ * extraction has it); names "." and ".." are refused; the archive is
+ * checked against the backup's resource list both ways.
+ */
 static void
 test_plan_duplicates_and_list(void)
 {
 	struct cairn_err err = CAIRN_ERR_INIT;
-	struct tarread_src src;
-	struct tarread *r;
-	struct restore_filter *f = filter("{}", NULL);
 	struct restore_plan *p = NULL;
 	struct collect c = { { 0 } };
 	size_t used = 0;
@@ -485,14 +483,7 @@ test_plan_duplicates_and_list(void)
 	    "PersistentVolume", NULL, "pv1", NULL);
 	tar_obj(a, "resources/configmaps/namespaces/ns1/...json", "v1",
 	    "ConfigMap", "ns1", "..", NULL);
-	archive_write_close(a);
-	archive_write_free(a);
-	problems[0] = '\0';
-	tarread_src_mem(&src, tarbuf, used);
-	REQUIRE(tarread_open(&src, NULL, &r, &err) == 0);
-	CHECK_INT(restore_plan_build(r, f, on_problem, NULL, &p, &err), 0);
-	tarread_free(r);
-	restore_filter_free(f);
+	p = plan_from(a, &used, "{}", &err);
 	REQUIRE(p != NULL);
 	CHECK_INT(restore_plan_count(p), 4);
 	for (size_t i = 0; i < restore_plan_ntiers(p); i++)
