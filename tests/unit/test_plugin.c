@@ -85,7 +85,30 @@ run(const char *path, const cJSON *req, const struct plugin_limits *lim,
 	return plugin_run(path, req, lim, NULL, NULL, NULL, NULL, res, err);
 }
 
-/* A pid written by a plugin into file is gone (killed and reaped). */
+/* pid is a zombie: killed, waiting for whoever reaps orphans. */
+static int
+pid_zombie(long pid)
+{
+	char path[64], buf[256], *rp;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');		/* "pid (comm) S ..." */
+	return rp != NULL && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+/*
+ * A pid written by a plugin into file is gone: killed. An orphan killed
+ * with its group is reaped by PID 1 or a subreaper, when they get to it
+ * (in a container that can take seconds): a zombie counts as gone.
+ */
 static int
 pid_gone(const char *file)
 {
@@ -101,9 +124,22 @@ pid_gone(const char *file)
 	if (pid <= 0)
 		return 0;
 	while (time_mono_us() < end) {
-		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		if ((kill((pid_t)pid, 0) < 0 && errno == ESRCH) ||
+		    pid_zombie(pid))
 			return 1;
 		usleep(20000);
+	}
+	{
+		char path[64], buf[256] = "";
+
+		snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+		f = fopen(path, "r");
+		if (f != NULL) {
+			if (fgets(buf, sizeof buf, f) == NULL)
+				buf[0] = '\0';
+			fclose(f);
+		}
+		fprintf(stderr, "pid %ld still there after 2 s: %s\n", pid, buf);
 	}
 	return 0;
 }
