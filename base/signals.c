@@ -7,12 +7,16 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "base/util.h"
+
 static void *
 signal_thread(void *arg)
 {
 	atomic_int *flag = arg;
 	sigset_t set;
 	int sig;
+
+	util_thread_name("signals");
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);

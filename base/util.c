@@ -9,6 +9,7 @@
 #include <string.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -590,6 +591,15 @@ int
 util_cpus(void)
 {
 	return util_cpus_at(NULL);
+}
+
+void
+util_thread_name(const char *role)
+{
+	char name[16];	/* TASK_COMM_LEN */
+
+	snprintf(name, sizeof name, "cairn-%s", role);
+	(void)pthread_setname_np(pthread_self(), name);
 }
 
 /* write(2) when off < 0, else pwrite(2) at off, until all n bytes are out. */

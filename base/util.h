@@ -104,4 +104,11 @@ int util_write_all(int fd, const void *p, size_t n);
 /* The same at file offset off (pwrite: fd's own offset is left alone). */
 int util_pwrite_all(int fd, const void *p, size_t n, int64_t off);
 
+/*
+ * Name the calling thread "cairn-<role>" (cut to the kernel's 15 bytes),
+ * so `top -H`, `ps -L`, perf and gdb tell the walk from a list fetcher or
+ * a compression thread. Called first thing in each thread's main.
+ */
+void util_thread_name(const char *role);
+
 #endif

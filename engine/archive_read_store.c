@@ -13,6 +13,7 @@
 
 #include "base/mem.h"
 #include "base/timeutil.h"
+#include "base/util.h"
 #include "storage/store.h"
 
 /*
@@ -83,6 +84,8 @@ store_thread(void *arg)
 	struct dl_src *ss = arg;
 	struct cairn_err err = CAIRN_ERR_INIT;
 	int rc;
+
+	util_thread_name("storeread");
 
 	rc = store_get(ss->s, ss->key, 0, -1, store_sink, ss, NULL, &err);
 	pthread_mutex_lock(&ss->mu);

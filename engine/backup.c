@@ -2342,6 +2342,8 @@ rb_thread(void *arg)
 {
 	struct readback *rb = arg;
 
+	util_thread_name("readback");
+
 	rb->rc = store_get(rb->store, rb->key, 0, -1, rb_sink, rb, NULL,
 	    &rb->err);
 	close(rb->wfd);

@@ -252,6 +252,8 @@ lease_loop(void *arg)
 {
 	struct lease *l = arg;
 
+	util_thread_name("lease");
+
 	while (!l->stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;
 		/* client-go JitterUntil: period * (1 + rand * 0.2). */

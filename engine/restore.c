@@ -346,6 +346,8 @@ worker_main(void *arg)
 {
 	struct rs *rs = arg;
 
+	util_thread_name("restore");
+
 	for (;;) {
 		struct restore_row *row;
 		enum journal_rstate st;

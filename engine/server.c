@@ -465,6 +465,8 @@ item_watch_main(void *arg)
 	char *rv = NULL;
 	int gone = 0;
 
+	util_thread_name("watch");
+
 	free(arg);
 	memset(&wo, 0, sizeof wo);
 	wo.reconnect = 1;
@@ -706,6 +708,8 @@ worker_main(void *arg)
 	struct worker *w = arg;
 	struct server *s = w->s;
 	struct qitem it;
+
+	util_thread_name("worker");
 
 	for (;;) {
 		pthread_mutex_lock(&s->mu);

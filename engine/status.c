@@ -276,6 +276,8 @@ probe_loop(void *arg)
 {
 	struct status *s = arg;
 
+	util_thread_name("probe");
+
 	while (!s->stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;
 		cJSON *peers = NULL;

@@ -562,6 +562,8 @@ watcher_main(void *arg)
 	const struct kube_gvr *gvr = &sc_gvrs[w->kind];
 	int64_t backoff = SC_RETRY_MIN_US;
 
+	util_thread_name("cache");
+
 	while (!c->stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;
 		struct listing l;

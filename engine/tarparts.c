@@ -386,6 +386,8 @@ tp_thread(void *arg)
 	unsigned char *levbuf = xmalloc(levbuf_size);
 	int idx, skip, rc = 0;
 
+	util_thread_name("gzip");
+
 	pthread_mutex_lock(&tp->mu);
 	for (;;) {
 		while (tp->qlen == 0 && !tp->quit)

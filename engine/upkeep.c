@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/timeutil.h"
+#include "base/util.h"
 #include "engine/bsl.h"
 #include "engine/gc.h"
 #include "engine/schedule.h"
@@ -34,6 +35,8 @@ upkeep_main(void *arg)
 	struct upkeep *u = arg;
 	int64_t next_gc = time_mono_us();
 	const char *location = u->o.default_location;
+
+	util_thread_name("upkeep");
 
 	while (!u->stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;

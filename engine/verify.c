@@ -499,6 +499,8 @@ verify_main(void *arg)
 {
 	struct verify_loop *v = arg;
 
+	util_thread_name("verify");
+
 	while (!v->stop) {
 		struct cairn_err err = CAIRN_ERR_INIT;
 		cJSON *list = NULL;

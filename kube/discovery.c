@@ -395,6 +395,8 @@ gv_worker(void *arg)
 	struct gv_jobs *js = arg;
 	size_t i;
 
+	util_thread_name("discovery");
+
 	while ((i = atomic_fetch_add(&js->next, 1)) < js->n) {
 		struct gv_job *j = &js->v[i];
 
@@ -434,6 +436,8 @@ static void *
 req_worker(void *arg)
 {
 	struct req_job *r = arg;
+
+	util_thread_name("discovery");
 
 	r->rc = kube_request(r->k, "GET", r->path, NULL, NULL, 0, 1, &r->out,
 	    &r->err);

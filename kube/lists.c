@@ -681,6 +681,8 @@ fetch_main(void *arg)
 	struct kube_lists *m = arg;
 	struct fetch f;
 
+	util_thread_name("list");
+
 	memset(&f, 0, sizeof f);
 	f.m = m;
 	lsplit_init(&f.ls, CAIRN_CAP_API_BODY);

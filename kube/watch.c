@@ -660,6 +660,8 @@ informer_thread(void *arg)
 {
 	struct kube_informer *inf = arg;
 
+	util_thread_name("informer");
+
 	inf->run_rc = kube_informer_run(inf, &inf->run_err);
 	return NULL;
 }

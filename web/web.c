@@ -768,6 +768,8 @@ reaper_main(void *arg)
 	struct web *w = arg;
 	struct timespec ts;
 
+	util_thread_name("web");
+
 	pthread_mutex_lock(&w->stop_mu);
 	while (!w->stopping) {
 		int64_t now = time_mono_us();

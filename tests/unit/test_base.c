@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -736,6 +737,29 @@ test_write_all(void)
 	CHECK_INT(errno, EBADF);
 }
 
+static void *
+named_thread(void *arg)
+{
+	util_thread_name(arg);
+	pthread_getname_np(pthread_self(), (char *)arg, 16);
+	return NULL;
+}
+
+/* A thread's name is "cairn-<role>", cut to what the kernel keeps. */
+static void
+test_thread_name(void)
+{
+	char a[32] = "list", b[32] = "a-much-longer-role";
+	pthread_t t;
+
+	REQUIRE(pthread_create(&t, NULL, named_thread, a) == 0);
+	pthread_join(t, NULL);
+	CHECK_STR(a, "cairn-list");
+	REQUIRE(pthread_create(&t, NULL, named_thread, b) == 0);
+	pthread_join(t, NULL);
+	CHECK_STR(b, "cairn-a-much-lo");
+}
+
 /* Issue 18: strings holding U+0000 survive parse and print byte for byte. */
 static void
 test_json_nul_strings(void)
@@ -820,5 +844,6 @@ main(void)
 	RUN(test_yaml_alias_budget);
 	RUN(test_read_file);
 	RUN(test_write_all);
+	RUN(test_thread_name);
 	return unit_done();
 }
