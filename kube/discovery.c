@@ -395,8 +395,6 @@ gv_worker(void *arg)
 	struct gv_jobs *js = arg;
 	size_t i;
 
-	util_thread_name("discovery");
-
 	while ((i = atomic_fetch_add(&js->next, 1)) < js->n) {
 		struct gv_job *j = &js->v[i];
 
@@ -405,6 +403,14 @@ gv_worker(void *arg)
 			    &j->err);
 	}
 	return NULL;
+}
+
+/* gv_worker on a thread of its own (the caller runs it too, unnamed). */
+static void *
+gv_thread(void *arg)
+{
+	util_thread_name("discovery");
+	return gv_worker(arg);
 }
 
 /* Run every job, on up to DISC_PARALLEL threads (this one included). */
@@ -416,7 +422,7 @@ gv_run(struct gv_jobs *js)
 
 	atomic_init(&js->next, 0);
 	while (nth + 1 < DISC_PARALLEL && nth + 1 < js->n &&
-	    pthread_create(&th[nth], NULL, gv_worker, js) == 0)
+	    pthread_create(&th[nth], NULL, gv_thread, js) == 0)
 		nth++;
 	gv_worker(js);
 	for (size_t i = 0; i < nth; i++)
@@ -437,11 +443,16 @@ req_worker(void *arg)
 {
 	struct req_job *r = arg;
 
-	util_thread_name("discovery");
-
 	r->rc = kube_request(r->k, "GET", r->path, NULL, NULL, 0, 1, &r->out,
 	    &r->err);
 	return NULL;
+}
+
+static void *
+req_thread(void *arg)
+{
+	util_thread_name("discovery");
+	return req_worker(arg);
 }
 
 /* Load a snapshot; prev (may be NULL): the one it replaces. */
@@ -460,7 +471,7 @@ disc_load(struct kube *k, const struct kube_discovery *prev,
 
 	atomic_init(&d->refs, 1);
 	/* /api and /apis at once */
-	athr = pthread_create(&ath, NULL, req_worker, &aj) == 0;
+	athr = pthread_create(&ath, NULL, req_thread, &aj) == 0;
 	if (!athr)
 		req_worker(&aj);
 	rc = kube_request(k, "GET", "/apis", NULL, NULL, 0, 1, &apis, err);

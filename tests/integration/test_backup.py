@@ -261,6 +261,15 @@ def backup_fs_all_and_filtered(t):
     ex = expected_items(sim, include_ns={"gamma"}, cluster=False, label="app%3Dweb")
     check_tarball(t, find_file(root, "labels.tar.gz"), ex)
 
+    # threads say what they are (ps -L, top -H, perf): after three backups
+    # the two workers are still "cairn-worker", whatever ran on them
+    names = []
+    for tid in os.listdir("/proc/%d/task" % srv.pid):
+        with open("/proc/%d/task/%s/comm" % (srv.pid, tid)) as f:
+            names.append(f.read().strip())
+    t.eq(names.count("cairn-worker"), 2, "cairn-worker threads in %s" % sorted(names))
+    t.check({"cairn", "cairn-lease", "cairn-signals"} <= set(names), "thread names: %s" % sorted(names))
+
 
 @case
 def backup_validation_and_failures(t):
