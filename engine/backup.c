@@ -1293,18 +1293,36 @@ struct ns_collect {
 	size_t alloc;
 };
 
+/* Appended as they come; nslist_sort() orders them and drops repeats. */
 static void
 nslist_add(struct bk *b, size_t *alloc, const char *ns)
 {
-	for (size_t i = 0; i < b->nns; i++)
-		if (strcmp(b->nslist[i], ns) == 0)
-			return;
 	if (b->nns + 1 >= *alloc) {
 		*alloc = *alloc ? 2 * *alloc : 16;
 		b->nslist = xreallocarray(b->nslist, *alloc, sizeof *b->nslist);
 	}
 	b->nslist[b->nns++] = xstrdup(ns);
 	b->nslist[b->nns] = NULL;
+}
+
+/*
+ * Key order, each name once (a plain name may also match a pattern): a
+ * sort, not a search per name added, for clusters of many namespaces.
+ */
+static void
+nslist_sort(struct bk *b)
+{
+	size_t n = 0;
+
+	qsort(b->nslist, b->nns, sizeof *b->nslist, ns_cmp);
+	for (size_t i = 0; i < b->nns; i++) {
+		if (n > 0 && strcmp(b->nslist[n - 1], b->nslist[i]) == 0)
+			free(b->nslist[i]);
+		else
+			b->nslist[n++] = b->nslist[i];
+	}
+	b->nns = n;
+	b->nslist[n] = NULL;
 }
 
 static int
@@ -1393,7 +1411,7 @@ bk_namespaces(struct bk *b, struct cairn_err *err)
 			free(msg);
 		}
 	}
-	qsort(b->nslist, b->nns, sizeof *b->nslist, ns_cmp);
+	nslist_sort(b);
 	b->wide = globs && b->nns >= 2 && b->nns * BK_WIDE_DEN >= b->nns_all *
 	    BK_WIDE_NUM;
 	return 0;

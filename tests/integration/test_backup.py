@@ -214,7 +214,9 @@ def backup_fs_all_and_filtered(t):
     seed(sim)
     srv = server(t, sim)
     create_backup(sim, "full")
-    create_backup(sim, "some", {"includedNamespaces": ["alpha", "b*"], "excludedResources": ["secrets"],
+    # a name twice, and one a pattern also matches: each namespace once
+    create_backup(sim, "some", {"includedNamespaces": ["alpha", "b*", "beta", "alpha"],
+                                "excludedResources": ["secrets"],
                                 "ttl": "72h"})
     create_backup(sim, "labels", {"includedNamespaces": ["gamma"], "includeClusterResources": False,
                                   "labelSelector": {"matchLabels": {"app": "web"}}})
