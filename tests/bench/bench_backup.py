@@ -28,7 +28,9 @@ ConfigMaps), CPU per object this/base, RSS growth between the sizes (goal
 For every backup the request log says what the server asked while it ran
 (kubesim's /_sim/requests, its user agent): requests, the most list
 requests in flight at once, and the bytes of its list replies, as JSON and
-as sent, against the minimal list's (issue 27: at most 5% over).
+as sent, against the minimal list's (issue 27: at most 5% over), and
+where the wall time went: before the first list, listing (and how much of
+it with no list in flight), after the last page.
 First (issue 17; $CAIRN_BENCH_ONE_NS=0 skips it): a backup of one
 namespace of $CAIRN_BENCH_ONE_NS ConfigMaps (default 2000) on a cluster
 with $CAIRN_BENCH_ELSEWHERE (default 100000) in other namespaces, next to
@@ -124,6 +126,24 @@ def inflight(reqs):
     return most
 
 
+def phases(lists, t0, wall):
+    """Where a backup's wall time went, from its list requests (kubesim's
+    log: start time and duration; t0 the Backup's POST): ms before the
+    first list, listing (first start to last end), of that the time with
+    no list in flight, and after the last page (the walk catching up, the
+    last part, metadata files, final status)."""
+    if not lists:
+        return {}
+    spans = sorted((q["time"], q["time"] + q.get("duration", 0)) for q in lists)
+    first, last = spans[0][0], max(e for _, e in spans)
+    idle, reach = 0.0, first
+    for a, e in spans:
+        idle += max(0.0, a - reach)
+        reach = max(reach, e)
+    return {"pre_ms": 1e3 * (first - t0), "list_ms": 1e3 * (last - first), "idle_ms": 1e3 * idle,
+            "after_ms": 1e3 * (t0 + wall - last)}
+
+
 def server_requests(sim, seq, t_end):
     """What cairn asked after seq until t_end, and its data lists: (all, lists)."""
     log = sim.ok("GET", "/_sim/requests?since=%d" % seq)
@@ -185,7 +205,7 @@ def backup(t, sim, binary, name, spec, cg=False, kubeconfig=None):
         subprocess.run(["callgrind_control", "-z", str(srv.pid)], capture_output=True)
     cpu0, sim0 = cpu_s(srv.pid), cpu_s(sim.proc.pid)
     seq0 = sim.requests()[-1]["seq"] if not cg else None
-    t0 = time.monotonic()
+    t0, t0_epoch = time.monotonic(), time.time()
     created = sim.ok("POST", "/apis/cairn.io/v1/namespaces/%s/backups" % NS, {
         "apiVersion": "cairn.io/v1", "kind": "Backup", "metadata": {"name": name, "namespace": NS},
         "spec": spec})
@@ -199,6 +219,7 @@ def backup(t, sim, binary, name, spec, cg=False, kubeconfig=None):
         r.update({"requests": len(mine), "inflight": inflight(lists), "list_bytes":
                   sum(q.get("bytes", 0) for q in lists), "list_wire": sum(q.get("wire", 0) for q in lists),
                   "log": mine})
+        r.update(phases(lists, t0_epoch, wall))
     if cg:
         subprocess.run(["callgrind_control", "-d", str(srv.pid)], capture_output=True)
         dumps = [os.path.join(cgdir, f) for f in os.listdir(cgdir) if re.match(r"cg\.\d+$", f)]
@@ -298,6 +319,10 @@ def print_requests(rs, ml):
               med(rs, "requests"), med(rs, "inflight"), med(rs, "list_bytes") / 1e6,
               100.0 * (med(rs, "list_bytes") - ml["bytes"]) / ml["bytes"], med(rs, "list_wire") / 1e6,
               100.0 * (med(rs, "list_wire") - ml["wire"]) / ml["wire"]))
+    if med(rs, "list_ms") is not None:
+        print("        time: %.0f ms before the first list, %.0f ms listing (%.0f ms of it with no list in "
+              "flight), %.0f ms after the last page (medians)" % (
+                  med(rs, "pre_ms"), med(rs, "list_ms"), med(rs, "idle_ms"), med(rs, "after_ms")))
 
 
 def run_latency(t, sim, n, bins, root):
