@@ -57,9 +57,17 @@ if [ ! -x configure ] || [ configure.ac -nt configure ]; then
 fi
 flags="${CAIRN_CONFIGURE_FLAGS:-}"
 if [ ! -f Makefile ] || [ "$(cat .cairn-configured 2>/dev/null)" != "$flags" ]; then
+	built=0
+	[ -f Makefile ] && built=1
 	say "configure $flags"
 	# shellcheck disable=SC2086
 	./configure -q $flags
+	# objects built with other flags (an ASan build, say) do not look
+	# stale to make: build everything again
+	if [ "$built" = 1 ]; then
+		say "configure flags changed: make clean"
+		make clean >/dev/null
+	fi
 	echo "$flags" >.cairn-configured
 fi
 say "make"
