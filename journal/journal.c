@@ -882,6 +882,24 @@ wdone(struct journal *j, int rc, struct cairn_err *err)
 	return journal_commit(j, err);
 }
 
+/*
+ * A write through prepared statement id: the transaction begun (or the
+ * caller's batch joined) and the statement in *st. 0, or < 0 with
+ * nothing left open. The caller binds, steps and ends with wdone().
+ */
+static int
+wbegin(struct journal *j, enum stmt_id id, sqlite3_stmt **st,
+    struct cairn_err *err)
+{
+	int rc;
+
+	rc = journal_begin(j, err);
+	if (rc < 0)
+		return rc;
+	rc = stmt(j, &j->w, id, st, err);
+	return rc < 0 ? wdone(j, rc, err) : 0;
+}
+
 /* ---- Items ------------------------------------------------------------------ */
 
 static int
@@ -921,12 +939,9 @@ journal_claim(struct journal *j, const struct journal_item *it, int64_t *id,
 		    "must be >= 1", j->path);
 	if (rc < 0)
 		return rc;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_CLAIM, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_CLAIM, &st, err);
-	if (rc < 0)
-		return wdone(j, rc, err);
 	bind_text(st, 1, it->kind);
 	bind_text(st, 2, it->namespace);
 	bind_text(st, 3, it->name);
@@ -979,16 +994,13 @@ journal_set_phase(struct journal *j, int64_t id, const char *phase,
 	rc = check_text(j, phase, JOURNAL_PHASE_MAX, "phase", err);
 	if (rc < 0)
 		return rc;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_SET_PHASE, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_SET_PHASE, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		bind_text(st, 2, phase);
-		sqlite3_bind_int64(st, 3, time_now_us());
-		rc = update_item(j, st, id, err, "setting the phase");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	bind_text(st, 2, phase);
+	sqlite3_bind_int64(st, 3, time_now_us());
+	rc = update_item(j, st, id, err, "setting the phase");
 	return wdone(j, rc, err);
 }
 
@@ -1002,18 +1014,15 @@ journal_set_progress(struct journal *j, int64_t id, int64_t total_items,
 
 	if (err == NULL)
 		err = &local;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_SET_PROGRESS, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_SET_PROGRESS, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		sqlite3_bind_int64(st, 2, total_items);
-		sqlite3_bind_int64(st, 3, items_done);
-		sqlite3_bind_int64(st, 4, bytes_done);
-		sqlite3_bind_int64(st, 5, time_now_us());
-		rc = update_item(j, st, id, err, "setting progress");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, total_items);
+	sqlite3_bind_int64(st, 3, items_done);
+	sqlite3_bind_int64(st, 4, bytes_done);
+	sqlite3_bind_int64(st, 5, time_now_us());
+	rc = update_item(j, st, id, err, "setting progress");
 	return wdone(j, rc, err);
 }
 
@@ -1027,17 +1036,14 @@ journal_set_counts(struct journal *j, int64_t id, int64_t warnings,
 
 	if (err == NULL)
 		err = &local;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_SET_COUNTS, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_SET_COUNTS, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		sqlite3_bind_int64(st, 2, warnings);
-		sqlite3_bind_int64(st, 3, errors);
-		sqlite3_bind_int64(st, 4, time_now_us());
-		rc = update_item(j, st, id, err, "setting counts");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, warnings);
+	sqlite3_bind_int64(st, 3, errors);
+	sqlite3_bind_int64(st, 4, time_now_us());
+	rc = update_item(j, st, id, err, "setting counts");
 	return wdone(j, rc, err);
 }
 
@@ -1054,15 +1060,12 @@ journal_set_schedule(struct journal *j, int64_t id, const char *schedule,
 	rc = check_text(j, schedule, JOURNAL_NAME_MAX, "schedule", err);
 	if (rc < 0)
 		return rc;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_SET_SCHEDULE, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_SET_SCHEDULE, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		bind_text(st, 2, schedule);
-		rc = update_item(j, st, id, err, "setting the schedule");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	bind_text(st, 2, schedule);
+	rc = update_item(j, st, id, err, "setting the schedule");
 	return wdone(j, rc, err);
 }
 
@@ -1084,12 +1087,9 @@ journal_finish(struct journal *j, int64_t id, const char *phase,
 		rc = check_text(j, message, JOURNAL_TEXT_MAX, "message", err);
 	if (rc < 0)
 		return rc;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_FINISH, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_FINISH, &st, err);
-	if (rc < 0)
-		return wdone(j, rc, err);
 	sqlite3_bind_int64(st, 1, id);
 	bind_text(st, 2, phase);
 	bind_text(st, 3, message);
@@ -1394,27 +1394,24 @@ journal_part_add(struct journal *j, int64_t id, const struct journal_part *p,
 	if (p->part_number < 1)
 		return cairn_err_set(err, CAIRN_EINVAL, "journal %s: part "
 		    "number must be >= 1", j->path);
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_PART_ADD, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_PART_ADD, &st, err);
-	if (rc == 0) {
-		char what[64];
+	char what[64];
 
-		snprintf(what, sizeof what, "recording part %lld",
-		    (long long)p->part_number);
-		sqlite3_bind_int64(st, 1, id);
-		sqlite3_bind_int64(st, 2, p->part_number);
-		bind_text(st, 3, p->upload_id);
-		bind_text(st, 4, p->etag);
-		bind_text(st, 5, p->last_key);
-		sqlite3_bind_int64(st, 6, p->items);
-		sqlite3_bind_int64(st, 7, p->bytes);
-		sqlite3_bind_int64(st, 8, time_now_us());
-		bind_text(st, 9, p->list_continue);
-		bind_text(st, 10, p->sha256);
-		rc = step_done(j, &j->w, st, err, what);
-	}
+	snprintf(what, sizeof what, "recording part %lld",
+	    (long long)p->part_number);
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, p->part_number);
+	bind_text(st, 3, p->upload_id);
+	bind_text(st, 4, p->etag);
+	bind_text(st, 5, p->last_key);
+	sqlite3_bind_int64(st, 6, p->items);
+	sqlite3_bind_int64(st, 7, p->bytes);
+	sqlite3_bind_int64(st, 8, time_now_us());
+	bind_text(st, 9, p->list_continue);
+	bind_text(st, 10, p->sha256);
+	rc = step_done(j, &j->w, st, err, what);
 	return wdone(j, rc, err);
 }
 
@@ -1484,14 +1481,11 @@ journal_parts_clear(struct journal *j, int64_t id, struct cairn_err *err)
 
 	if (err == NULL)
 		err = &local;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_PARTS_CLEAR, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_PARTS_CLEAR, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		rc = step_done(j, &j->w, st, err, "clearing the parts");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	rc = step_done(j, &j->w, st, err, "clearing the parts");
 	return wdone(j, rc, err);
 }
 
@@ -1535,17 +1529,14 @@ journal_restore_mark(struct journal *j, int64_t id, const char *key,
 		    "state %d", j->path, (int)state);
 	if (rc < 0)
 		return rc;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_RESTORE_MARK, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_RESTORE_MARK, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		bind_text(st, 2, key);
-		bind_text(st, 3, rstate_names[state]);
-		sqlite3_bind_int64(st, 4, time_now_us());
-		rc = step_done(j, &j->w, st, err, "recording restore progress");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	bind_text(st, 2, key);
+	bind_text(st, 3, rstate_names[state]);
+	sqlite3_bind_int64(st, 4, time_now_us());
+	rc = step_done(j, &j->w, st, err, "recording restore progress");
 	return wdone(j, rc, err);
 }
 
@@ -1621,22 +1612,19 @@ journal_volume_set(struct journal *j, int64_t id,
 	if (v->volume[0] == '\0')
 		return cairn_err_set(err, CAIRN_EINVAL, "journal %s: volume "
 		    "without a name", j->path);
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_VOLUME_SET, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_VOLUME_SET, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		bind_text(st, 2, v->volume);
-		bind_text(st, 3, v->phase);
-		sqlite3_bind_int64(st, 4, v->bytes_done);
-		sqlite3_bind_int64(st, 5, v->bytes_total);
-		sqlite3_bind_int64(st, 6, v->files_done);
-		sqlite3_bind_int64(st, 7, v->files_total);
-		bind_text(st, 8, v->last_file);
-		sqlite3_bind_int64(st, 9, time_now_us());
-		rc = step_done(j, &j->w, st, err, "recording volume progress");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	bind_text(st, 2, v->volume);
+	bind_text(st, 3, v->phase);
+	sqlite3_bind_int64(st, 4, v->bytes_done);
+	sqlite3_bind_int64(st, 5, v->bytes_total);
+	sqlite3_bind_int64(st, 6, v->files_done);
+	sqlite3_bind_int64(st, 7, v->files_total);
+	bind_text(st, 8, v->last_file);
+	sqlite3_bind_int64(st, 9, time_now_us());
+	rc = step_done(j, &j->w, st, err, "recording volume progress");
 	return wdone(j, rc, err);
 }
 
@@ -1662,16 +1650,13 @@ journal_hooks_set(struct journal *j, int64_t id, const char *state,
 	rc = check_text(j, state, JOURNAL_HOOKS_MAX, "hook state", err);
 	if (rc < 0)
 		return rc;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_HOOKS_SET, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_HOOKS_SET, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		bind_text(st, 2, state);
-		sqlite3_bind_int64(st, 3, time_now_us());
-		rc = step_done(j, &j->w, st, err, "recording hook state");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	bind_text(st, 2, state);
+	sqlite3_bind_int64(st, 3, time_now_us());
+	rc = step_done(j, &j->w, st, err, "recording hook state");
 	return wdone(j, rc, err);
 }
 
@@ -1716,18 +1701,15 @@ event_add(struct journal *j, int64_t id, const char *level,
 	rc = check_text(j, level, JOURNAL_PHASE_MAX, "event level", err);
 	if (rc < 0)
 		return rc;
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_EVENT_ADD, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_EVENT_ADD, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, id);
-		sqlite3_bind_int64(st, 2, time_now_us());
-		bind_text(st, 3, level);
-		bind_text(st, 4, line);
-		bind_text(st, 5, fields != NULL ? fields : "");
-		rc = step_done(j, &j->w, st, err, "recording an event");
-	}
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_int64(st, 2, time_now_us());
+	bind_text(st, 3, level);
+	bind_text(st, 4, line);
+	bind_text(st, 5, fields != NULL ? fields : "");
+	rc = step_done(j, &j->w, st, err, "recording an event");
 	return wdone(j, rc, err);
 }
 
@@ -1839,15 +1821,12 @@ journal_prune(struct journal *j, int64_t before_us, int64_t *pruned,
 	if (tl_batch == j)
 		return cairn_err_set(err, CAIRN_EINVAL, "journal %s: prune "
 		    "inside a batch", j->path);
-	rc = journal_begin(j, err);
+	rc = wbegin(j, ST_PRUNE, &st, err);
 	if (rc < 0)
 		return rc;
-	rc = stmt(j, &j->w, ST_PRUNE, &st, err);
-	if (rc == 0) {
-		sqlite3_bind_int64(st, 1, before_us);
-		rc = step_done(j, &j->w, st, err, "pruning finished items");
-		n = sqlite3_changes(j->w.db);
-	}
+	sqlite3_bind_int64(st, 1, before_us);
+	rc = step_done(j, &j->w, st, err, "pruning finished items");
+	n = sqlite3_changes(j->w.db);
 	rc = wdone(j, rc, err);
 	if (rc < 0)
 		return rc;
