@@ -129,12 +129,17 @@ def inflight(reqs):
 def phases(lists, t0, wall):
     """Where a backup's wall time went, from its list requests (kubesim's
     log: start time and duration; t0 the Backup's POST): ms before the
-    first list, listing (first start to last end), of that the time with
-    no list in flight, and after the last page (the walk catching up, the
-    last part, metadata files, final status)."""
-    if not lists:
+    first list, listing (first start to the end of the last page holding
+    items), of that the time with no list in flight, and after the last
+    page (the walk catching up, the last part, metadata files, final
+    status)."""
+    # the walk's pages: a list whose reply holds no item (the related
+    # PersistentVolumes, listed after the walk) would stretch the listing
+    # over the walk's tail
+    full = [q for q in lists if q.get("bytes", 0) > 1024] or lists
+    spans = sorted((q["time"], q["time"] + q.get("duration", 0)) for q in full)
+    if not spans:
         return {}
-    spans = sorted((q["time"], q["time"] + q.get("duration", 0)) for q in lists)
     first, last = spans[0][0], max(e for _, e in spans)
     idle, reach = 0.0, first
     for a, e in spans:
