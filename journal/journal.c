@@ -1387,6 +1387,7 @@ journal_part_add(struct journal *j, int64_t id, const struct journal_part *p,
 {
 	struct cairn_err local = CAIRN_ERR_INIT;
 	sqlite3_stmt *st = NULL;
+	char what[64];
 	int rc;
 
 	if (err == NULL)
@@ -1397,8 +1398,6 @@ journal_part_add(struct journal *j, int64_t id, const struct journal_part *p,
 	rc = wbegin(j, ST_PART_ADD, &st, err);
 	if (rc < 0)
 		return rc;
-	char what[64];
-
 	snprintf(what, sizeof what, "recording part %lld",
 	    (long long)p->part_number);
 	sqlite3_bind_int64(st, 1, id);
