@@ -27,9 +27,13 @@
  *    header, data and padding.
  *  - tarparts_start_thread(): deflate runs on compression threads while
  *    the caller lists, parses and adds the next entries, each batch a
- *    whole gzip member compressed by ISA-L's stateless deflate (level 2:
- *    about a quarter of libdeflate's time at its level 1, a third of
- *    zlib's, for the same size; issues 26, 27).
+ *    whole gzip member compressed by libdeflate (level 1: about half
+ *    zlib's time at its level 1, and smaller). Not ISA-L, which is about
+ *    4 times as fast: its output for the same batch can differ by a few
+ *    bytes from one call to the next in a threaded process (seen on a
+ *    Xeon with AVX-512, ISA-L 2.30, levels 1 and 2; intel/isa-l#140
+ *    leaves determinism open), and a part cut follows compressed sizes,
+ *    so the tarball's bytes would then depend on chance (issue 27).
  *
  * The compression threads. Each batch becomes a gzip member of its own,
  * so batches are independent and several threads compress several
@@ -63,7 +67,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <isa-l/igzip_lib.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "base/log.h"
@@ -271,60 +275,26 @@ tp_deflate(struct tarparts *tp, const void *in, size_t n, int flush,
 }
 
 /*
- * The ISA-L level the compression threads use for the writer's zlib
- * level: 2 for zlib's levels 0-3 (its level 2 is both faster and
- * smaller than its level 1 on Kubernetes JSON; zlib's 0, store only, is
- * compressed too: no caller asks for it), 3 for the others.
- */
-static int
-tp_isal_level(int zlevel)
-{
-	return zlevel >= 0 && zlevel <= 3 ? 2 : 3;
-}
-
-/* Bytes of ISA-L's working memory (its hash tables) at a level. */
-static size_t
-tp_isal_buf_size(int ilevel)
-{
-	return ilevel == 2 ? ISAL_DEF_LVL2_DEFAULT : ISAL_DEF_LVL3_DEFAULT;
-}
-
-/*
  * A compression thread: the slot's batch as one whole gzip member, by
- * ISA-L's stateless deflate (about 3.5 times libdeflate's speed at its
- * level 1 on a backup's tar stream, for the same size; a standard member:
- * gzip, zlib and Go read it). levbuf: the thread's working memory.
+ * libdeflate (whole-buffer; a standard member: gzip, zlib and Go read
+ * it; the same bytes for the same batch, on every call).
  */
 static int
-tp_member(int ilevel, unsigned char *levbuf, size_t levbuf_size,
-	struct tp_slot *sl, struct cairn_err *e)
+tp_member(struct libdeflate_compressor *c, struct tp_slot *sl,
+	struct cairn_err *e)
 {
-	/* deflate's stored blocks at worst, with the gzip header/trailer */
-	size_t bound = sl->len + (sl->len >> 6) + 1024;
-	struct isal_zstream z;
-	int rc;
+	size_t bound = libdeflate_gzip_compress_bound(c, sl->len);
 
 	if (sl->outcap < bound) {
 		free(sl->out);
 		sl->out = xmalloc(bound);
 		sl->outcap = bound;
 	}
-	isal_deflate_stateless_init(&z);
-	z.level = (uint32_t)ilevel;
-	z.level_buf = levbuf;
-	z.level_buf_size = (uint32_t)levbuf_size;
-	z.gzip_flag = IGZIP_GZIP;
-	z.end_of_stream = 1;
-	z.flush = NO_FLUSH;
-	z.next_in = sl->in;
-	z.avail_in = (uint32_t)sl->len;
-	z.next_out = sl->out;
-	z.avail_out = (uint32_t)sl->outcap;
-	rc = isal_deflate_stateless(&z);
-	if (rc != COMP_OK)
-		return cairn_err_set(e, CAIRN_EFAIL, "ISA-L: compressing a "
-		    "batch failed (%d)", rc);
-	sl->outlen = z.total_out;
+	sl->outlen = libdeflate_gzip_compress(c, sl->in, sl->len, sl->out,
+	    sl->outcap);
+	if (sl->outlen == 0)
+		return cairn_err_set(e, CAIRN_EFAIL, "libdeflate: compressing "
+		    "a batch failed");
 	return 0;
 }
 
@@ -381,9 +351,9 @@ tp_thread(void *arg)
 {
 	struct tarparts *tp = arg;
 	struct cairn_err e = CAIRN_ERR_INIT;
-	int ilevel = tp_isal_level(tp->level);
-	size_t levbuf_size = tp_isal_buf_size(ilevel);
-	unsigned char *levbuf = xmalloc(levbuf_size);
+	/* zlib's levels: -1 is its default, 6 */
+	struct libdeflate_compressor *c = libdeflate_alloc_compressor(
+	    tp->level < 0 ? 6 : tp->level);
 	int idx, skip, rc = 0;
 
 	util_thread_name("gzip");
@@ -400,16 +370,18 @@ tp_thread(void *arg)
 		skip = tp->drop || tp->trc < 0;
 		pthread_mutex_unlock(&tp->mu);
 		rc = 0;
-		if (!skip)
-			rc = tp_member(ilevel, levbuf, levbuf_size,
-			    &tp->slots[idx], &e);
+		if (!skip && c == NULL)
+			rc = cairn_err_set(&e, CAIRN_EFAIL,
+			    "libdeflate: no compressor");
+		else if (!skip)
+			rc = tp_member(c, &tp->slots[idx], &e);
 		pthread_mutex_lock(&tp->mu);
 		tp_thread_error(tp, rc, &e);
 		tp->slots[idx].done = 1;
 		tp_emit(tp);
 	}
 	pthread_mutex_unlock(&tp->mu);
-	free(levbuf);
+	libdeflate_free_compressor(c);
 	return NULL;
 }
 

@@ -28,15 +28,16 @@
  * tarparts_start_thread(), deflate runs on compression threads the writer
  * owns, fed with batches of tar bytes through a bounded queue, so that
  * producing entries and compressing them overlap. Each batch is then a
- * gzip member of its own, compressed whole by ISA-L (so several
+ * gzip member of its own, compressed whole by libdeflate (so several
  * threads deflate several batches at once); the parts are still whole
  * members, and the stream reads as before. The bytes written, and where
  * parts end, are the same whatever the number of threads and however
- * fast they go (see tarparts_start_thread()). The sink's write() is then called on one compression thread at
- * a time, in order; begin() and end() are always called on the caller's
- * thread while no write() is in flight (every batch is written out
- * before a part is closed), so a sink needs no lock as long as write()
- * only touches state that begin() and end() also own.
+ * fast they go (see tarparts_start_thread()). The sink's write() is
+ * then called on one compression thread at a time, in order; begin() and
+ * end() are always called on the caller's thread while no write() is in
+ * flight (every batch is written out before a part is closed), so a sink
+ * needs no lock as long as write() only touches state that begin() and
+ * end() also own.
  */
 #ifndef CAIRN_TARPARTS_H
 #define CAIRN_TARPARTS_H
@@ -138,15 +139,15 @@ int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
  * util_cpus()) from now on; call right after tarparts_open(), before the
  * first entry. Tar bytes go to the threads in batches of batch_size
  * bytes (0: 256 KiB), each compressed whole into a gzip member of its
- * own (ISA-L: its level 2 for zlib levels 0-3, else 3), at most nbatch (0: nthreads + 2, at
- * least nthreads + 1) batches allocated, so memory stays bounded and a
- * slow sink slows the caller down instead of queueing. A part boundary
- * then looks at the compressed size of the part's batches up to a few
- * batches before the one being filled (one per MiB of part_size, at most
- * 7), waiting for them if need be: parts end a little later than in the
- * unthreaded mode, at the same places whatever the threads do, so a
- * tarball's bytes do not depend on the number of threads or their
- * timing. Errors of the threads
+ * own (libdeflate, at the writer's zlib level), at most nbatch (0:
+ * nthreads + 2, at least nthreads + 1) batches allocated, so memory
+ * stays bounded and a slow sink slows the caller down instead of
+ * queueing. A part boundary then looks at the compressed size of the
+ * part's batches up to a few batches before the one being filled (one
+ * per MiB of part_size, at most 7), waiting for them if need be: parts
+ * end a little later than in the unthreaded mode, at the same places
+ * whatever the threads do, so a tarball's bytes do not depend on the
+ * number of threads or their timing. Errors of the threads
  * (compression, the sink's write()) are sticky and returned by the next
  * tarparts_add(), tarparts_boundary() or tarparts_finish(). Fails
  * (writer unchanged) only if no thread can be created or entries were
