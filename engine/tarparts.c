@@ -30,8 +30,8 @@
  *    whole gzip member compressed by libdeflate (level 1: on JSON about
  *    half zlib's time at its level 1, and smaller). Not ISA-L, several
  *    times as fast (4 on JSON, 13 on small objects' tar headers): its
- *    output for the same batch can differ by a few bytes from one call
- *    to the next in a threaded process (seen on a Xeon with AVX-512,
+ *    output for the same batch can differ by a few bytes with the
+ *    address of the stack it runs on (seen on a Xeon with AVX-512,
  *    ISA-L 2.30, levels 1 and 2; intel/isa-l#140 leaves determinism
  *    open), and a part cut follows compressed sizes, so the tarball's
  *    bytes would then depend on chance (issue 27; docs/architecture.md).
