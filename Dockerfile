@@ -33,7 +33,7 @@ FROM --platform=$BUILDPLATFORM $BUILD_IMAGE AS build
 ARG TARGETARCH
 RUN set -e; \
     native=$(dpkg --print-architecture); target=${TARGETARCH:-$native}; \
-    dev="libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev libdeflate-dev libisal-dev \
+    dev="libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev libisal-dev \
       libarchive-dev libmicrohttpd-dev libyaml-dev libssl-dev libwebsockets-dev"; \
     if [ "$target" = "$native" ]; then tools=build-essential; else \
       dpkg --add-architecture "$target"; tools="crossbuild-essential-$target"; \
@@ -59,7 +59,7 @@ RUN set -e; \
 FROM $RUNTIME_IMAGE
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      ca-certificates libsqlite3-0 libcurl4 libcjson1 zlib1g libdeflate0 libisal2 libarchive13 \
+      ca-certificates libsqlite3-0 libcurl4 libcjson1 zlib1g libisal2 libarchive13 \
       libmicrohttpd12 libyaml-0-2 libssl3 libwebsockets17 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /build/cairn /usr/bin/cairn

@@ -6,7 +6,6 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <isa-l.h>
-#include <libdeflate.h>
 #include <libwebsockets.h>
 #include <microhttpd.h>
 #include <openssl/crypto.h>
@@ -25,7 +24,6 @@ cmd_version(const struct cli_command *cmd, struct flagset *fs)
 	printf("  libcurl       %s\n", curl_version_info(CURLVERSION_NOW)->version);
 	printf("  cjson         %s\n", cJSON_Version());
 	printf("  zlib          %s\n", zlibVersion());
-	printf("  libdeflate    %s (built with)\n", LIBDEFLATE_VERSION_STRING);
 	printf("  isa-l         %d.%d.%d (built with)\n", ISAL_MAJOR_VERSION,
 	    ISAL_MINOR_VERSION, ISAL_PATCH_VERSION);
 	printf("  libarchive    %s\n", archive_version_string());

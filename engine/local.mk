@@ -5,6 +5,7 @@ CAIRN_MODULE_LIBS += engine/libengine.a
 engine_libengine_a_SOURCES = \
 	engine/lease.c engine/lease.h \
 	engine/tarparts.c engine/tarparts.h \
+	engine/gzmember.c engine/gzmember.h \
 	engine/partsink.c engine/partsink.h \
 	engine/bspec.c engine/bspec.h \
 	engine/spec_fields.c engine/spec_fields.h \
@@ -17,6 +18,10 @@ engine_libengine_a_SOURCES = \
 check_PROGRAMS += tests/unit/test_engine_tarparts
 tests_unit_test_engine_tarparts_SOURCES = tests/unit/test_engine_tarparts.c
 tests_unit_test_engine_tarparts_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
+
+check_PROGRAMS += tests/unit/test_engine_gzmember
+tests_unit_test_engine_gzmember_SOURCES = tests/unit/test_engine_gzmember.c
+tests_unit_test_engine_gzmember_LDADD = engine/libengine.a base/libbase.a $(DEPS_LIBS)
 
 check_PROGRAMS += tests/unit/test_engine_bspec
 tests_unit_test_engine_bspec_SOURCES = tests/unit/test_engine_bspec.c

@@ -27,14 +27,12 @@
  *    header, data and padding.
  *  - tarparts_start_thread(): deflate runs on compression threads while
  *    the caller lists, parses and adds the next entries, each batch a
- *    whole gzip member compressed by libdeflate (level 1: on JSON about
- *    half zlib's time at its level 1, and smaller). Not ISA-L, several
- *    times as fast (4 on JSON, 13 on small objects' tar headers): its
- *    output for the same batch can differ by a few bytes with the
- *    address of the stack it runs on (seen on a Xeon with AVX-512,
- *    ISA-L 2.30, levels 1 and 2; intel/isa-l#140 leaves determinism
- *    open), and a part cut follows compressed sizes, so the tarball's
- *    bytes would then depend on chance (issue 27; docs/architecture.md).
+ *    whole gzip member compressed by ISA-L's stateless deflate (level 2:
+ *    on JSON about a quarter of libdeflate's time at its level 1, and a
+ *    thirteenth on small objects' tar headers and padding; issues 26,
+ *    27), through gzmember.c, which keeps ISA-L 2.30's output the same
+ *    bytes for the same batch in every thread (part cuts follow
+ *    compressed sizes, so the tarball's bytes depend on it).
  *
  * The compression threads. Each batch becomes a gzip member of its own,
  * so batches are independent and several threads compress several
@@ -68,12 +66,12 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <libdeflate.h>
 #include <zlib.h>
 
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/util.h"
+#include "engine/gzmember.h"
 
 #define TP_OUTBUF (64u << 10)	/* deflate output chunk */
 #define TP_BATCH (512u << 10)	/* tar bytes handed to deflate at once */
@@ -275,28 +273,19 @@ tp_deflate(struct tarparts *tp, const void *in, size_t n, int flush,
 	return 0;
 }
 
-/*
- * A compression thread: the slot's batch as one whole gzip member, by
- * libdeflate (whole-buffer; a standard member: gzip, zlib and Go read
- * it; the same bytes for the same batch, on every call).
- */
+/* A compression thread: the slot's batch as one whole gzip member. */
 static int
-tp_member(struct libdeflate_compressor *c, struct tp_slot *sl,
-	struct cairn_err *e)
+tp_member(struct gzmember *g, struct tp_slot *sl, struct cairn_err *e)
 {
-	size_t bound = libdeflate_gzip_compress_bound(c, sl->len);
+	size_t bound = gzmember_bound(sl->len);
 
 	if (sl->outcap < bound) {
 		free(sl->out);
 		sl->out = xmalloc(bound);
 		sl->outcap = bound;
 	}
-	sl->outlen = libdeflate_gzip_compress(c, sl->in, sl->len, sl->out,
-	    sl->outcap);
-	if (sl->outlen == 0)
-		return cairn_err_set(e, CAIRN_EFAIL, "libdeflate: compressing "
-		    "a batch failed");
-	return 0;
+	return gzmember_compress(g, sl->in, sl->len, sl->out, sl->outcap,
+	    &sl->outlen, e);
 }
 
 /* Under mu: a thread's error, the first one kept. */
@@ -352,9 +341,7 @@ tp_thread(void *arg)
 {
 	struct tarparts *tp = arg;
 	struct cairn_err e = CAIRN_ERR_INIT;
-	/* zlib's levels: -1 is its default, 6 */
-	struct libdeflate_compressor *c = libdeflate_alloc_compressor(
-	    tp->level < 0 ? 6 : tp->level);
+	struct gzmember *g = gzmember_new(tp->level);
 	int idx, skip, rc = 0;
 
 	util_thread_name("gzip");
@@ -371,18 +358,15 @@ tp_thread(void *arg)
 		skip = tp->drop || tp->trc < 0;
 		pthread_mutex_unlock(&tp->mu);
 		rc = 0;
-		if (!skip && c == NULL)
-			rc = cairn_err_set(&e, CAIRN_EFAIL,
-			    "libdeflate: no compressor");
-		else if (!skip)
-			rc = tp_member(c, &tp->slots[idx], &e);
+		if (!skip)
+			rc = tp_member(g, &tp->slots[idx], &e);
 		pthread_mutex_lock(&tp->mu);
 		tp_thread_error(tp, rc, &e);
 		tp->slots[idx].done = 1;
 		tp_emit(tp);
 	}
 	pthread_mutex_unlock(&tp->mu);
-	libdeflate_free_compressor(c);
+	gzmember_free(g);
 	return NULL;
 }
 

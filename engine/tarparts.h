@@ -28,7 +28,7 @@
  * tarparts_start_thread(), deflate runs on compression threads the writer
  * owns, fed with batches of tar bytes through a bounded queue, so that
  * producing entries and compressing them overlap. Each batch is then a
- * gzip member of its own, compressed whole by libdeflate (so several
+ * gzip member of its own, compressed whole by ISA-L (so several
  * threads deflate several batches at once); the parts are still whole
  * members, and the stream reads as before. The bytes written, and where
  * parts end, are the same whatever the number of threads and however
@@ -139,9 +139,9 @@ int tarparts_finish(struct tarparts *tp, struct cairn_err *err);
  * util_cpus()) from now on; call right after tarparts_open(), before the
  * first entry. Tar bytes go to the threads in batches of batch_size
  * bytes (0: 256 KiB), each compressed whole into a gzip member of its
- * own (libdeflate, at the writer's zlib level), at most nbatch (0:
- * nthreads + 2, at least nthreads + 1) batches allocated, so memory
- * stays bounded and a slow sink slows the caller down instead of
+ * own (ISA-L through gzmember.h, for the writer's zlib level), at most
+ * nbatch (0: nthreads + 2, at least nthreads + 1) batches allocated, so
+ * memory stays bounded and a slow sink slows the caller down instead of
  * queueing. A part boundary then looks at the compressed size of the
  * part's batches up to a few batches before the one being filled (one
  * per MiB of part_size, at most 7), waiting for them if need be: parts

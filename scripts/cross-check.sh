@@ -35,7 +35,7 @@ qemu_arch=$(dpkg-architecture -a"$arch" -qDEB_HOST_GNU_CPU)
 # between architectures (a Debian packaging bug), so the target's copy
 # cannot be installed next to the native one: it is unpacked on the side
 # below, and only what it depends on is installed for the target.
-dev=(libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev libdeflate-dev libisal-dev libarchive-dev
+dev=(libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev libisal-dev libarchive-dev
 	libmicrohttpd-dev libyaml-dev libssl-dev libwebsockets17 libcap-dev)
 packages=("crossbuild-essential-$arch" qemu-user-static binfmt-support
 	autoconf automake pkg-config git)

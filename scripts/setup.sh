@@ -14,7 +14,7 @@ say() { printf '==> %s\n' "$*"; }
 # tests drive (awscli, chromium, wrk, Node.js for s3rver, openssl for TLS).
 packages=(
 	build-essential autoconf automake libtool pkg-config
-	libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev libdeflate-dev libisal-dev
+	libsqlite3-dev libcurl4-openssl-dev libcjson-dev zlib1g-dev libisal-dev
 	libarchive-dev libmicrohttpd-dev libyaml-dev libssl-dev libwebsockets-dev
 	sqlite3 python3 python3-yaml python3-cryptography openssl curl ca-certificates
 	awscli chromium fonts-dejavu-core wrk nodejs npm tar gzip procps

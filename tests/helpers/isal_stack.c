@@ -1,14 +1,15 @@
 /*
  * isal_stack.c: does ISA-L's deflate give the same bytes for the same
- * input wherever its stack is? Why cairn compresses the tarball with
- * libdeflate and not ISA-L (docs/architecture.md, "Dependencies").
+ * input wherever its stream struct is? The finding behind
+ * engine/gzmember.c (docs/architecture.md, "Dependencies").
  *
  * The file is cut in 8 KiB blocks (at most 400), each compressed once on
  * the main thread's stack (the reference), then again, block after block,
  * on a stack mapped at a pseudo-random address (makecontext: the same
  * thread, nothing else running), with the same input, output and working
- * buffers. A stack is "different" when any block's member differs from
- * its reference. Run it with ASLR off (setarch -R) so that only the stack
+ * buffers; the stream struct is a local, so it moves with the stack. A
+ * stack is "different" when any block's member differs from its
+ * reference. Run it with ASLR off (setarch -R) so that only the stack
  * moves; the seed picks the addresses, so a run can be repeated.
  *
  * usage: isal_stack FILE LEVEL STACKS [SEED]
@@ -16,9 +17,11 @@
  * Prints each different stack and a last line "different=N stacks=M".
  * Exit 0 whatever it finds (a finding, not a test); 2 on bad usage.
  *
- * Seen on a Xeon with AVX-512 (Debian's ISA-L 2.30): at level 2, 7 of
- * 400 stacks differ, for 1 to 3 blocks each, the same ones on every run
- * (`setarch -R isal_stack some.tar 2 400 7`, a tar of source text).
+ * Seen with Debian's ISA-L 2.30: at level 2, 7 of 400 stacks differ, for
+ * 1 to 3 blocks each, the same ones on every run (`setarch -R isal_stack
+ * some.tar 2 400 7`, a tar of source text); none at level 3. The cause:
+ * levels 1 and 2 hash bits 16-47 of the struct's address where they mean
+ * to hash the input's third byte (engine/gzmember.c says where).
  */
 #include <isa-l.h>
 #include <stdio.h>
