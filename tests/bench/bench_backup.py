@@ -491,4 +491,5 @@ def main():
         t.finish()
 
 
-main()
+if __name__ == "__main__":
+    main()
