@@ -567,21 +567,31 @@ json_parse_members(const char *data, size_t len, const char *const *keys,
 	struct cairn_err *err)
 {
 	struct members mi;
-	const char *sub[JSON_MEMBERS_MAX + 1], *rest;
+	const char *sub[JSON_MEMBERS_MAX + 1], *rest, *key;
 	char name[128];
-	size_t nsub;
+	size_t nsub, nkeys = 0, nmust = 0, nread = 0;
+	uint64_t got = 0;		/* required keys whose member was read */
 	cJSON *obj, *item;
 	int rc, whole;
 
+	while (keys[nkeys] != NULL)
+		if (keys[nkeys++][0] != '?')
+			nmust++;
 	if (mi_first(&mi, data, len) < 0)
 		return mi_fail(&mi, data, len, err);
 	obj = cJSON_CreateObject();
 	while ((rc = mi_next(&mi)) > 0) {
 		whole = 0;
 		nsub = 0;
-		for (const char *const *k = keys; *k != NULL && !whole; k++) {
-			if (!mi_wanted(&mi, *k, &rest))
+		for (size_t k = 0; k < nkeys && !whole; k++) {
+			key = keys[k] + (keys[k][0] == '?');
+			if (!mi_wanted(&mi, key, &rest))
 				continue;
+			if (key == keys[k] && k < 64 &&
+			    !(got & ((uint64_t)1 << k))) {
+				got |= (uint64_t)1 << k;
+				nread++;
+			}
 			if (rest == NULL)
 				whole = 1;
 			else if (nsub < JSON_MEMBERS_MAX)
@@ -603,6 +613,9 @@ json_parse_members(const char *data, size_t len, const char *const *keys,
 			return NULL;
 		}
 		cJSON_AddItemToObject(obj, name, item);
+		/* every required key read: the rest is not looked at */
+		if (nmust > 0 && nmust <= 64 && nread == nmust)
+			return obj;
 	}
 	if (rc == 0 && skip_ws(mi.p, mi.end) == mi.end)
 		return obj;

@@ -424,8 +424,13 @@ lst_new(struct kube *k, const struct kube_gvr *r,
 			n++;
 		/* and the key, for skipping by key */
 		l->keys = xcalloc(n + 5, sizeof *l->keys);
-		l->keys[0] = "apiVersion";
-		l->keys[1] = "kind";
+		/*
+		 * apiVersion and kind: not in a built-in list's items, and
+		 * first when there (Go writes TypeMeta first, and a custom
+		 * resource's keys sorted): the scan stops after the rest
+		 */
+		l->keys[0] = "?apiVersion";
+		l->keys[1] = "?kind";
 		l->keys[2] = "metadata.name";
 		l->keys[3] = "metadata.namespace";
 		/* each once: every member of an item is matched against all */

@@ -335,6 +335,39 @@ test_json_parse_members(void)
 	CHECK(strstr(err.msg, "deeper") != NULL);
 }
 
+/*
+ * Once every key's member is read the rest is not scanned (a list item's
+ * spec and data); a '?' key ("?kind", absent from a built-in list's
+ * items) is taken when it comes first and not waited for.
+ */
+static void
+test_json_parse_members_stop(void)
+{
+	static const char *const keys[] = { "?kind", "metadata.name", NULL };
+	static const char *const all[] = { "kind", "metadata.name", NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *cut = "{\"metadata\":{\"name\":\"x\"},\"data\":{\"a\":\"";
+	const char *typed = "{\"kind\":\"K\",\"metadata\":{\"name\":\"y\"},"
+	    "\"spec\":{}}";
+	cJSON *j;
+
+	/* the text after metadata is cut short: never reached */
+	j = json_parse_members(cut, strlen(cut), keys, &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "metadata.name"), "x");
+	CHECK(json_get(j, "kind") == NULL && json_get(j, "data") == NULL);
+	cJSON_Delete(j);
+	/* kind required: waited for, so the cut is found */
+	CHECK(json_parse_members(cut, strlen(cut), all, &err) == NULL);
+	/* a '?' key that is there is read like any other */
+	j = json_parse_members(typed, strlen(typed), keys, &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "kind"), "K");
+	CHECK_STR(json_str(j, "metadata.name"), "y");
+	CHECK(json_get(j, "spec") == NULL);
+	cJSON_Delete(j);
+}
+
 /* Paths into members: only the parts named, the rest stepped over. */
 static void
 test_json_parse_member_paths(void)
@@ -832,6 +865,7 @@ main(void)
 	RUN(test_json_paths);
 	RUN(test_json_parse_members);
 	RUN(test_json_nul_strings);
+	RUN(test_json_parse_members_stop);
 	RUN(test_json_parse_member_paths);
 	RUN(test_json_parse_member);
 	RUN(test_json_string_end);
