@@ -2646,18 +2646,16 @@ bk_complete(struct bk *b, struct cairn_err *err)
 
 	/* Volumes before the tarball completes: a crash resumes both. */
 	{
+		struct cairn_err herr = CAIRN_ERR_INIT;
 		struct volumes_ctx vc;
 		struct volumes_result vr;
+		int hrc;
 
 		volumes_ctx_env(&vc, b->env, b->jid);
 		/* the items are all in: say so before the volumes take long */
 		rc = bk_progress(b, 1, err);
 		if (rc < 0)
 			return rc;
-
-		struct cairn_err herr = CAIRN_ERR_INIT;
-		int hrc;
-
 		/* pods that mount claims stay frozen while volumes are copied */
 		rc = hooks_backup_volumes_begin(b->hooks, err);
 		if (rc == 0)

@@ -733,3 +733,18 @@ hook_exec_run(struct kube *k, const cJSON *pod, const char *ns,
 	kube_exec_result_free(&res);
 	return rc == CAIRN_ECANCELED ? rc : 0;
 }
+
+void
+hook_eventf(hook_event_fn fn, void *arg, const char *level, const char *fmt,
+    ...)
+{
+	char line[2048];
+	va_list ap;
+
+	if (fn == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fn(arg, level, line);
+}

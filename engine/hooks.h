@@ -124,6 +124,13 @@ cJSON *hook_exec_json(const struct hook_exec *h);
 int hook_exec_from_json(const cJSON *j, struct hook_exec *h);
 void hook_exec_clear(struct hook_exec *h);
 
+/* A line for a Backup's or Restore's log (level "info", "warning"...). */
+typedef void (*hook_event_fn)(void *arg, const char *level, const char *line);
+
+/* The line formatted, to fn (NULL: nowhere). */
+void hook_eventf(hook_event_fn fn, void *arg, const char *level,
+	const char *fmt, ...) CAIRN_PRINTF(4, 5);
+
 /* What running one hook gave. */
 struct hook_outcome {
 	int ok;				/* ran and exited 0 */

@@ -15,7 +15,6 @@
 #include "config.h"
 #include "engine/hooks_backup.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,23 +49,6 @@ struct hooks_backup {
 	cJSON *cur_pod;			/* the pod as listed */
 	char cur_ns[254], cur_name[254];
 };
-
-static void
-hb_event(struct hooks_backup *h, const char *level, const char *fmt, ...)
-	CAIRN_PRINTF(3, 4);
-
-static void
-hb_event(struct hooks_backup *h, const char *level, const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	if (h->env.event != NULL)
-		h->env.event(h->env.arg, level, line);
-}
 
 static void
 hb_log(void *arg, const char *line)
@@ -374,8 +356,9 @@ hooks_backup_recover(struct hooks_backup *h, struct cairn_err *err)
 			i++;
 			continue;
 		}
-		hb_event(h, "info", "pod %s was left frozen by attempt %lld: "
-		    "running its post hooks", p->key, (long long)p->attempt);
+		hook_eventf(h->env.event, h->env.arg, "info", "pod %s was left "
+		    "frozen by attempt %lld: running its post hooks", p->key,
+		    (long long)p->attempt);
 		rc = hb_thaw(h, p, NULL, 0, 1, " after a restart", err);
 		if (rc < 0)
 			return rc;
@@ -425,8 +408,8 @@ hooks_backup_pre(struct hooks_backup *h, const cJSON *meta, const char *ns,
 		goto none;
 	phase = json_str_or(h->cur_pod, "status.phase", "");
 	if (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0) {
-		hb_event(h, "info", "pod %s/%s has ended (%s): its hooks are "
-		    "not run", ns, name, phase);
+		hook_eventf(h->env.event, h->env.arg, "info", "pod %s/%s has "
+		    "ended (%s): its hooks are not run", ns, name, phase);
 		goto none;
 	}
 	snprintf(key, sizeof key, "%s/%s", ns, name);
@@ -479,11 +462,13 @@ hooks_backup_post(struct hooks_backup *h, int item_ok, struct cairn_err *err)
 	if (p == NULL || h->fenced)
 		return 0;
 	if (item_ok)
-		hb_event(h, "info", "pod %s/%s: item written between its pre "
-		    "and post hooks", h->cur_ns, h->cur_name);
+		hook_eventf(h->env.event, h->env.arg, "info", "pod %s/%s: item "
+		    "written between its pre and post hooks", h->cur_ns,
+		    h->cur_name);
 	if (item_ok && p->volumes) {
-		hb_event(h, "info", "pod %s/%s mounts claims: its post hooks "
-		    "run once its volumes are copied", h->cur_ns, h->cur_name);
+		hook_eventf(h->env.event, h->env.arg, "info", "pod %s/%s mounts "
+		    "claims: its post hooks run once its volumes are copied",
+		    h->cur_ns, h->cur_name);
 		return 0;
 	}
 	return hb_thaw(h, p, h->cur_pod, 1, 0, "", err);
@@ -507,14 +492,16 @@ hooks_backup_volumes_begin(struct hooks_backup *h, struct cairn_err *err)
 		split_key(p->key, ns, sizeof ns, name, sizeof name);
 		if (kube_get(h->env.kube, &pods_gvr, ns, name, &pod, NULL) ==
 		    CAIRN_ENOTFOUND) {
-			hb_event(h, "info", "pod %s is gone: not frozen again "
-			    "for the volume step", p->key);
+			hook_eventf(h->env.event, h->env.arg, "info", "pod %s is "
+			    "gone: not frozen again for the volume step",
+			    p->key);
 			hb_remove(h, p);
 			i--;
 			continue;
 		}
-		hb_event(h, "info", "pod %s: freezing it again before its "
-		    "volumes are copied", p->key);
+		hook_eventf(h->env.event, h->env.arg, "info", "pod %s: "
+		    "freezing it again before its volumes are copied",
+		    p->key);
 		p->frozen = 1;
 		p->attempt = h->env.attempt;
 		h->attempted += (int64_t)p->pre.n;

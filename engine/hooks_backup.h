@@ -70,7 +70,7 @@ struct hooks_backup_env {
 	 */
 	int (*persist)(void *arg, struct cairn_err *err);
 	/* A line for the backup's log (level "info", "warning", "error"). */
-	void (*event)(void *arg, const char *level, const char *line);
+	hook_event_fn event;
 	/* A warning (is_error 0) or an error for the results and counters. */
 	void (*record)(void *arg, int is_error, const char *msg);
 };

@@ -11,7 +11,6 @@
 #include "config.h"
 #include "engine/hooks_restore.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,23 +42,6 @@ struct hooks_restore {
 	size_t n, alloc;
 	int64_t attempted, failed;
 };
-
-static void
-hr_event(struct hooks_restore *h, const char *level, const char *fmt, ...)
-	CAIRN_PRINTF(3, 4);
-
-static void
-hr_event(struct hooks_restore *h, const char *level, const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	if (h->env.event != NULL)
-		h->env.event(h->env.arg, level, line);
-}
 
 static void
 hr_log(void *arg, const char *line)
@@ -463,8 +445,8 @@ hooks_restore_run(struct hooks_restore *h, struct restore_plan *plan,
 		pending += !h->pods[i].done && h->pods[i].hooks.n > 0;
 	if (pending == 0)
 		return 0;
-	hr_event(h, "info", "running the post-restore exec hooks of %zu "
-	    "pods", pending);
+	hook_eventf(h->env.event, h->env.arg, "info", "running the "
+	    "post-restore exec hooks of %zu pods", pending);
 	for (;;) {
 		waiting = 0;
 		for (size_t i = 0; i < h->n; i++) {

@@ -54,7 +54,7 @@ struct hooks_restore_env {
 	void *arg;
 	/* status.checkpoint.hooks out (hooks_restore_checkpoint()), fenced */
 	int (*persist)(void *arg, struct cairn_err *err);
-	void (*event)(void *arg, const char *level, const char *line);
+	hook_event_fn event;
 	/* a warning (is_error 0) or error, filed under namespace ns */
 	void (*record)(void *arg, int is_error, const char *ns,
 	    const char *msg);
