@@ -469,9 +469,12 @@ mi_first(struct members *mi, const char *data, size_t len)
 	return 0;
 }
 
-/* 1: the next member is in mi; 0: the object ended; -1: malformed at mi->p. */
+/*
+ * The next member's key, and where its value starts (mi->val): 1; 0 when
+ * the object ended; -1 if malformed at mi->p.
+ */
 static int
-mi_next(struct members *mi)
+mi_key(struct members *mi)
 {
 	const char *p = mi->p, *end = mi->end, *q;
 
@@ -485,14 +488,21 @@ mi_next(struct members *mi)
 	if (p == end || *p != ':')
 		return mi->p = p, -1;
 	mi->val = skip_ws(p + 1, end);
-	if (mi->val == end ||
-	    (q = skip_value(mi->val, end, &mi->vdepth)) == NULL)
+	if (mi->val == end)
 		return mi->p = mi->val, -1;
+	return 1;
+}
+
+/* The member's value ended before q: past it and what follows it. */
+static int
+mi_past(struct members *mi, const char *q)
+{
+	const char *p = skip_ws(q, mi->end);
+
 	mi->vlen = (size_t)(q - mi->val);
-	p = skip_ws(q, end);
-	if (p < end && *p == ',') {
-		p = skip_ws(p + 1, end);
-	} else if (p < end && *p == '}') {
+	if (p < mi->end && *p == ',') {
+		p = skip_ws(p + 1, mi->end);
+	} else if (p < mi->end && *p == '}') {
 		p++;
 		mi->closed = 1;
 	} else {
@@ -500,6 +510,26 @@ mi_next(struct members *mi)
 	}
 	mi->p = p;
 	return 1;
+}
+
+/* Past the member's value, scanned (its length and depth noted). */
+static int
+mi_skip(struct members *mi)
+{
+	const char *q = skip_value(mi->val, mi->end, &mi->vdepth);
+
+	if (q == NULL)
+		return mi->p = mi->val, -1;
+	return mi_past(mi, q);
+}
+
+/* 1: the next member is in mi; 0: the object ended; -1: malformed at mi->p. */
+static int
+mi_next(struct members *mi)
+{
+	int rc = mi_key(mi);
+
+	return rc > 0 ? mi_skip(mi) : rc;
 }
 
 static int
@@ -562,25 +592,31 @@ mi_wanted(const struct members *mi, const char *key, const char **rest)
 	return 1;
 }
 
-cJSON *
-json_parse_members(const char *data, size_t len, const char *const *keys,
-	struct cairn_err *err)
+/*
+ * json_parse_members() of the object at data (len: as far as the text
+ * goes, the object may end before). *endp: past its closing brace, or
+ * NULL when it stopped once every required key was read.
+ */
+static cJSON *
+members_parse(const char *data, size_t len, const char *const *keys,
+	const char **endp, struct cairn_err *err)
 {
 	struct members mi;
-	const char *sub[JSON_MEMBERS_MAX + 1], *rest, *key;
+	const char *sub[JSON_MEMBERS_MAX + 1], *rest, *key, *vend;
 	char name[128];
 	size_t nsub, nkeys = 0, nmust = 0, nread = 0;
 	uint64_t got = 0;		/* required keys whose member was read */
 	cJSON *obj, *item;
 	int rc, whole;
 
+	*endp = NULL;
 	while (keys[nkeys] != NULL)
 		if (keys[nkeys++][0] != '?')
 			nmust++;
 	if (mi_first(&mi, data, len) < 0)
 		return mi_fail(&mi, data, len, err);
 	obj = cJSON_CreateObject();
-	while ((rc = mi_next(&mi)) > 0) {
+	while ((rc = mi_key(&mi)) > 0) {
 		whole = 0;
 		nsub = 0;
 		for (size_t k = 0; k < nkeys && !whole; k++) {
@@ -597,16 +633,27 @@ json_parse_members(const char *data, size_t len, const char *const *keys,
 			else if (nsub < JSON_MEMBERS_MAX)
 				sub[nsub++] = rest;
 		}
-		if ((!whole && nsub == 0) || mi.klen >= sizeof name)
+		if ((!whole && nsub == 0) || mi.klen >= sizeof name) {
+			if ((rc = mi_skip(&mi)) < 0)
+				break;
 			continue;
+		}
 		sub[nsub] = NULL;
 		memcpy(name, mi.key, mi.klen);
 		name[mi.klen] = '\0';
-		/* only part of an object; anything else whole */
-		if (!whole && mi.val[0] == '{')
-			item = json_parse_members(mi.val, mi.vlen, sub, err);
-		else
+		/*
+		 * Only part of an object: parsed in the one scan that finds
+		 * its end. Anything else whole.
+		 */
+		vend = NULL;
+		if (!whole && mi.val[0] == '{') {
+			item = members_parse(mi.val, (size_t)(mi.end - mi.val),
+			    sub, &vend, err);
+		} else if ((rc = mi_skip(&mi)) < 0) {
+			break;
+		} else {
 			item = mi_parse(&mi, err);
+		}
 		if (item == NULL) {
 			cairn_err_prefix(err, "member %s", name);
 			cJSON_Delete(obj);
@@ -616,11 +663,33 @@ json_parse_members(const char *data, size_t len, const char *const *keys,
 		/* every required key read: the rest is not looked at */
 		if (nmust > 0 && nmust <= 64 && nread == nmust)
 			return obj;
+		if (vend != NULL)
+			rc = mi_past(&mi, vend);
+		else if (!whole && mi.val[0] == '{')
+			rc = mi_skip(&mi);	/* it stopped inside */
+		if (rc < 0)
+			break;
 	}
-	if (rc == 0 && skip_ws(mi.p, mi.end) == mi.end)
+	if (rc == 0) {
+		*endp = mi.p;
 		return obj;
+	}
 	cJSON_Delete(obj);
 	return mi_fail(&mi, data, len, err);
+}
+
+cJSON *
+json_parse_members(const char *data, size_t len, const char *const *keys,
+	struct cairn_err *err)
+{
+	const char *end = NULL;
+	cJSON *obj = members_parse(data, len, keys, &end, err);
+
+	if (obj == NULL || end == NULL || skip_ws(end, data + len) == data + len)
+		return obj;
+	cJSON_Delete(obj);
+	return cairn_err_set(err, CAIRN_EPROTO, "JSON does not parse (near "
+	    "byte %zu of %zu)", (size_t)(end - data), len), NULL;
 }
 
 cJSON *

@@ -368,6 +368,50 @@ test_json_parse_members_stop(void)
 	cJSON_Delete(j);
 }
 
+/*
+ * A path into a member: the member is parsed in the scan that finds its
+ * end. When its own keys are read before its end, the scan goes on past
+ * it for the keys after; what follows it is checked either way.
+ */
+static void
+test_json_parse_members_nested(void)
+{
+	static const char *const keys[] = { "metadata.name", "n", NULL };
+	static const char *const deep[] = { "a.b.c", "z", NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *early = "{\"metadata\":{\"name\":\"x\",\"m\":[{\"}\":\"{\"}]},"
+	    "\"n\":7}";
+	const char *nested = "{\"a\":{\"q\":1,\"b\":{\"c\":[1],\"d\":{}}},"
+	    "\"z\":\"y\"}";
+	static const char *const bad[] = { "{\"metadata\":{\"x\":1",
+	    "{\"metadata\":{\"x\":1}\"n\":2}", "{\"metadata\":{\"x\":1}}x" };
+	cJSON *j;
+
+	j = json_parse_members(early, strlen(early), keys, &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "metadata.name"), "x");
+	CHECK(json_get(j, "metadata.m") == NULL);
+	CHECK(json_int(j, "n", 0) == 7);
+	cJSON_Delete(j);
+	j = json_parse_members(nested, strlen(nested), deep, &err);
+	REQUIRE(j != NULL);
+	CHECK(cJSON_GetArraySize(json_get(j, "a.b.c")) == 1);
+	CHECK(json_get(j, "a.q") == NULL && json_get(j, "a.b.d") == NULL);
+	CHECK_STR(json_str(j, "z"), "y");
+	cJSON_Delete(j);
+	/*
+	 * Cut inside the member, no comma after it, junk after the object
+	 * (with a key still wanted: once all are read, nothing after them
+	 * is looked at)
+	 */
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err.code = 0;
+		CHECK(json_parse_members(bad[i], strlen(bad[i]), keys,
+		    &err) == NULL);
+		CHECK_INT(err.code, CAIRN_EPROTO);
+	}
+}
+
 /* Paths into members: only the parts named, the rest stepped over. */
 static void
 test_json_parse_member_paths(void)
@@ -866,6 +910,7 @@ main(void)
 	RUN(test_json_parse_members);
 	RUN(test_json_nul_strings);
 	RUN(test_json_parse_members_stop);
+	RUN(test_json_parse_members_nested);
 	RUN(test_json_parse_member_paths);
 	RUN(test_json_parse_member);
 	RUN(test_json_string_end);
