@@ -563,13 +563,21 @@ mi_parse(const struct members *mi, struct cairn_err *err)
 	return parse_shallow(mi->val, mi->vlen, err);
 }
 
+/* The text of len bytes at data does not parse at at: NULL. */
+static cJSON *
+parse_fail(const char *at, const char *data, size_t len,
+	struct cairn_err *err)
+{
+	cairn_err_set(err, CAIRN_EPROTO, "JSON does not parse (near byte %zu "
+	    "of %zu)", (size_t)(at - data), len);
+	return NULL;
+}
+
 static cJSON *
 mi_fail(const struct members *mi, const char *data, size_t len,
 	struct cairn_err *err)
 {
-	cairn_err_set(err, CAIRN_EPROTO, "JSON does not parse (near byte %zu "
-	    "of %zu)", (size_t)(mi->p - data), len);
-	return NULL;
+	return parse_fail(mi->p, data, len, err);
 }
 
 /*
@@ -688,8 +696,7 @@ json_parse_members(const char *data, size_t len, const char *const *keys,
 	if (obj == NULL || end == NULL || skip_ws(end, data + len) == data + len)
 		return obj;
 	cJSON_Delete(obj);
-	return cairn_err_set(err, CAIRN_EPROTO, "JSON does not parse (near "
-	    "byte %zu of %zu)", (size_t)(end - data), len), NULL;
+	return parse_fail(end, data, len, err);
 }
 
 cJSON *
