@@ -581,8 +581,8 @@ mi_fail(const struct members *mi, const char *data, size_t len,
 }
 
 /*
- * Is key the member in mi ("metadata"), or a path into it
- * ("metadata.name": *rest = "name")?
+ * Is key the member in mi ("metadata", "deletionTimestamp<labels"), or a
+ * path into it ("metadata.name": *rest = "name")?
  */
 static int
 mi_wanted(const struct members *mi, const char *key, const char **rest)
@@ -591,13 +591,35 @@ mi_wanted(const struct members *mi, const char *key, const char **rest)
 	    strncmp(key, mi->key, mi->klen) != 0 ||
 	    memchr(mi->key, '\0', mi->klen) != NULL)
 		return 0;
-	if (key[mi->klen] == '\0')
+	if (key[mi->klen] == '\0' || key[mi->klen] == '<')
 		*rest = NULL;
 	else if (key[mi->klen] == '.')
 		*rest = key + mi->klen + 1;
 	else
 		return 0;
 	return 1;
+}
+
+/* A bit for names starting with c: lower-case letters, the rest share one. */
+static uint32_t
+first_bit(char c)
+{
+	return c >= 'a' && c <= 'z' ? (uint32_t)1 << (c - 'a') :
+	    (uint32_t)1 << 31;
+}
+
+/* Is the member in mi one of the comma-separated names in list? */
+static int
+mi_in(const struct members *mi, const char *list)
+{
+	for (const char *p = list; *p != '\0'; ) {
+		size_t n = strcspn(p, ",");
+
+		if (n == mi->klen && memcmp(p, mi->key, n) == 0)
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
 }
 
 /*
@@ -611,20 +633,45 @@ members_parse(const char *data, size_t len, const char *const *keys,
 {
 	struct members mi;
 	const char *sub[JSON_MEMBERS_MAX + 1], *rest, *key, *vend;
+	const char *fence[64];		/* key k is missing past these */
 	char name[128];
-	size_t nsub, nkeys = 0, nmust = 0, nread = 0;
+	size_t nsub, nkeys = 0, nmust = 0, nread = 0, nfence = 0;
 	uint64_t got = 0;		/* required keys whose member was read */
+	uint32_t firsts = 0;		/* first_bit() of the fences' names */
 	cJSON *obj, *item;
 	int rc, whole;
 
 	*endp = NULL;
-	while (keys[nkeys] != NULL)
-		if (keys[nkeys++][0] != '?')
+	for (; keys[nkeys] != NULL; nkeys++) {
+		const char *f = strpbrk(keys[nkeys], ".<");
+
+		if (keys[nkeys][0] != '?')
 			nmust++;
+		if (nkeys < 64) {
+			fence[nkeys] = f != NULL && *f == '<' &&
+			    keys[nkeys][0] != '?' ? f + 1 : NULL;
+			nfence += fence[nkeys] != NULL;
+			for (f = fence[nkeys]; f != NULL; f = strchr(f, ',')) {
+				if (*f == ',')
+					f++;
+				firsts |= first_bit(*f);
+			}
+		}
+	}
 	if (mi_first(&mi, data, len) < 0)
 		return mi_fail(&mi, data, len, err);
 	obj = cJSON_CreateObject();
 	while ((rc = mi_key(&mi)) > 0) {
+		/* a member that follows a missing key's place: it is not here */
+		for (size_t k = 0; nfence > 0 && mi.klen > 0 &&
+		    (firsts & first_bit(mi.key[0])) && k < nkeys && k < 64; k++) {
+			if (fence[k] == NULL || (got & ((uint64_t)1 << k)) ||
+			    !mi_in(&mi, fence[k]))
+				continue;
+			got |= (uint64_t)1 << k;
+			nread++;
+			nfence--;
+		}
 		whole = 0;
 		nsub = 0;
 		for (size_t k = 0; k < nkeys && !whole; k++) {
@@ -635,12 +682,16 @@ members_parse(const char *data, size_t len, const char *const *keys,
 			    !(got & ((uint64_t)1 << k))) {
 				got |= (uint64_t)1 << k;
 				nread++;
+				nfence -= fence[k] != NULL;
 			}
 			if (rest == NULL)
 				whole = 1;
 			else if (nsub < JSON_MEMBERS_MAX)
 				sub[nsub++] = rest;
 		}
+		if (!whole && nsub == 0 && nmust > 0 && nmust <= 64 &&
+		    nread == nmust)
+			return obj;	/* the fences did it: nothing more */
 		if ((!whole && nsub == 0) || mi.klen >= sizeof name) {
 			if ((rc = mi_skip(&mi)) < 0)
 				break;

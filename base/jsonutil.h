@@ -68,9 +68,13 @@ cJSON *json_parse(const char *data, size_t len, struct cairn_err *err);
  * whose brackets and strings are known to close, such as a list item
  * split by kube/stream.c. A key starting with '?' ("?kind") names a
  * member that may be missing and, when there, comes before the others:
- * the scan does not wait for it. For a caller that needs a few fields of
- * large objects (a backup reads names and labels and stores the text as
- * it is, whatever managedFields, annotations, spec and data hold). Owned
+ * the scan does not wait for it. A key with '<' and a comma-separated
+ * list after its name ("metadata.deletionTimestamp<labels,managedFields")
+ * names a member that may be missing and, when there, comes before each
+ * member listed: once one of those is met, it is known to be missing.
+ * For a caller that needs a few fields of large objects (a backup reads
+ * names and labels and stores the text as it is, whatever managedFields,
+ * annotations, spec and data hold). Owned
  * result, NULL on error (not an object, a member that does not parse or
  * nests too deep).
  */

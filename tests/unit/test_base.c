@@ -412,6 +412,57 @@ test_json_parse_members_nested(void)
 	}
 }
 
+/*
+ * A key with '<' and the members that come after it: met first, they say
+ * it is missing, and the scan stops there once nothing else is wanted;
+ * the key's own member is read when it comes first.
+ */
+static void
+test_json_parse_members_fence(void)
+{
+	static const char *const keys[] = { "metadata.name",
+	    "metadata.gone<labels,managedFields", NULL };
+	static const char *const also[] = { "metadata.name",
+	    "metadata.gone<labels,managedFields", "metadata.labels", NULL };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	const char *live = "{\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":\"1\"},"
+	    "\"managedFields\":[{\"m\":\"";	/* cut: never reached */
+	const char *going = "{\"metadata\":{\"name\":\"b\",\"gone\":\"t\","
+	    "\"labels\":{}}}";
+	const char *bare = "{\"metadata\":{\"name\":\"c\"},\"data\":{\"k\":1}}";
+	cJSON *j;
+
+	j = json_parse_members(live, strlen(live), keys, &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "metadata.name"), "a");
+	CHECK(json_get(j, "metadata.gone") == NULL);
+	CHECK(json_get(j, "metadata.labels") == NULL);
+	cJSON_Delete(j);
+	/* the fence member itself wanted: read, then the scan stops */
+	j = json_parse_members(live, strlen(live), also, &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "metadata.labels.x"), "1");
+	cJSON_Delete(j);
+	j = json_parse_members(going, strlen(going), keys, &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "metadata.gone"), "t");
+	cJSON_Delete(j);
+	/* no fence member: the end of the object says it */
+	j = json_parse_members(bare, strlen(bare), keys, &err);
+	REQUIRE(j != NULL);
+	CHECK_STR(json_str(j, "metadata.name"), "c");
+	CHECK(json_get(j, "metadata.gone") == NULL);
+	cJSON_Delete(j);
+	/* without the fence the cut text is scanned, and found cut */
+	{
+		static const char *const plain[] = { "metadata.name",
+		    "metadata.gone", NULL };
+
+		CHECK(json_parse_members(live, strlen(live), plain, &err) ==
+		    NULL);
+	}
+}
+
 /* Paths into members: only the parts named, the rest stepped over. */
 static void
 test_json_parse_member_paths(void)
@@ -911,6 +962,7 @@ main(void)
 	RUN(test_json_nul_strings);
 	RUN(test_json_parse_members_stop);
 	RUN(test_json_parse_members_nested);
+	RUN(test_json_parse_members_fence);
 	RUN(test_json_parse_member_paths);
 	RUN(test_json_parse_member);
 	RUN(test_json_string_end);
