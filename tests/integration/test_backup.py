@@ -297,16 +297,36 @@ def backup_skips_items_being_deleted(t):
     t.check("deletionTimestamp" in going and list(going).index("deletionTimestamp") <
             list(going).index("labels") < list(going).index("managedFields"),
             "kubesim writes metadata in the Go struct's order: %s" % list(going))
+    # a custom resource's keys come sorted (finalizers before labels)
+    sim.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                           "listKind": "WidgetList"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    wpath = "/apis/example.com/v1/namespaces/del/widgets"
+    wait_for(lambda: sim.get(wpath)[0] == 200, 10, "CRD served")
+    for name in ("w-live", "w-going"):
+        md = {"name": name, "labels": {"app": "web"}}
+        if name == "w-going":
+            md["finalizers"] = ["example.com/hold"]
+        sim.ok("POST", wpath, {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": md})
+    sim.ok("DELETE", wpath + "/w-going")
+    wmd = list(sim.ok("GET", wpath + "/w-going")["metadata"])
+    t.check("deletionTimestamp" in wmd and wmd == sorted(wmd), "a widget's metadata keys: %s" % wmd)
     srv = server(t, sim)
     create_backup(sim, "all", {"includedNamespaces": ["del"], "includeClusterResources": False})
     create_backup(sim, "web", {"includedNamespaces": ["del"], "includeClusterResources": False,
                                "labelSelector": {"matchLabels": {"app": "web"}}})
-    for name, want in (("all", {"live", "bare-live"}), ("web", {"live"})):
+    for name, want in (("all", {"live", "bare-live", "w-live"}), ("web", {"live", "w-live"})):
         b = wait_final(sim, name, srv=srv)
         t.eq(b["status"]["phase"], "Completed", "%s phase" % name)
         got = {n.rsplit("/", 1)[1][:-5] for n in tar_names(find_file(root, name + ".tar.gz"))
-               if n.startswith("resources/configmaps/namespaces/del/")}
-        t.eq(got, want, "%s: the ConfigMaps backed up" % name)
+               if re.match(r"resources/(configmaps|widgets\.example\.com)/namespaces/del/", n)}
+        t.eq(got, want, "%s: the items backed up" % name)
 
 
 @case
