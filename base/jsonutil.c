@@ -623,6 +623,26 @@ mi_in(const struct members *mi, const char *list)
 }
 
 /*
+ * The member in mi follows the place of the keys whose fence lists it:
+ * they are missing, so read (bits in *got). How many were new.
+ */
+static size_t
+mi_fences(const struct members *mi, const char *const *fence, size_t n,
+	uint64_t *got)
+{
+	size_t met = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		if (fence[k] == NULL || (*got & ((uint64_t)1 << k)) ||
+		    !mi_in(mi, fence[k]))
+			continue;
+		*got |= (uint64_t)1 << k;
+		met++;
+	}
+	return met;
+}
+
+/*
  * json_parse_members() of the object at data (len: as far as the text
  * goes, the object may end before). *endp: past its closing brace, or
  * NULL when it stopped once every required key was read.
@@ -662,15 +682,13 @@ members_parse(const char *data, size_t len, const char *const *keys,
 		return mi_fail(&mi, data, len, err);
 	obj = cJSON_CreateObject();
 	while ((rc = mi_key(&mi)) > 0) {
-		/* a member that follows a missing key's place: it is not here */
-		for (size_t k = 0; nfence > 0 && mi.klen > 0 &&
-		    (firsts & first_bit(mi.key[0])) && k < nkeys && k < 64; k++) {
-			if (fence[k] == NULL || (got & ((uint64_t)1 << k)) ||
-			    !mi_in(&mi, fence[k]))
-				continue;
-			got |= (uint64_t)1 << k;
-			nread++;
-			nfence--;
+		if (nfence > 0 && mi.klen > 0 &&
+		    (firsts & first_bit(mi.key[0]))) {
+			size_t met = mi_fences(&mi, fence, nkeys < 64 ? nkeys :
+			    64, &got);
+
+			nread += met;
+			nfence -= met;
 		}
 		whole = 0;
 		nsub = 0;
