@@ -64,6 +64,23 @@ def slow_bulk(t, n, delay, payload, path=CM_LIST):
     return root, sim
 
 
+def add_crd(sim, kind, plural, ns):
+    """A namespaced custom resource of group example.com, served; the
+    path of its collection in namespace ns."""
+    sim.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "%s.example.com" % plural},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": plural, "singular": plural[:-1], "kind": kind,
+                           "listKind": kind + "List"},
+                 "versions": [{"name": "v1", "served": True, "storage": True,
+                               "schema": {"openAPIV3Schema": {
+                                   "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    path = "/apis/example.com/v1/namespaces/%s/%s" % (ns, plural)
+    wait_for(lambda: sim.get(path)[0] == 200, 10, "CRD %s served" % plural)
+    return path
+
+
 def seed(sim, namespaces=("alpha", "beta", "gamma")):
     for ns in namespaces:
         sim.ok("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
@@ -91,18 +108,7 @@ def seed(sim, namespaces=("alpha", "beta", "gamma")):
     for kind, plural, ns in (("Widget", "widgets", "alpha"), ("Gadget", "gadgets", "gamma")):
         if ns not in namespaces:
             continue
-        sim.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "%s.example.com" % plural},
-            "spec": {"group": "example.com", "scope": "Namespaced",
-                     "names": {"plural": plural, "singular": plural[:-1], "kind": kind,
-                               "listKind": kind + "List"},
-                     "versions": [{"name": "v1", "served": True, "storage": True,
-                                   "schema": {"openAPIV3Schema": {
-                                       "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-        wait_for(lambda: sim.get("/apis/example.com/v1/namespaces/%s/%s" % (ns, plural))[0] == 200,
-                 10, "CRD %s served" % plural)
-        sim.ok("POST", "/apis/example.com/v1/namespaces/%s/%s" % (ns, plural), {
+        sim.ok("POST", add_crd(sim, kind, plural, ns), {
             "apiVersion": "example.com/v1", "kind": kind, "metadata": {"name": "one"}, "spec": {"x": 1}})
     sim.ok("POST", "/apis/storage.k8s.io/v1/storageclasses", {
         "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
@@ -298,17 +304,7 @@ def backup_skips_items_being_deleted(t):
             list(going).index("labels") < list(going).index("managedFields"),
             "kubesim writes metadata in the Go struct's order: %s" % list(going))
     # a custom resource's keys come sorted (finalizers before labels)
-    sim.ok("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", {
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
-                           "listKind": "WidgetList"},
-                 "versions": [{"name": "v1", "served": True, "storage": True,
-                               "schema": {"openAPIV3Schema": {
-                                   "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}})
-    wpath = "/apis/example.com/v1/namespaces/del/widgets"
-    wait_for(lambda: sim.get(wpath)[0] == 200, 10, "CRD served")
+    wpath = add_crd(sim, "Widget", "widgets", "del")
     for name in ("w-live", "w-going"):
         md = {"name": name, "labels": {"app": "web"}}
         if name == "w-going":
