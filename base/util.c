@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -631,6 +632,26 @@ int
 util_write_all(int fd, const void *p, size_t n)
 {
 	return write_out(fd, p, n, -1);
+}
+
+int
+util_tmpfd(const char *dir, const char *what)
+{
+	char *tmpl;
+	int fd, e;
+
+	if (dir == NULL || dir[0] == '\0')
+		dir = getenv("TMPDIR");
+	if (dir == NULL || dir[0] == '\0')
+		dir = "/tmp";
+	tmpl = xasprintf("%s/cairn-%s.XXXXXX", dir, what);
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	e = errno;
+	if (fd >= 0)
+		unlink(tmpl);
+	free(tmpl);
+	errno = e;
+	return fd;
 }
 
 int

@@ -105,6 +105,13 @@ int util_write_all(int fd, const void *p, size_t n);
 int util_pwrite_all(int fd, const void *p, size_t n, int64_t off);
 
 /*
+ * A new unlinked temporary file "<dir>/cairn-<what>.XXXXXX" (dir NULL or
+ * "": $TMPDIR, else /tmp), open for reading and writing, close-on-exec:
+ * its fd, or -1 with errno set. Spools that are gone with the process.
+ */
+int util_tmpfd(const char *dir, const char *what);
+
+/*
  * Name the calling thread "cairn-<role>" (cut to the kernel's 15 bytes),
  * so `top -H`, `ps -L`, perf and gdb tell the walk from a list fetcher or
  * a compression thread. Called first thing in each thread's main.

@@ -872,31 +872,37 @@ rl_end(struct rl_emit *e)
 
 /*
  * The resource list file, gzipped as the items go into the tarball: the
- * JSON text rl_pair() writes is deflated 64 KiB at a time into memory (a
- * few bytes an item), so the end of the backup only finishes it.
+ * JSON text rl_pair() writes is deflated 64 KiB at a time into an
+ * unlinked temporary file (a few bytes an item: megabytes for a big
+ * cluster, which memory would hold to the end), so the end of the backup
+ * only finishes it and stores the file.
  */
 struct rlgz {
 	struct rl_emit e;
 	struct buf text;		/* JSON not deflated yet */
-	struct buf gz;			/* the gzip file so far */
+	int fd;				/* the gzip file so far */
+	int64_t len;
 	struct buf item;		/* "ns/name" */
 	z_stream z;
 	int rc;
 };
 
+/* NULL when no temporary file: the end reads the tarball back instead. */
 static struct rlgz *
 rlgz_new(void)
 {
 	struct rlgz *r = xcalloc(1, sizeof *r);
 
+	r->fd = util_tmpfd(NULL, "rlist");
 	/* level 1, as the tarball: this is megabytes of names for big ones */
-	if (deflateInit2(&r->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-	    Z_DEFAULT_STRATEGY) != Z_OK) {
+	if (r->fd < 0 || deflateInit2(&r->z, Z_BEST_SPEED, Z_DEFLATED,
+	    15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		if (r->fd >= 0)
+			close(r->fd);
 		free(r);
 		return NULL;
 	}
 	buf_init(&r->text, 1u << 20);
-	buf_init(&r->gz, 256u << 20);
 	buf_init(&r->item, 64u << 10);
 	r->e.out = &r->text;
 	r->e.first_key = r->e.first_item = 1;
@@ -912,16 +918,17 @@ rlgz_free(struct rlgz *r)
 	deflateEnd(&r->z);
 	free(r->e.cur);
 	buf_free(&r->text);
-	buf_free(&r->gz);
+	close(r->fd);
 	buf_free(&r->item);
 	free(r);
 }
 
-/* Deflate the text so far (flush: Z_NO_FLUSH or Z_FINISH) onto gz. */
+/* Deflate the text so far (flush: Z_NO_FLUSH or Z_FINISH) onto the file. */
 static int
 rlgz_deflate(struct rlgz *r, int flush)
 {
 	unsigned char out[64u << 10];
+	size_t n;
 	int zrc;
 
 	r->z.next_in = (Bytef *)r->text.data;
@@ -930,9 +937,12 @@ rlgz_deflate(struct rlgz *r, int flush)
 		r->z.next_out = out;
 		r->z.avail_out = sizeof out;
 		zrc = deflate(&r->z, flush);
-		if (zrc == Z_STREAM_ERROR || buf_append(&r->gz, out,
-		    sizeof out - r->z.avail_out) < 0)
-			return r->rc = CAIRN_ETOOBIG;
+		n = sizeof out - r->z.avail_out;
+		if (zrc == Z_STREAM_ERROR)
+			return r->rc = CAIRN_EFAIL;
+		if (util_pwrite_all(r->fd, out, n, r->len) < 0)
+			return r->rc = CAIRN_EIO;
+		r->len += (int64_t)n;
 	} while (r->z.avail_out == 0 ||
 	    (flush == Z_FINISH && zrc != Z_STREAM_END));
 	buf_reset(&r->text);
@@ -2303,9 +2313,10 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
  * at zlib level 1 as the tarball (a resource list read back after a
  * resume is megabytes of names).
  */
+/* Store file f of the backup from src (gzipped: from memory), fenced. */
 static int
-put_file(struct bk *b, enum layout_backup_file f, const void *data,
-	size_t len, int gzip, struct cairn_err *err)
+put_any(struct bk *b, enum layout_backup_file f, struct store_src *src,
+	const void *gzdata, size_t gzlen, struct cairn_err *err)
 {
 	char *key;
 	int rc;
@@ -2314,10 +2325,29 @@ put_file(struct bk *b, enum layout_backup_file f, const void *data,
 	if (rc < 0)
 		return cairn_err_prefix(err, "not writing");
 	key = bsl_backup_key(b->loc, b->name, f);
-	rc = gzip ? store_put_gzip(b->store, key, data, len, Z_BEST_SPEED,
-	    err) : store_put_mem(b->store, key, data, len, err);
+	rc = src != NULL ? store_put(b->store, key, src, NULL, NULL, err) :
+	    store_put_gzip(b->store, key, gzdata, gzlen, Z_BEST_SPEED, err);
 	free(key);
 	return rc;
+}
+
+static int
+put_src(struct bk *b, enum layout_backup_file f, struct store_src *src,
+	struct cairn_err *err)
+{
+	return put_any(b, f, src, NULL, 0, err);
+}
+
+static int
+put_file(struct bk *b, enum layout_backup_file f, const void *data,
+	size_t len, int gzip, struct cairn_err *err)
+{
+	struct store_src src;
+
+	if (gzip)
+		return put_any(b, f, NULL, data, len, err);
+	store_src_mem(&src, data, len);
+	return put_src(b, f, &src, err);
 }
 
 static int
@@ -2594,8 +2624,11 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 	/* This run's list when it wrote every item, else read back. */
 	if (b->rl != NULL && b->rl->rc == 0 && rl_end(&b->rl->e) == 0 &&
 	    rlgz_deflate(b->rl, Z_FINISH) == 0) {
-		rc = put_file(b, LAYOUT_BACKUP_RESOURCE_LIST, b->rl->gz.data,
-		    b->rl->gz.len, 0, err);
+		struct store_src src;
+
+		rc = store_src_fd(&src, b->rl->fd, 0, b->rl->len, err);
+		if (rc == 0)
+			rc = put_src(b, LAYOUT_BACKUP_RESOURCE_LIST, &src, err);
 	} else {
 		rc = bk_resource_list(b, &rl, err);
 		if (rc == 0)

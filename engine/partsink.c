@@ -6,7 +6,6 @@
 #include "engine/partsink.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,24 +33,16 @@ struct partsink {
 static FILE *
 spool_open(const char *dir, struct cairn_err *err)
 {
-	char *tmpl;
 	FILE *f;
 	int fd;
 
-	if (dir == NULL || dir[0] == '\0')
-		dir = getenv("TMPDIR");
-	if (dir == NULL || dir[0] == '\0')
-		dir = "/tmp";
-	tmpl = xasprintf("%s/cairn-part.XXXXXX", dir);
-	fd = mkostemp(tmpl, O_CLOEXEC);
+	fd = util_tmpfd(dir, "part");
 	if (fd < 0) {
 		cairn_err_errno(err, CAIRN_EIO, errno, "creating a part spool "
-		    "file in %s", dir);
-		free(tmpl);
+		    "file in %s", dir != NULL && dir[0] != '\0' ? dir :
+		    "$TMPDIR or /tmp");
 		return NULL;
 	}
-	unlink(tmpl);
-	free(tmpl);
 	f = fdopen(fd, "w+");
 	if (f == NULL) {
 		cairn_err_errno(err, CAIRN_EIO, errno, "part spool file");

@@ -313,22 +313,9 @@ static int
 spool_place(struct kube_lists *m, struct lchunk *c)
 {
 	struct lspool *sp = &m->spool;
-	const char *dir = m->o.spool_dir;
-	char *tmpl;
 
-	if (sp->fd < 0) {
-		if (dir == NULL || dir[0] == '\0')
-			dir = getenv("TMPDIR");
-		if (dir == NULL || dir[0] == '\0')
-			dir = "/tmp";
-		tmpl = xasprintf("%s/cairn-list.XXXXXX", dir);
-		sp->fd = mkostemp(tmpl, O_CLOEXEC);
-		if (sp->fd >= 0)
-			unlink(tmpl);
-		free(tmpl);
-		if (sp->fd < 0)
-			return CAIRN_EIO;
-	}
+	if (sp->fd < 0 && (sp->fd = util_tmpfd(m->o.spool_dir, "list")) < 0)
+		return CAIRN_EIO;
 	if (c->len <= LISTS_SLOT && sp->nfree > 0) {
 		c->off = sp->free[--sp->nfree];
 	} else {
