@@ -46,12 +46,12 @@
  * gzip members and the part spool on disk. What grows: the checkpoint's
  * part list (<= 10000 entries), the names of PVs bound to included PVCs
  * and the custom resource kinds seen (only when includeClusterResources
- * is unset and some namespaces are filtered out), the error messages of
- * the results file (capped), and the resource list file, gzipped in
- * memory as items go into the tarball (struct rlgz: a few bytes an
- * item). A run that resumed (so did not write the items of the kept
- * parts) reads the stored tarball back for it instead, which is right
- * whoever wrote the parts.
+ * is unset and some namespaces are filtered out) and the error messages
+ * of the results file (capped). The resource list file is gzipped into
+ * an unlinked temporary file as items go into the tarball (struct rlgz:
+ * a few bytes an item on disk, none in memory). A run that resumed (so
+ * did not write the items of the kept parts) reads the stored tarball
+ * back for it instead, which is right whoever wrote the parts.
  *
  * Threads: a run is one worker thread, plus the tarparts compression
  * threads, which only append to the part spool (one thread at a time);
