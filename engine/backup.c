@@ -2309,11 +2309,10 @@ bk_prepare_upload(struct bk *b, struct cairn_err *err)
 /* ------------------------------------------------------------------ */
 
 /*
- * Store one of the backup's files, fenced as every storage write; gzip:
- * at zlib level 1 as the tarball (a resource list read back after a
- * resume is megabytes of names).
+ * Store file f of the backup, fenced as every storage write: from src,
+ * or gzdata gzipped at zlib level 1 as the tarball (a resource list read
+ * back after a resume is megabytes of names).
  */
-/* Store file f of the backup from src (gzipped: from memory), fenced. */
 static int
 put_any(struct bk *b, enum layout_backup_file f, struct store_src *src,
 	const void *gzdata, size_t gzlen, struct cairn_err *err)
