@@ -435,21 +435,13 @@ static int
 spool_object(struct chunks_writer *w, const char *key, int *fd,
     struct cairn_err *err)
 {
-	const char *dir = w->spool_dir != NULL && w->spool_dir[0] ? w->spool_dir :
-	    getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] ? getenv("TMPDIR") :
-	    "/tmp";
-	char *path = xasprintf("%s/cairn-index.XXXXXX", dir);
 	int rc;
 
-	*fd = mkstemp(path);
-	if (*fd < 0) {
-		rc = cairn_err_errno(err, CAIRN_EIO, errno, "spool file in %s",
-		    dir);
-		free(path);
-		return rc;
-	}
-	unlink(path);
-	free(path);
+	*fd = util_tmpfd(w->spool_dir, "index");
+	if (*fd < 0)
+		return cairn_err_errno(err, CAIRN_EIO, errno, "spool file in "
+		    "%s", w->spool_dir != NULL && w->spool_dir[0] ?
+		    w->spool_dir : "$TMPDIR or /tmp");
 	rc = store_get(w->c.s, key, 0, -1, spool_write, fd, NULL, err);
 	if (rc == CAIRN_ECANCELED)
 		rc = cairn_err_set(err, CAIRN_EIO, "spooling %s: %s", key,
