@@ -655,7 +655,7 @@ members_parse(const char *data, size_t len, const char *const *keys,
 	const char *sub[JSON_MEMBERS_MAX + 1], *rest, *key, *vend;
 	const char *fence[64];		/* key k is missing past these */
 	char name[128];
-	size_t nsub, nkeys = 0, nmust = 0, nread = 0, nfence = 0;
+	size_t nsub, nkeys = 0, nmust = 0, nread = 0, nfence = 0, enough;
 	uint64_t got = 0;		/* required keys whose member was read */
 	uint32_t firsts = 0;		/* first_bit() of the fences' names */
 	cJSON *obj, *item;
@@ -678,6 +678,8 @@ members_parse(const char *data, size_t len, const char *const *keys,
 			}
 		}
 	}
+	/* every required key read, the rest is not looked at (if counted) */
+	enough = nmust > 0 && nmust <= 64 ? nmust : SIZE_MAX;
 	if (mi_first(&mi, data, len) < 0)
 		return mi_fail(&mi, data, len, err);
 	obj = cJSON_CreateObject();
@@ -707,8 +709,7 @@ members_parse(const char *data, size_t len, const char *const *keys,
 			else if (nsub < JSON_MEMBERS_MAX)
 				sub[nsub++] = rest;
 		}
-		if (!whole && nsub == 0 && nmust > 0 && nmust <= 64 &&
-		    nread == nmust)
+		if (!whole && nsub == 0 && nread == enough)
 			return obj;	/* the fences did it: nothing more */
 		if ((!whole && nsub == 0) || mi.klen >= sizeof name) {
 			if ((rc = mi_skip(&mi)) < 0)
@@ -737,8 +738,7 @@ members_parse(const char *data, size_t len, const char *const *keys,
 			return NULL;
 		}
 		cJSON_AddItemToObject(obj, name, item);
-		/* every required key read: the rest is not looked at */
-		if (nmust > 0 && nmust <= 64 && nread == nmust)
+		if (nread == enough)
 			return obj;
 		if (vend != NULL)
 			rc = mi_past(&mi, vend);

@@ -74,9 +74,8 @@ cJSON *json_parse(const char *data, size_t len, struct cairn_err *err);
  * member listed: once one of those is met, it is known to be missing.
  * For a caller that needs a few fields of large objects (a backup reads
  * names and labels and stores the text as it is, whatever managedFields,
- * annotations, spec and data hold). Owned
- * result, NULL on error (not an object, a member that does not parse or
- * nests too deep).
+ * annotations, spec and data hold). Owned result, NULL on error (not an
+ * object, a member that does not parse or nests too deep).
  */
 #define JSON_MEMBERS_MAX 16
 cJSON *json_parse_members(const char *data, size_t len,

@@ -2331,13 +2331,6 @@ put_any(struct bk *b, enum layout_backup_file f, struct store_src *src,
 }
 
 static int
-put_src(struct bk *b, enum layout_backup_file f, struct store_src *src,
-	struct cairn_err *err)
-{
-	return put_any(b, f, src, NULL, 0, err);
-}
-
-static int
 put_file(struct bk *b, enum layout_backup_file f, const void *data,
 	size_t len, int gzip, struct cairn_err *err)
 {
@@ -2346,7 +2339,7 @@ put_file(struct bk *b, enum layout_backup_file f, const void *data,
 	if (gzip)
 		return put_any(b, f, NULL, data, len, err);
 	store_src_mem(&src, data, len);
-	return put_src(b, f, &src, err);
+	return put_any(b, f, &src, NULL, 0, err);
 }
 
 static int
@@ -2627,7 +2620,8 @@ bk_upload_metadata(struct bk *b, const char *phase, struct cairn_err *err)
 
 		rc = store_src_fd(&src, b->rl->fd, 0, b->rl->len, err);
 		if (rc == 0)
-			rc = put_src(b, LAYOUT_BACKUP_RESOURCE_LIST, &src, err);
+			rc = put_any(b, LAYOUT_BACKUP_RESOURCE_LIST, &src,
+			    NULL, 0, err);
 	} else {
 		rc = bk_resource_list(b, &rl, err);
 		if (rc == 0)

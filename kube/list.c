@@ -58,6 +58,13 @@
 #include "base/timeutil.h"
 #include "base/util.h"
 
+#include <stdatomic.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 /*
  * metadata.deletionTimestamp is missing from nearly every item, so the
  * member scan would go to the end of the metadata (past managedFields,
@@ -72,13 +79,6 @@
  */
 #define DELETION_KEY "metadata.deletionTimestamp<labels,ownerReferences," \
 	"finalizers,managedFields"
-
-#include <stdatomic.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #define LIST_DEFAULT_LIMIT 500
 #define LIST_MAX_RESTARTS 3
