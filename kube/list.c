@@ -71,11 +71,13 @@
  * often most of it) to learn so. The API server writes a built-in
  * object's metadata in ObjectMeta's Go field order (name, ...,
  * deletionTimestamp, deletionGracePeriodSeconds, labels, annotations,
- * ownerReferences, finalizers, managedFields) and a custom resource's
- * with its keys sorted; these four members come after deletionTimestamp
- * in both orders, so meeting one first means it is not there. Were a
- * server to use another order, an item being deleted would be backed up
- * (Velero leaves them out): the whole cost of a wrong guess.
+ * ownerReferences, finalizers, managedFields: apimachinery's
+ * pkg/apis/meta/v1/types.go) and a custom resource's with its keys
+ * sorted (unstructured/helpers.go encodes the object's map with
+ * encoding/json, which sorts keys). The four members named come after
+ * deletionTimestamp in both orders, so meeting one first means it is not
+ * there. Were a server to use another order, an item being deleted would
+ * be backed up (Velero leaves them out): the whole cost of a wrong guess.
  */
 #define DELETION_KEY "metadata.deletionTimestamp<labels,ownerReferences," \
 	"finalizers,managedFields"
