@@ -132,6 +132,7 @@ class Controllers:
         self.ns_cleaning = set()  # namespaces whose content deletion has run
         self.pod_due = {}       # (ns, name) -> when the "kubelet" deletes the pod
         self.pv_rv = 0          # last resourceVersion the binder looked at
+        self.parsed = {}        # rkey -> {key: (stored bytes, parsed object)} (_objs)
         self.snap = None        # ks_snapshot.Snapshots (ks_snapshot.install)
         self.stop = False
         self.thread = None
@@ -362,8 +363,25 @@ class Controllers:
 
     # ---------------------------------------------------------------- PV binder
     def _objs(self, rkey):
-        st = self.sim.stores[rkey]
-        return {k: loads(d) for k, (d, _) in st.objs.items()}
+        """The objects of one resource, parsed, for reading only: callers copy
+        before they change one. A parse is kept while the store holds the same
+        bytes (every write stores new ones), so a tick costs a pass over the
+        keys, not a parse of every object: the informer cache of the real
+        controllers, whose full resyncs walk that cache too."""
+        st = self.sim.stores.get(rkey)
+        if st is None:
+            return {}
+        cache = self.parsed.setdefault(rkey, {})
+        out = {}
+        for k, (d, _) in st.objs.items():
+            c = cache.get(k)
+            if c is None or c[0] is not d:
+                c = cache[k] = (d, loads(d))
+            out[k] = c[1]
+        if len(cache) > len(out):
+            for k in [k for k in cache if k not in out]:
+                del cache[k]
+        return out
 
     def _write(self, rkey, key, obj, status_only=False):
         sim = self.sim
@@ -384,10 +402,11 @@ class Controllers:
         return new
 
     def _set_claim(self, key, claim, phase, pv=None):
-        claim = copy.deepcopy(claim)
-        st = claim.setdefault("status", {})
+        st = claim.get("status") or {}
         if st.get("phase") == phase and (pv is None or st.get("capacity") == (pv.get("spec") or {}).get("capacity")):
             return claim
+        claim = copy.deepcopy(claim)
+        st = claim.setdefault("status", {})
         st["phase"] = phase
         if pv is not None and phase == "Bound":
             st["accessModes"] = (pv.get("spec") or {}).get("accessModes") or []

@@ -59,7 +59,7 @@ import shutil
 import time
 import uuid
 
-from ks_core import loads, ApiError
+from ks_core import ApiError
 from ks_types import now_rfc3339
 
 GROUP = "snapshot.storage.k8s.io"
@@ -176,8 +176,7 @@ class Snapshots:
         return all(k in self.sim.by_rkey for k in (VS, VSC, VSCLASS))
 
     def _objs(self, rkey):
-        st = self.sim.stores.get(rkey)
-        return {k: loads(d) for k, (d, _) in st.objs.items()} if st else {}
+        return self.ctl._objs(rkey)
 
     def _create(self, rkey, ns, body):
         try:
@@ -186,9 +185,9 @@ class Snapshots:
             print("ks_snapshot: creating %s %s: %s" % (rkey[1], body["metadata"].get("name"), e), flush=True)
 
     def _status(self, rkey, key, obj, status):
-        obj = copy.deepcopy(obj)
         if obj.get("status") == status:
             return obj
+        obj = copy.deepcopy(obj)
         obj["status"] = status
         return self.ctl._write(rkey, key, obj, status_only=True)
 
