@@ -33,6 +33,9 @@
  *    27), through gzmember.c, which keeps ISA-L 2.30's output the same
  *    bytes for the same batch in every thread (part cuts follow
  *    compressed sizes, so the tarball's bytes depend on it).
+ *  - The threads also make the tar of item entries from records of
+ *    their path and data (TP_REC_ENTRY): libarchive's two headers an
+ *    item had become the listing thread's largest cost.
  *
  * The compression threads. Each batch becomes a gzip member of its own,
  * so batches are independent and several threads compress several
@@ -99,6 +102,24 @@
 #define TP_CSUM_RING 256	/* > TP_NBATCH_MAX + TP_CUT_LAG */
 #define TP_USTAR_PATH_MAX 100	/* ustar name field, no prefix split */
 /*
+ * With threads, a batch holds records rather than tar bytes: an item's
+ * entry (a ustar path and data up to TP_DEFER_MAX) as its path and data,
+ * which the compression thread that deflates the batch turns into tar
+ * with a libarchive writer of its own (two headers an item were the
+ * listing thread's largest cost), and runs of tar bytes made on the
+ * caller's thread (other paths, bigger items, files, the end blocks).
+ * A batch is handed on once its records stand for batch_size tar bytes,
+ * an entry for the 512 + data rounded up to 512 that ustar writes: a
+ * rule on the contents alone, as the part cuts need.
+ */
+#define TP_REC_ENTRY 'E'	/* u32 path bytes with NUL, u32 data bytes,
+				   path, data */
+#define TP_REC_RAW 'R'		/* u32 bytes, tar bytes */
+#define TP_REC_HDR 9		/* an entry record's tag and lengths */
+#define TP_RAW_HDR 5
+#define TP_DEFER_MAX (16u << 10)
+#define TP_FILL_SLACK (TP_REC_HDR + TP_USTAR_PATH_MAX + 1 + TP_DEFER_MAX)
+/*
  * zlib level 1: deflate is most of a backup's CPU (Kubernetes JSON
  * compresses about as well at 1 as at 6, for a third of the time).
  */
@@ -130,10 +151,17 @@ struct tarparts {
 	int rc;				/* sticky error */
 	struct cairn_err err;		/* detail of rc, also for archive_cb */
 
-	/* tar bytes waiting for deflate */
+	/*
+	 * The batch being filled: tar bytes waiting for deflate, or with
+	 * threads records (tp_rec_entry, tp_rec_raw) of fill_tar tar bytes
+	 */
 	size_t batch_size;
 	unsigned char *fill;		/* batch the caller fills */
 	size_t fill_len;
+	size_t fill_cap;		/* of fill (records: above batch_size) */
+	size_t fill_tar;		/* tar bytes the records stand for */
+	size_t raw_at;			/* length field of the open raw record
+					   (0: none open) */
 
 	/* the compression threads (tarparts_start_thread) */
 	int threaded;			/* started (and not yet joined) */
@@ -166,7 +194,7 @@ struct tarparts {
 
 /* A batch of tar bytes and, once deflated, its gzip member. */
 struct tp_slot {
-	unsigned char *in;		/* batch_size bytes */
+	unsigned char *in;		/* fill_cap bytes: the records */
 	size_t len;
 	unsigned char *out;		/* deflateBound(batch_size) bytes */
 	size_t outcap, outlen;
@@ -273,18 +301,155 @@ tp_deflate(struct tarparts *tp, const void *in, size_t n, int flush,
 	return 0;
 }
 
+/*
+ * A tar writer into cb(arg): ustar (pax 0), restricted pax with UTF-8
+ * names (1), or full pax (2: sparse files, xattrs, ACLs, long links, the
+ * names converted as libarchive does for files from disk).
+ */
+static struct archive *
+la_writer(int pax, void *arg, archive_write_callback *cb,
+	struct cairn_err *err)
+{
+	struct archive *a = archive_write_new();
+	int r;
+
+	if (a == NULL) {
+		cairn_err_set(err, CAIRN_EFAIL, "libarchive: out of memory");
+		return NULL;
+	}
+	if (pax == 2)
+		r = archive_write_set_format_pax(a) != ARCHIVE_OK;
+	else if (pax)
+		/*
+		 * Names are UTF-8 already (Kubernetes names are ASCII) and
+		 * are handed over as UTF-8 (tarparts_add), so the pax path
+		 * record is plain UTF-8 with no hdrcharset record: GNU tar
+		 * warns "Ignoring unknown extended header keyword" for one.
+		 */
+		r = archive_write_set_format_pax_restricted(a) != ARCHIVE_OK;
+	else
+		r = archive_write_set_format_ustar(a) != ARCHIVE_OK;
+	if (r || archive_write_add_filter_none(a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(a, 0) != ARCHIVE_OK ||
+	    archive_write_open2(a, arg, NULL, cb, NULL, NULL) !=
+	    ARCHIVE_OK) {
+		cairn_err_set(err, CAIRN_EFAIL, "libarchive: %s",
+		    archive_error_string(a) ? archive_error_string(a) :
+		    "cannot open tar writer");
+		archive_write_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* The entry every item gets: a regular file, 0644, stamped mtime. */
+static struct archive_entry *
+tp_entry_new(int64_t mtime)
+{
+	struct archive_entry *e = archive_entry_new();
+
+	if (e == NULL)
+		return NULL;
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_mtime(e, (time_t)mtime, 0);
+	return e;
+}
+
+static void
+rec_put32(unsigned char *p, size_t v)
+{
+	uint32_t u = (uint32_t)v;
+
+	memcpy(p, &u, sizeof u);
+}
+
+static size_t
+rec_get32(const unsigned char *p)
+{
+	uint32_t u;
+
+	memcpy(&u, p, sizeof u);
+	return u;
+}
+
+/* A compression thread's tar writer: a batch's records to tar bytes. */
+struct tp_fmt {
+	struct archive *a;		/* ustar, into buf */
+	struct archive_entry *entry;
+	unsigned char *buf;
+	size_t len, cap;
+};
+
+static la_ssize_t
+fmt_cb(struct archive *a, void *arg, const void *p, size_t n)
+{
+	struct tp_fmt *f = arg;
+
+	(void)a;
+	if (f->len + n > f->cap) {
+		f->cap = 2 * (f->len + n);
+		f->buf = xrealloc(f->buf, f->cap);
+	}
+	memcpy(f->buf + f->len, p, n);
+	f->len += n;
+	return (la_ssize_t)n;
+}
+
+static int
+fmt_fail(struct tp_fmt *f, struct cairn_err *e)
+{
+	return cairn_err_set(e, CAIRN_EFAIL, "libarchive: %s",
+	    archive_error_string(f->a) ? archive_error_string(f->a) :
+	    "tar entry failed");
+}
+
+/* The tar bytes of the slot's records, in f->buf. */
+static int
+tp_format(struct tp_fmt *f, const struct tp_slot *sl, struct cairn_err *e)
+{
+	const unsigned char *p = sl->in, *end = sl->in + sl->len;
+	size_t n, dlen;
+
+	f->len = 0;
+	while (p < end) {
+		n = rec_get32(p + 1);
+		if (p[0] == TP_REC_RAW) {
+			fmt_cb(NULL, f, p + TP_RAW_HDR, n);
+			p += TP_RAW_HDR + n;
+			continue;
+		}
+		dlen = rec_get32(p + 5);
+		archive_entry_set_pathname(f->entry,
+		    (const char *)p + TP_REC_HDR);
+		archive_entry_set_size(f->entry, (la_int64_t)dlen);
+		if (archive_write_header(f->a, f->entry) != ARCHIVE_OK ||
+		    (dlen > 0 && archive_write_data(f->a, p + TP_REC_HDR + n,
+		    dlen) != (la_ssize_t)dlen) ||
+		    archive_write_finish_entry(f->a) != ARCHIVE_OK)
+			return fmt_fail(f, e);
+		p += TP_REC_HDR + n + dlen;
+	}
+	return 0;
+}
+
 /* A compression thread: the slot's batch as one whole gzip member. */
 static int
-tp_member(struct gzmember *g, struct tp_slot *sl, struct cairn_err *e)
+tp_member(struct gzmember *g, struct tp_fmt *f, struct tp_slot *sl,
+	struct cairn_err *e)
 {
-	size_t bound = gzmember_bound(sl->len);
+	size_t bound;
+	int rc = tp_format(f, sl, e);
 
+	if (rc < 0)
+		return rc;
+	bound = gzmember_bound(f->len);
 	if (sl->outcap < bound) {
 		free(sl->out);
 		sl->out = xmalloc(bound);
 		sl->outcap = bound;
 	}
-	return gzmember_compress(g, sl->in, sl->len, sl->out, sl->outcap,
+	return gzmember_compress(g, f->buf, f->len, sl->out, sl->outcap,
 	    &sl->outlen, e);
 }
 
@@ -342,11 +507,18 @@ tp_thread(void *arg)
 	struct tarparts *tp = arg;
 	struct cairn_err e = CAIRN_ERR_INIT;
 	struct gzmember *g = gzmember_new(tp->level);
+	struct tp_fmt f;
 	int idx, skip, rc = 0;
 
 	util_thread_name("gzip");
-
+	memset(&f, 0, sizeof f);
+	f.a = la_writer(0, &f, fmt_cb, &e);
+	f.entry = tp_entry_new(tp->mtime);
+	if (f.a != NULL && f.entry == NULL)
+		cairn_err_set(&e, CAIRN_EFAIL, "libarchive: out of memory");
 	pthread_mutex_lock(&tp->mu);
+	if (f.a == NULL || f.entry == NULL)
+		tp_thread_error(tp, CAIRN_EFAIL, &e);	/* batches skipped */
 	for (;;) {
 		while (tp->qlen == 0 && !tp->quit)
 			pthread_cond_wait(&tp->work_cv, &tp->mu);
@@ -359,7 +531,7 @@ tp_thread(void *arg)
 		pthread_mutex_unlock(&tp->mu);
 		rc = 0;
 		if (!skip)
-			rc = tp_member(g, &tp->slots[idx], &e);
+			rc = tp_member(g, &f, &tp->slots[idx], &e);
 		pthread_mutex_lock(&tp->mu);
 		tp_thread_error(tp, rc, &e);
 		tp->slots[idx].done = 1;
@@ -367,6 +539,11 @@ tp_thread(void *arg)
 	}
 	pthread_mutex_unlock(&tp->mu);
 	gzmember_free(g);
+	if (f.a != NULL)
+		archive_write_free(f.a);	/* its end blocks: into f.buf */
+	if (f.entry != NULL)
+		archive_entry_free(f.entry);
+	free(f.buf);
 	return NULL;
 }
 
@@ -384,7 +561,7 @@ tp_handoff(struct tarparts *tp)
 	if (!tp->threaded) {
 		rc = tp_deflate(tp, tp->fill, tp->fill_len, Z_NO_FLUSH,
 		    &tp->err);
-		tp->fill_len = 0;
+		tp->fill_len = tp->fill_tar = 0;
 		if (rc < 0 && tp->rc == 0)
 			tp->rc = rc;
 		return tp->rc;
@@ -399,7 +576,7 @@ tp_handoff(struct tarparts *tp)
 		pthread_cond_wait(&tp->idle_cv, &tp->mu);
 	tp->fill_idx = tp->freeq[--tp->nfree];
 	tp->fill = tp->slots[tp->fill_idx].in;
-	tp->fill_len = 0;
+	tp->fill_len = tp->fill_tar = tp->raw_at = 0;
 	pthread_mutex_unlock(&tp->mu);
 	return tp_merge(tp);
 }
@@ -438,14 +615,30 @@ archive_cb(struct archive *a, void *arg, const void *buf, size_t len)
 	if (tp_begin(tp) < 0)
 		return -1;
 	while (left > 0) {
-		k = tp->batch_size - tp->fill_len;
+		if (tp->threaded && tp->raw_at == 0) {	/* a raw record */
+			if (tp->fill_len + TP_RAW_HDR >= tp->fill_cap &&
+			    tp_handoff(tp) < 0)
+				return -1;
+			tp->fill[tp->fill_len] = TP_REC_RAW;
+			rec_put32(tp->fill + tp->fill_len + 1, 0);
+			tp->raw_at = tp->fill_len + 1;
+			tp->fill_len += TP_RAW_HDR;
+		}
+		k = tp->batch_size - tp->fill_tar;
+		if (k > tp->fill_cap - tp->fill_len)
+			k = tp->fill_cap - tp->fill_len;
 		if (k > left)
 			k = left;
 		memcpy(tp->fill + tp->fill_len, p, k);
 		tp->fill_len += k;
+		tp->fill_tar += k;
+		if (tp->threaded)
+			rec_put32(tp->fill + tp->raw_at,
+			    rec_get32(tp->fill + tp->raw_at) + k);
 		p += k;
 		left -= k;
-		if (tp->fill_len == tp->batch_size && tp_handoff(tp) < 0)
+		if ((tp->fill_tar == tp->batch_size ||
+		    tp->fill_len == tp->fill_cap) && tp_handoff(tp) < 0)
 			return -1;
 	}
 	return (la_ssize_t)len;
@@ -488,44 +681,11 @@ tp_cut(struct tarparts *tp)
 	return 0;
 }
 
-/*
- * A tar writer into archive_cb: ustar (pax 0), restricted pax with UTF-8
- * names (1), or full pax (2: sparse files, xattrs, ACLs, long links, the
- * names converted as libarchive does for files from disk).
- */
+/* A tar writer into archive_cb (la_writer()'s pax). */
 static struct archive *
 tp_writer(struct tarparts *tp, int pax, struct cairn_err *err)
 {
-	struct archive *a = archive_write_new();
-	int r;
-
-	if (a == NULL) {
-		cairn_err_set(err, CAIRN_EFAIL, "libarchive: out of memory");
-		return NULL;
-	}
-	if (pax == 2)
-		r = archive_write_set_format_pax(a) != ARCHIVE_OK;
-	else if (pax)
-		/*
-		 * Names are UTF-8 already (Kubernetes names are ASCII) and
-		 * are handed over as UTF-8 (tarparts_add), so the pax path
-		 * record is plain UTF-8 with no hdrcharset record: GNU tar
-		 * warns "Ignoring unknown extended header keyword" for one.
-		 */
-		r = archive_write_set_format_pax_restricted(a) != ARCHIVE_OK;
-	else
-		r = archive_write_set_format_ustar(a) != ARCHIVE_OK;
-	if (r || archive_write_add_filter_none(a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(a, 0) != ARCHIVE_OK ||
-	    archive_write_open2(a, tp, NULL, archive_cb, NULL, NULL) !=
-	    ARCHIVE_OK) {
-		cairn_err_set(err, CAIRN_EFAIL, "libarchive: %s",
-		    archive_error_string(a) ? archive_error_string(a) :
-		    "cannot open tar writer");
-		archive_write_free(a);
-		return NULL;
-	}
-	return a;
+	return la_writer(pax, tp, archive_cb, err);
 }
 
 /*
@@ -578,7 +738,7 @@ tarparts_open(const struct tarparts_sink *sink, int first_part,
 	tp->next_part = first_part;
 	tp->level = TP_LEVEL;
 	tp->out = xmalloc(TP_OUTBUF);
-	tp->batch_size = TP_BATCH;
+	tp->batch_size = tp->fill_cap = TP_BATCH;
 	tp->fill = xmalloc(tp->batch_size);
 	tp->cut_lag = part_size >> 20 < TP_CUT_LAG ? part_size >> 20 :
 	    TP_CUT_LAG;
@@ -591,14 +751,11 @@ tarparts_open(const struct tarparts_sink *sink, int first_part,
 		goto fail;
 	}
 	tp->zinit = 1;
-	tp->entry = archive_entry_new();
+	tp->entry = tp_entry_new(mtime);
 	if (tp->entry == NULL) {
 		cairn_err_set(err, CAIRN_EFAIL, "libarchive: out of memory");
 		goto fail;
 	}
-	archive_entry_set_filetype(tp->entry, AE_IFREG);
-	archive_entry_set_perm(tp->entry, 0644);
-	archive_entry_set_mtime(tp->entry, (time_t)mtime, 0);
 	tp->ustar = tp_writer(tp, 0, err);
 	if (tp->ustar == NULL)
 		goto fail;
@@ -640,7 +797,7 @@ tarparts_start_thread(struct tarparts *tp, size_t batch_size, int nbatch,
 	tp->freeq = xcalloc((size_t)nbatch, sizeof *tp->freeq);
 	tp->order = xcalloc((size_t)nbatch, sizeof *tp->order);
 	for (int i = 0; i < nbatch; i++)
-		tp->slots[i].in = xmalloc(batch_size);
+		tp->slots[i].in = xmalloc(batch_size + TP_FILL_SLACK);
 	for (int i = nbatch - 1; i >= 1; i--)
 		tp->freeq[tp->nfree++] = i;
 	tp->qhead = tp->qlen = 0;
@@ -652,6 +809,7 @@ tarparts_start_thread(struct tarparts *tp, size_t batch_size, int nbatch,
 	pthread_cond_init(&tp->idle_cv, NULL);
 	free(tp->fill);
 	tp->batch_size = batch_size;
+	tp->fill_cap = batch_size + TP_FILL_SLACK;
 	tp->fill_idx = 0;
 	tp->fill = tp->slots[0].in;
 	tp->fill_len = 0;
@@ -694,18 +852,51 @@ tp_stop_thread(struct tarparts *tp, int drop)
 	pthread_cond_destroy(&tp->idle_cv);
 }
 
+/* Threaded: the entry as a record, made tar by a compression thread. */
+static int
+tp_defer(struct tarparts *tp, const char *path, const void *data,
+	size_t len)
+{
+	size_t plen = strlen(path) + 1, need = TP_REC_HDR + plen + len;
+	unsigned char *p;
+
+	if (tp_begin(tp) < 0)
+		return tp->rc;
+	if (tp->fill_len + need > tp->fill_cap && tp_handoff(tp) < 0)
+		return tp->rc;
+	p = tp->fill + tp->fill_len;
+	p[0] = TP_REC_ENTRY;
+	rec_put32(p + 1, plen);
+	rec_put32(p + 5, len);
+	memcpy(p + TP_REC_HDR, path, plen);
+	if (len > 0)
+		memcpy(p + TP_REC_HDR + plen, data, len);
+	tp->fill_len += need;
+	tp->fill_tar += 512 + ((len + 511) & ~(size_t)511);
+	tp->raw_at = 0;
+	tp->part_entries++;
+	if (tp->fill_tar >= tp->batch_size && tp_handoff(tp) < 0)
+		return tp->rc;
+	return 0;
+}
+
 int
 tarparts_add(struct tarparts *tp, const char *path, const void *data,
 	size_t len, struct cairn_err *err)
 {
 	struct archive *a;
 	la_ssize_t n;
+	int ustar;
 
 	if (tp->rc < 0)
 		return tp_fail(tp, err);
 	if (tp->finished)
 		return cairn_err_set(err, CAIRN_EINVAL, "tarparts: finished");
-	if (tp_ustar_ok(path))
+	ustar = tp_ustar_ok(path);
+	if (ustar && tp->threaded && len <= TP_DEFER_MAX)
+		return tp_defer(tp, path, data, len) < 0 ?
+		    tp_fail(tp, err) : 0;
+	if (ustar)
 		a = tp->ustar;
 	else {
 		if (tp->pax == NULL) {

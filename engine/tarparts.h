@@ -26,8 +26,10 @@
  *
  * Threading: one writer is used by one thread (the caller). After
  * tarparts_start_thread(), deflate runs on compression threads the writer
- * owns, fed with batches of tar bytes through a bounded queue, so that
- * producing entries and compressing them overlap. Each batch is then a
+ * owns, fed with batches through a bounded queue, so that producing
+ * entries and compressing them overlap; the threads also make the tar
+ * headers of tarparts_add()'s entries (the usual ones: ustar paths, data
+ * up to 16 KiB), whose data the batch holds until then. Each batch is then a
  * gzip member of its own, compressed whole by ISA-L (so several
  * threads deflate several batches at once); the parts are still whole
  * members, and the stream reads as before. The bytes written, and where

@@ -782,6 +782,85 @@ test_threads_same_bytes(void)
 	same_bytes((1 << 20) + 1, 6000, 2);
 }
 
+/*
+ * Threaded, item entries are made tar on the compression threads from
+ * records, the others on the caller's thread: the tar stream (inflated)
+ * is byte for byte the one the unthreaded writer makes, with every kind
+ * of entry interleaved: short paths, empty data, long paths (pax),
+ * items over the size that is deferred, file entries.
+ */
+static void
+mixed_tarball(int thr, char *all, size_t alllen)
+{
+	static char big[30000];
+	struct fsink s;
+	struct tarparts_sink ts;
+	struct tarparts *tp;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct archive_entry *e = archive_entry_new();
+	char path[300], data[900];
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t j = 0; j < sizeof big; j++)
+		big[j] = (char)('A' + j * 7 % 26);
+	sink_init(&s, &ts, thr ? "mixed-thr" : "mixed");
+	REQUIRE(tarparts_open(&ts, 1, 4 << 10, 1764676800, &tp, &err) == 0);
+	if (thr)
+		REQUIRE(tarparts_start_thread(tp, 8 << 10, 0, 2, &err) == 0);
+	for (int i = 0; i < 400; i++) {
+		size_t n = (size_t)(i * 53 % 900);
+
+		for (size_t j = 0; j < n; j++) {	/* noise: parts fill */
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			data[j] = (char)x;
+		}
+		if (i % 37 == 5)
+			snprintf(path, sizeof path, "resources/%0150d.json", i);
+		else
+			snprintf(path, sizeof path, "resources/x/%05d.json", i);
+		if (i % 53 == 9) {
+			REQUIRE(tarparts_add(tp, path, big, sizeof big,
+			    &err) == 0);
+		} else if (i % 59 == 11) {
+			archive_entry_clear(e);
+			archive_entry_set_pathname(e, path);
+			archive_entry_set_filetype(e, AE_IFREG);
+			archive_entry_set_perm(e, 0600);
+			archive_entry_set_size(e, (la_int64_t)n);
+			REQUIRE(tarparts_add_header(tp, e, &err) == 0);
+			REQUIRE(tarparts_add_data(tp, data, n, &err) == 0);
+			REQUIRE(tarparts_end_entry(tp, &err) == 0);
+		} else {
+			REQUIRE(tarparts_add(tp, path, data, i % 10 == 3 ? 0 :
+			    n, &err) == 0);
+		}
+		if (i % 2 == 1)
+			REQUIRE(tarparts_boundary(tp, NULL, &err) == 0);
+	}
+	REQUIRE(tarparts_finish(tp, &err) == 0);
+	tarparts_free(tp);
+	archive_entry_free(e);
+	CHECK(s.nparts >= 3);
+	REQUIRE(concat(s.dir, s.nparts, all, alllen) == 0);
+}
+
+static void
+test_threaded_tar_is_unthreaded_tar(void)
+{
+	char a[700], b[700], cmd[3000];
+
+	mixed_tarball(0, a, sizeof a);
+	mixed_tarball(1, b, sizeof b);
+	snprintf(cmd, sizeof cmd, "gzip -dc %s > %s.tar && gzip -dc %s | "
+	    "cmp -s - %s.tar && echo same", a, a, b, a);
+	CHECK(run_cmd(cmd, "", "", "same") == 0);
+	CHECK(run_cmd("tar tf ", a, ".tar | wc -l", "400") == 0);
+	CHECK(run_cmd("tar xOf ", a, ".tar resources/x/00009.json | wc -c",
+	    "30000") == 0);
+}
+
 /* The tests above that hold in both modes, with a compression thread. */
 #define THREADED(fn)							\
 static void								\
@@ -815,6 +894,7 @@ main(void)
 	RUN(test_short_paths_are_plain_ustar);
 	RUN(test_file_entries);
 	RUN(test_threads_same_bytes);
+	RUN(test_threaded_tar_is_unthreaded_tar);
 	RUN(test_many_parts_read_back_threaded);
 	RUN(test_each_part_is_whole_member_threaded);
 	RUN(test_resume_after_part_k_threaded);
