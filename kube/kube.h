@@ -431,12 +431,14 @@ struct kube_list_opts {
 	/*
 	 * Parse only these members of each item (NULL-terminated, as
 	 * json_parse_members: "metadata" or paths such as
-	 * "metadata.labels"; apiVersion and kind always): the callback's
-	 * tree holds nothing else, which saves most of the parsing for a
-	 * caller that needs little of each object (kube_list_text still
-	 * hands over the whole text). Items sent with spaces between tokens
-	 * are parsed whole, since their text is printed from the tree.
-	 * NULL: whole items.
+	 * "metadata.labels"; apiVersion and kind always for kube_list):
+	 * the callback's tree holds nothing else, which saves most of the
+	 * parsing for a caller that needs little of each object.
+	 * kube_list_text still hands over the whole text, and only the text
+	 * carries the apiVersion and kind filled in (the tree has them when
+	 * the server sent them). Items sent with spaces between tokens are
+	 * parsed whole, and filled in, since their text is printed from the
+	 * tree. NULL: whole items.
 	 */
 	const char *const *parse_only;
 	/*

@@ -176,21 +176,20 @@ item_kind(struct lst *l)
 	return l->disc_kind;
 }
 
-/* Can s go between JSON quotes as it is? */
-static int
-json_plain(const char *s)
+/* "key":"value", into b, the value escaped as JSON needs. */
+static void
+text_member(struct buf *b, const char *key, size_t klen, const char *value)
 {
-	for (; *s != '\0'; s++)
-		if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20)
-			return 0;
-	return 1;
+	buf_append(b, key, klen);
+	str_escape_json(b, value);
+	buf_putc(b, ',');
 }
 
 /*
  * kube_list_text's delivery: the item's text as sent, with the apiVersion
- * (av) and kind on_item added to the tree (NULL: present already) also
- * inserted after the opening brace; cJSON's print when the text is not
- * compact or a value would need escaping.
+ * (av) and kind on_item found missing (NULL: present already) inserted
+ * after the opening brace; cJSON's print of the (whole) tree when the
+ * text is not compact.
  */
 static int
 deliver_text(struct lst *l, cJSON *item, const char *text, size_t len,
@@ -201,26 +200,18 @@ deliver_text(struct lst *l, cJSON *item, const char *text, size_t len,
 	size_t tlen = len;
 	int rc;
 
-	if (l->ls.item.ws || (av != NULL && !json_plain(av)) ||
-	    (kind != NULL && !json_plain(kind))) {
+	if (l->ls.item.ws) {
 		printed = json_print(item);	/* keeps strings with U+0000 */
 		t = printed;
 		tlen = strlen(printed);
 	} else if (av != NULL || kind != NULL) {
 		/* text is "{...}": on_item only delivers objects */
 		buf_reset(&l->text);
-		/* per item: plain appends, no format to interpret */
 		buf_putc(&l->text, '{');
-		if (av != NULL) {
-			buf_puts(&l->text, "\"apiVersion\":\"");
-			buf_puts(&l->text, av);
-			buf_puts(&l->text, "\",");
-		}
-		if (kind != NULL) {
-			buf_puts(&l->text, "\"kind\":\"");
-			buf_puts(&l->text, kind);
-			buf_puts(&l->text, "\",");
-		}
+		if (av != NULL)
+			text_member(&l->text, "\"apiVersion\":", 13, av);
+		if (kind != NULL)
+			text_member(&l->text, "\"kind\":", 7, kind);
 		if (len == 2)	/* "{}": no comma before the brace */
 			l->text.len--;
 		if (buf_append(&l->text, text + 1, len - 1) < 0) {
@@ -280,14 +271,18 @@ on_item(void *arg, const char *text, size_t len)
 	}
 	last_set(l, ns, name);
 	l->gone_streak = 0;
-	/* the keys are literals: cJSON keeps them without a copy */
-	if (cJSON_GetObjectItemCaseSensitive(item, "apiVersion") == NULL) {
+	if (cJSON_GetObjectItemCaseSensitive(item, "apiVersion") == NULL)
 		av = l->ls.api_version[0] ? l->ls.api_version : l->gv;
-		cJSON_AddItemToObjectCS(item, "apiVersion",
-		    cJSON_CreateString(av));
-	}
-	if (cJSON_GetObjectItemCaseSensitive(item, "kind") == NULL) {
+	if (cJSON_GetObjectItemCaseSensitive(item, "kind") == NULL)
 		kind = item_kind(l);
+	/*
+	 * Into the tree too, unless it is a part for the text's callback
+	 * (the text has them). The keys are literals: kept without a copy.
+	 */
+	if (l->tfn == NULL || l->keys == NULL || l->ls.item.ws) {
+		if (av != NULL)
+			cJSON_AddItemToObjectCS(item, "apiVersion",
+			    cJSON_CreateString(av));
 		if (kind != NULL)
 			cJSON_AddItemToObjectCS(item, "kind",
 			    cJSON_CreateString(kind));

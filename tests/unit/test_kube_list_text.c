@@ -6,8 +6,8 @@
  * brace when the server left them out (as real API servers do on list
  * items), and is cJSON's print when the server put spaces between tokens;
  * in every case the text parses to the same tree the callback gets.
- * With parse_only, the tree holds only the members named (and apiVersion,
- * kind) while the text stays whole.
+ * With parse_only, the tree holds only the members named (apiVersion and
+ * kind as the server sent them) while the text stays whole and filled in.
  * Also: a list that starts at a continue token (a resumed backup), the
  * tokens on_page announces, and an expired starting token (410).
  */
@@ -304,13 +304,19 @@ test_parse_only_metadata(void)
 	CHECK_STR(got.text[0], "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
 	    "\"metadata\":{\"name\":\"a\",\"namespace\":\"n\"},"
 	    "\"data\":{\"k\":\"v w, {x}\"}}");
-	/* ...the tree has metadata, apiVersion and kind, and not data. */
+	/*
+	 * ...the tree has metadata, not data, and apiVersion and kind only
+	 * where the server sent them (the text has them filled in).
+	 */
 	CHECK_STR(json_str(got.item[0], "metadata.namespace"), "n");
-	CHECK_STR(json_str(got.item[0], "kind"), "ConfigMap");
+	CHECK(json_get(got.item[0], "kind") == NULL);
+	CHECK(json_get(got.item[0], "apiVersion") == NULL);
 	CHECK(json_get(got.item[0], "data") == NULL);
 	CHECK_STR(json_str(got.item[1], "apiVersion"), "v1");
+	CHECK_STR(json_str(got.item[1], "kind"), "ConfigMap");
 	CHECK(same_tree(1));
-	CHECK(same_tree(2));
+	CHECK_STR(got.text[2], "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}");
+	CHECK(got.item[2] != NULL && got.item[2]->child == NULL);
 	/* Spaced-out text is printed from the tree: parsed whole. */
 	CHECK(same_tree(3));
 	CHECK_STR(json_str(got.item[5], "metadata.name"), "e");
