@@ -267,6 +267,18 @@ run_cmd(const char *pre, const char *file, const char *post,
 	return strcmp(out, expect) == 0 ? 0 : -1;
 }
 
+/* n bytes of xorshift noise (incompressible) from state *x. */
+static void
+noise(char *p, size_t n, uint64_t *x)
+{
+	for (size_t j = 0; j < n; j++) {
+		*x ^= *x << 13;
+		*x ^= *x >> 7;
+		*x ^= *x << 17;
+		p[j] = (char)*x;
+	}
+}
+
 static struct tarparts *
 open_writer(struct tarparts_sink *ts, int first, size_t psize)
 {
@@ -678,13 +690,8 @@ test_file_entries(void)
 		archive_entry_set_size(e, 3 * (la_int64_t)sizeof data);
 		REQUIRE(tarparts_add_header(tp, e, &err) == 0);
 		for (int k = 0; k < 3; k++) {
-			/* xorshift: incompressible, so parts fill up */
-			for (size_t j = 0; j < sizeof data; j++) {
-				x ^= x << 13;
-				x ^= x >> 7;
-				x ^= x << 17;
-				data[j] = (char)x;
-			}
+			/* incompressible, so parts fill up */
+			noise(data, sizeof data, &x);
 			REQUIRE(tarparts_add_data(tp, data, sizeof data, &err) == 0);
 		}
 		REQUIRE(tarparts_end_entry(tp, &err) == 0);
@@ -742,12 +749,9 @@ same_bytes(size_t part_size, int items, int min_parts)
 			size_t n = 200 + (size_t)(i * 37 % 1200);
 
 			/* half text, half noise: members differ in size */
-			for (size_t j = 0; j < n; j++) {
-				x ^= x << 13;
-				x ^= x >> 7;
-				x ^= x << 17;
-				data[j] = j < n / 2 ? (char)('a' + j % 7) : (char)x;
-			}
+			for (size_t j = 0; j < n / 2; j++)
+				data[j] = (char)('a' + j % 7);
+			noise(data + n / 2, n - n / 2, &x);
 			snprintf(path, sizeof path, "resources/x/%05d.json", i);
 			REQUIRE(tarparts_add(tp, path, data, n, &err) == 0);
 			REQUIRE(tarparts_boundary(tp, NULL, &err) == 0);
@@ -810,12 +814,7 @@ mixed_tarball(int thr, char *all, size_t alllen)
 	for (int i = 0; i < 400; i++) {
 		size_t n = (size_t)(i * 53 % 900);
 
-		for (size_t j = 0; j < n; j++) {	/* noise: parts fill */
-			x ^= x << 13;
-			x ^= x >> 7;
-			x ^= x << 17;
-			data[j] = (char)x;
-		}
+		noise(data, n, &x);	/* parts fill up */
 		if (i % 37 == 5)
 			snprintf(path, sizeof path, "resources/%0150d.json", i);
 		else
