@@ -42,7 +42,8 @@
  * With opts.parse_only the tree of each item holds only the members the
  * caller named (json_parse_members): a backup reads names and labels,
  * and the text is what it stores, so the rest of the object is stepped
- * over instead of being parsed into a tree and freed.
+ * over instead of being parsed into a tree and freed. With the text, the
+ * apiVersion and kind filled in go into the text only.
  *
  * With opts.prefetch the pages are fetched ahead by kube/lists.c (one
  * list in a struct kube_lists: pages fetched on another thread while the
