@@ -158,10 +158,10 @@ struct tarparts {
 	size_t batch_size;
 	unsigned char *fill;		/* batch the caller fills */
 	size_t fill_len;
-	size_t fill_cap;		/* of fill (records: above batch_size) */
+	size_t fill_cap;		/* of fill (threaded: + slack) */
 	size_t fill_tar;		/* tar bytes the records stand for */
-	size_t raw_at;			/* length field of the open raw record
-					   (0: none open) */
+	size_t raw_at;			/* length field of the open raw
+					   record (0: none open) */
 
 	/* the compression threads (tarparts_start_thread) */
 	int threaded;			/* started (and not yet joined) */
@@ -518,7 +518,7 @@ tp_thread(void *arg)
 		cairn_err_set(&e, CAIRN_EFAIL, "libarchive: out of memory");
 	pthread_mutex_lock(&tp->mu);
 	if (f.a == NULL || f.entry == NULL)
-		tp_thread_error(tp, CAIRN_EFAIL, &e);	/* batches skipped */
+		tp_thread_error(tp, CAIRN_EFAIL, &e);	/* skips batches */
 	for (;;) {
 		while (tp->qlen == 0 && !tp->quit)
 			pthread_cond_wait(&tp->work_cv, &tp->mu);

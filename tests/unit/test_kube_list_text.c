@@ -185,7 +185,8 @@ test_text_as_sent_or_filled(void)
 	CHECK_STR(got.text[1], "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\","
 	    "\"metadata\":{\"name\":\"b\"}}");
 	/* An empty object gets no trailing comma. */
-	CHECK_STR(got.text[2], "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}");
+	CHECK_STR(got.text[2],
+	    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}");
 	/* Spaces between tokens: cJSON's compact print of the tree. */
 	CHECK(strchr(got.text[3], ' ') == NULL);
 	CHECK_STR(json_str(got.item[3], "metadata.name"), "c");
@@ -315,7 +316,8 @@ test_parse_only_metadata(void)
 	CHECK_STR(json_str(got.item[1], "apiVersion"), "v1");
 	CHECK_STR(json_str(got.item[1], "kind"), "ConfigMap");
 	CHECK(same_tree(1));
-	CHECK_STR(got.text[2], "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}");
+	CHECK_STR(got.text[2],
+	    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}");
 	CHECK(got.item[2] != NULL && got.item[2]->child == NULL);
 	/* Spaced-out text is printed from the tree: parsed whole. */
 	CHECK(same_tree(3));
