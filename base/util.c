@@ -654,6 +654,12 @@ util_tmpfd(const char *dir, const char *what)
 	return fd;
 }
 
+const char *
+util_tmpdir_label(const char *dir)
+{
+	return dir != NULL && dir[0] != '\0' ? dir : "$TMPDIR or /tmp";
+}
+
 int
 util_pwrite_all(int fd, const void *p, size_t n, int64_t off)
 {

@@ -110,6 +110,8 @@ int util_pwrite_all(int fd, const void *p, size_t n, int64_t off);
  * its fd, or -1 with errno set. Spools that are gone with the process.
  */
 int util_tmpfd(const char *dir, const char *what);
+/* Where util_tmpfd(dir, ...) makes its file, for messages. */
+const char *util_tmpdir_label(const char *dir);
 
 /*
  * Name the calling thread "cairn-<role>" (cut to the kernel's 15 bytes),

@@ -439,8 +439,7 @@ spool_object(struct chunks_writer *w, const char *key, int *fd,
 	*fd = util_tmpfd(w->spool_dir, "index");
 	if (*fd < 0)
 		return cairn_err_errno(err, CAIRN_EIO, errno, "spool file in "
-		    "%s", w->spool_dir != NULL && w->spool_dir[0] ?
-		    w->spool_dir : "$TMPDIR or /tmp");
+		    "%s", util_tmpdir_label(w->spool_dir));
 	rc = store_get(w->c.s, key, 0, -1, spool_write, fd, NULL, err);
 	if (rc == CAIRN_ECANCELED)
 		rc = cairn_err_set(err, CAIRN_EIO, "spooling %s: %s", key,

@@ -39,8 +39,7 @@ spool_open(const char *dir, struct cairn_err *err)
 	fd = util_tmpfd(dir, "part");
 	if (fd < 0) {
 		cairn_err_errno(err, CAIRN_EIO, errno, "creating a part spool "
-		    "file in %s", dir != NULL && dir[0] != '\0' ? dir :
-		    "$TMPDIR or /tmp");
+		    "file in %s", util_tmpdir_label(dir));
 		return NULL;
 	}
 	f = fdopen(fd, "w+");
