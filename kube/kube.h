@@ -575,7 +575,8 @@ int64_t kube_lists_pending(struct kube_lists *m);
  * Wait (at most timeout_us) until the first page of every
  * KUBE_LISTS_COUNT list queued so far is in (so kube_lists_pending() is
  * the whole count), or no more can come before the caller takes some
- * (the bytes ahead are at their bound).
+ * (the bytes ahead are at their bound, or every fetcher waits for the
+ * caller to read the first list: concurrency 1).
  */
 void kube_lists_wait_counted(struct kube_lists *m, int64_t timeout_us);
 /* Stop the fetchers and free everything. NULL is fine. */

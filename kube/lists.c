@@ -561,6 +561,14 @@ fetch_page(struct kube_lists *m, struct fetch *f, struct lunit *u)
 		u->pfirst = p;
 	u->plast = p;
 	u->busy = 1;
+	/*
+	 * Fetchers wake one at a time: the one that takes work wakes the
+	 * next while more is there. Waking all idle fetchers at every page's
+	 * end woke (with 8 of them and two lists) six threads per page for
+	 * nothing, each taking mu against the walk.
+	 */
+	if (pick(m) != NULL)
+		pthread_cond_signal(&m->work);
 	f->u = u;
 	f->p = p;
 again:
@@ -659,7 +667,7 @@ again:
 	free(gone);
 	u->busy = 0;
 	pthread_cond_broadcast(&m->data);
-	pthread_cond_broadcast(&m->work);
+	/* no wake: this fetcher picks again at once, and passes it on */
 }
 
 static void *
@@ -810,7 +818,7 @@ unit_retire(struct kube_lists *m, struct lunit *u)
 	m->head = u->idx + 1;
 	if (!u->busy)		/* else its fetcher frees it, at once */
 		unit_free(m, u);
-	pthread_cond_broadcast(&m->work);
+	pthread_cond_signal(&m->work);
 	pthread_cond_broadcast(&m->data);
 	pthread_mutex_unlock(&m->mu);
 }
@@ -979,7 +987,7 @@ take_page(struct take *t, struct lpage *p)
 		 */
 		if (m->ahead >= m->o.ahead_max &&
 		    m->ahead - c->len < m->o.ahead_max)
-			pthread_cond_broadcast(&m->work);
+			pthread_cond_signal(&m->work);
 		m->ahead -= c->len;
 		u->bytes -= c->len;
 		if (m->bp_waiting && u->bytes <= m->o.mem_max / 2)
@@ -1041,7 +1049,7 @@ lists_take(struct kube_lists *m, int id, kube_item_fn fn,
 	u->taking = 1;
 	if (u->count >= 0 && (u->flags & KUBE_LISTS_COUNT))
 		m->pending -= u->count;
-	pthread_cond_broadcast(&m->work);	/* the head may go ahead */
+	pthread_cond_signal(&m->work);	/* the head may go ahead */
 	pthread_cond_broadcast(&m->data);
 	pthread_mutex_unlock(&m->mu);
 
@@ -1132,7 +1140,13 @@ kube_lists_wait_counted(struct kube_lists *m, int64_t timeout_us)
 			    u->kind == LU_LIST && !u->fetched && !u->done)
 				break;
 		}
+		/*
+		 * Nor while every fetcher waits for the caller to take the
+		 * head's bytes (one fetcher, on a long head list): nothing
+		 * more can be counted until the caller reads.
+		 */
 		if (i == m->nu || m->ahead >= m->o.ahead_max ||
+		    m->bp_waiting >= m->nth ||
 		    time_mono_us() >= end || (m->o.stop != NULL &&
 		    *m->o.stop))
 			break;

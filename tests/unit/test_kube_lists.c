@@ -26,6 +26,7 @@
 #include "base/buf.h"
 #include "base/jsonutil.h"
 #include "base/mem.h"
+#include "base/timeutil.h"
 #include "kube/kube.h"
 #include "unit.h"
 #include "unit_http.h"
@@ -716,6 +717,50 @@ test_pending(void)
 	kube_lists_free(m);
 }
 
+/*
+ * One fetcher, a first list of pages larger than the head may hold for
+ * the caller: waiting for the counts ends once that fetcher waits for
+ * the caller (before, it waited for its whole timeout: 2 s per backup
+ * at --list-concurrency 1), and every item still comes, in order.
+ */
+static void
+test_counted_one_fetcher(void)
+{
+	static const int counts[NCOLL] = { 30, 2, 25, 0, 12, 40, 3, 0, 20 };
+	struct cairn_err err = CAIRN_ERR_INIT;
+	struct kube_lists_opts mo;
+	struct kube_list_opts lo;
+	struct kube_lists *m = NULL;
+	int ids[NCOLL], ok = 1;
+	int64_t t0;
+
+	fk_reset(counts, 40000);	/* pages of 10 items: ~400 KB */
+	memset(&mo, 0, sizeof mo);
+	mo.concurrency = 1;
+	mo.mem_max = 256u << 10;	/* the head holds 128 KiB */
+	memset(&lo, 0, sizeof lo);
+	lo.limit = 10;
+	got_reset();
+	REQUIRE(kube_lists_open(kube_, &mo, &m, &err) == 0);
+	for (int i = 0; i < NCOLL; i++) {
+		struct kube_gvr g = gvr_of(i);
+
+		ids[i] = kube_lists_add(m, &g, fk.c[i].ns, &lo,
+		    KUBE_LISTS_COUNT);
+	}
+	t0 = time_mono_us();
+	kube_lists_wait_counted(m, 60 * TIME_US_PER_SEC);
+	/* a hang, not a speed: the fetcher stopped within a page */
+	CHECK(time_mono_us() - t0 < 20 * TIME_US_PER_SEC);
+	for (int i = 0; i < NCOLL && ok; i++)
+		ok = kube_lists_take(m, ids[i], on_text, NULL, NULL,
+		    &err) == 0;
+	CHECK(ok);
+	kube_lists_free(m);
+	CHECK_STR(buf_cstr(&got.keys), expected(ids, NCOLL));
+	CHECK_INT(got.bad, 0);
+}
+
 static int deep_calls, deep_depth;
 
 static int
@@ -833,6 +878,7 @@ main(void)
 	RUN(test_cut_while_reading);
 	RUN(test_gone_resume);
 	RUN(test_pending);
+	RUN(test_counted_one_fetcher);
 	RUN(test_order_and_errors);
 	RUN(test_too_deep);
 	kube_free(kube_);
