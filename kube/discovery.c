@@ -1,8 +1,16 @@
 /*
  * discovery.c: which group-versions and resources the server serves.
  *
- * Plain (legacy) discovery, which every server speaks: GET /api and
- * /api/<v>, GET /apis and /apis/<g>/<v> for every served group-version.
+ * Aggregated discovery (apidiscovery.k8s.io v2, GA in Kubernetes 1.30;
+ * v2beta1 since 1.26) first, as kubectl asks: /api and /apis answer with
+ * every group-version's resources, two requests in all. A server that
+ * does not speak it answers the plain (legacy) documents, application/json
+ * being the last type accepted, and discovery goes on as every server
+ * allows: GET /api/<v> and /apis/<g>/<v> for every served group-version.
+ * Both build the same snapshot (an aggregated resource is turned into the
+ * APIResourceList entries plain discovery gives for it); a group-version
+ * the aggregated answer marks Stale (its API service did not answer) is a
+ * failure, as client-go counts it, like a 503 of its plain request.
  * The result is an immutable, reference-counted snapshot; the client keeps
  * the latest one and replaces it on refresh, so readers never see a
  * snapshot change under them. Subresources ("backups/status") are folded
@@ -29,11 +37,13 @@
  * than DISC_FAIL_TTL_US ago is not asked again: the new snapshot carries
  * the failure over.
  *
- * Round trips: /api and /apis are asked at once, then every group-version
- * at once (up to DISC_PARALLEL requests in flight), and their answers are
- * taken in server order, so the snapshot is the one a serial walk would
- * build: against an API server 20 ms away a discovery of 16
- * group-versions took 16 round trips, now 2 (issue 27).
+ * Round trips: /api and /apis are asked at once; plain discovery then asks
+ * every group-version at once (up to DISC_PARALLEL requests in flight),
+ * and their answers are taken in server order, so the snapshot is the one
+ * a serial walk would build: against an API server 20 ms away a discovery
+ * of 16 group-versions took 16 round trips, now 2 (issue 27); aggregated
+ * discovery takes 1, and opens no connection per group-version (a new
+ * process paid a TLS handshake for each of up to DISC_PARALLEL).
  */
 #include "config.h"
 #include "kube/internal.h"
@@ -55,6 +65,10 @@
 #define DISC_GV_HICCUP_TRIES 3		/* more calls after a non-503 failure */
 #define DISC_GV_MAX_DELAY_US TIME_US_PER_SEC	/* no longer Retry-After */
 #define DISC_PARALLEL 8				/* group-versions asked at once */
+/* kubectl's order: aggregated v2, v2beta1, else the plain documents */
+#define DISC_ACCEPT "application/json;g=apidiscovery.k8s.io;v=v2;" \
+	"as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;" \
+	"v=v2beta1;as=APIGroupDiscoveryList,application/json"
 
 struct kube_discovery {
 	atomic_int refs;
@@ -377,6 +391,7 @@ struct gv_job {
 	const char *group, *version;
 	int preferred;
 	int skip;			/* failed a moment ago: not asked */
+	int answered;			/* by aggregated discovery: not asked */
 	int rc;
 	cJSON *list;
 	struct cairn_err err;
@@ -398,7 +413,7 @@ gv_worker(void *arg)
 	while ((i = atomic_fetch_add(&js->next, 1)) < js->n) {
 		struct gv_job *j = &js->v[i];
 
-		if (!j->skip)
+		if (!j->skip && !j->answered)
 			j->rc = fetch_gv(js->k, j->group, j->version, &j->list,
 			    &j->err);
 	}
@@ -418,10 +433,12 @@ static void
 gv_run(struct gv_jobs *js)
 {
 	pthread_t th[DISC_PARALLEL];
-	size_t nth = 0;
+	size_t nth = 0, ask = 0;
 
+	for (size_t i = 0; i < js->n; i++)
+		ask += !js->v[i].skip && !js->v[i].answered;
 	atomic_init(&js->next, 0);
-	while (nth + 1 < DISC_PARALLEL && nth + 1 < js->n &&
+	while (nth + 1 < DISC_PARALLEL && nth + 1 < ask &&
 	    pthread_create(&th[nth], NULL, gv_thread, js) == 0)
 		nth++;
 	gv_worker(js);
@@ -442,9 +459,15 @@ static void *
 req_worker(void *arg)
 {
 	struct req_job *r = arg;
+	struct kube_call c;
 
-	r->rc = kube_request(r->k, "GET", r->path, NULL, NULL, 0, 1, &r->out,
-	    &r->err);
+	memset(&c, 0, sizeof c);
+	c.method = "GET";
+	c.path = r->path;
+	c.accept = DISC_ACCEPT;
+	c.idempotent = 1;
+	r->rc = kube_call_json(r->k, &c, &r->out, &r->err);
+	kube_call_done(&c);
 	return NULL;
 }
 
@@ -455,52 +478,178 @@ req_thread(void *arg)
 	return req_worker(arg);
 }
 
-/* Load a snapshot; prev (may be NULL): the one it replaces. */
-static int
-disc_load(struct kube *k, const struct kube_discovery *prev,
-    struct kube_discovery **out, struct cairn_err *err)
+/* A new group of d, named name (copied), no versions yet. */
+static struct kube_group *
+group_add(struct kube_discovery *d, size_t *cap, const char *name)
 {
-	struct kube_discovery *d = xcalloc(1, sizeof *d);
-	struct req_job aj = { k, "/api", NULL, 0, CAIRN_ERR_INIT };
-	struct gv_jobs js = { k, NULL, 0, 0 };
-	cJSON *api = NULL, *apis = NULL, *g, *v;
-	const cJSON *vers;
-	pthread_t ath;
-	size_t ng = 0, i, j, nj;
-	int rc, athr;
+	struct kube_group *kg;
 
-	atomic_init(&d->refs, 1);
-	/* /api and /apis at once */
-	athr = pthread_create(&ath, NULL, req_thread, &aj) == 0;
-	if (!athr)
-		req_worker(&aj);
-	rc = kube_request(k, "GET", "/apis", NULL, NULL, 0, 1, &apis, err);
-	if (athr)
-		pthread_join(ath, NULL);
-	api = aj.out;
-	if (rc == 0 && aj.rc < 0)
-		rc = cairn_err_copy(err, &aj.err);
-	if (rc < 0)
-		goto fail;
-	vers = cJSON_GetObjectItemCaseSensitive(api, "versions");
-	ng = 1 + (size_t)cJSON_GetArraySize(
-	    cJSON_GetObjectItemCaseSensitive(apis, "groups"));
-	d->groups = xcalloc(ng, sizeof *d->groups);
-	d->groups[0].name = xstrdup("");
-	d->groups[0].versions = parse_strv(vers);
-	d->groups[0].preferred = xstrdup(d->groups[0].versions[0] ?
-	    d->groups[0].versions[0] : "v1");
-	d->ngroups = 1;
-	cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(apis,
-	    "groups")) {
+	if (d->ngroups == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		d->groups = xreallocarray(d->groups, *cap, sizeof *d->groups);
+	}
+	kg = &d->groups[d->ngroups++];
+	memset(kg, 0, sizeof *kg);
+	kg->name = xstrdup(name);
+	kg->versions = strv_new();
+	return kg;
+}
+
+/* A new job of js, zeroed. */
+static struct gv_job *
+job_add(struct gv_jobs *js, size_t *cap)
+{
+	if (js->n == *cap) {
+		*cap = *cap ? 2 * *cap : 32;
+		js->v = xreallocarray(js->v, *cap, sizeof *js->v);
+	}
+	memset(&js->v[js->n], 0, sizeof js->v[0]);
+	return &js->v[js->n++];
+}
+
+static int
+is_aggregated(const cJSON *doc)
+{
+	const char *kind = json_str(doc, "kind");
+
+	return kind != NULL && strcmp(kind, "APIGroupDiscoveryList") == 0;
+}
+
+static void
+copy_member(cJSON *to, const char *key, const cJSON *from, const char *fkey)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(from, fkey);
+
+	if (v != NULL)
+		cJSON_AddItemToObject(to, key, cJSON_Duplicate(v, 1));
+}
+
+/*
+ * The resources of an aggregated group-version as the APIResourceList
+ * plain discovery gives: each resource, then a "resource/sub" entry per
+ * subresource.
+ */
+static cJSON *
+agg_resource_list(const cJSON *version)
+{
+	cJSON *list = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(list, "resources");
+	const cJSON *r, *sub;
+
+	cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(version,
+	    "resources")) {
+		const char *name = json_str(r, "resource");
+		const char *scope = json_str_or(r, "scope", "");
+		cJSON *e;
+
+		if (name == NULL)
+			continue;
+		e = cJSON_CreateObject();
+		cJSON_AddItemToArray(arr, e);
+		cJSON_AddStringToObject(e, "name", name);
+		cJSON_AddStringToObject(e, "singularName",
+		    json_str_or(r, "singularResource", ""));
+		cJSON_AddBoolToObject(e, "namespaced",
+		    strcmp(scope, "Namespaced") == 0);
+		cJSON_AddStringToObject(e, "kind",
+		    json_str_or(r, "responseKind.kind", ""));
+		copy_member(e, "verbs", r, "verbs");
+		copy_member(e, "shortNames", r, "shortNames");
+		copy_member(e, "categories", r, "categories");
+		cJSON_ArrayForEach(sub, cJSON_GetObjectItemCaseSensitive(r,
+		    "subresources")) {
+			const char *sn = json_str(sub, "subresource");
+			char *full;
+
+			if (sn == NULL)
+				continue;
+			e = cJSON_CreateObject();
+			cJSON_AddItemToArray(arr, e);
+			full = xasprintf("%s/%s", name, sn);
+			cJSON_AddStringToObject(e, "name", full);
+			free(full);
+			cJSON_AddStringToObject(e, "kind",
+			    json_str_or(sub, "responseKind.kind", ""));
+			copy_member(e, "verbs", sub, "verbs");
+		}
+	}
+	return list;
+}
+
+/*
+ * The groups of an aggregated answer (/api's: core) and a job for each of
+ * their versions, answered already: its resources, or a failure when
+ * Stale. As client-go: a Stale version is left out of its group, whose
+ * preferred version is its first version not Stale.
+ */
+static void
+agg_groups(struct kube_discovery *d, size_t *gcap, struct gv_jobs *js,
+    size_t *jcap, const cJSON *doc, int core)
+{
+	const cJSON *it, *v;
+
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc,
+	    "items")) {
+		const char *name = core ? "" : json_str(it, "metadata.name");
+		struct kube_group *kg;
+
+		if (name == NULL || (!core && *name == '\0'))
+			continue;
+		kg = group_add(d, gcap, name);
+		/* in order of preference */
+		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(it,
+		    "versions")) {
+			const char *ver = json_str(v, "version");
+			struct gv_job *gj;
+
+			if (ver == NULL)
+				continue;
+			gj = job_add(js, jcap);
+			gj->group = kg->name;
+			gj->version = ver;	/* doc outlives the jobs */
+			gj->answered = 1;
+			if (strcmp(json_str_or(v, "freshness", ""),
+			    "Stale") == 0) {
+				gj->rc = cairn_err_set(&gj->err, CAIRN_ESERVER,
+				    "GET %s: %s%s%s is Stale in aggregated "
+				    "discovery (its API service does not "
+				    "answer)", core ? "/api" : "/apis",
+				    kg->name, *kg->name ? "/" : "", ver);
+				continue;
+			}
+			kg->versions = strv_push(kg->versions, ver);
+			gj->preferred = kg->versions[1] == NULL;
+			gj->list = agg_resource_list(v);
+		}
+		kg->preferred = xstrdup(kg->versions[0] ? kg->versions[0] :
+		    "");
+	}
+}
+
+/* The groups of a plain answer (/api's APIVersions: core; /apis's APIGroupList). */
+static void
+plain_groups(struct kube_discovery *d, size_t *gcap, const cJSON *doc,
+    int core)
+{
+	const cJSON *g, *v;
+
+	if (core) {
+		struct kube_group *kg = group_add(d, gcap, "");
+
+		strv_free(kg->versions);
+		kg->versions = parse_strv(
+		    cJSON_GetObjectItemCaseSensitive(doc, "versions"));
+		kg->preferred = xstrdup(kg->versions[0] ? kg->versions[0] :
+		    "v1");
+		return;
+	}
+	cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(doc, "groups")) {
 		struct kube_group *kg;
 		const char *name = json_str(g, "name");
 
-		if (name == NULL || d->ngroups >= ng)
+		if (name == NULL)
 			continue;
-		kg = &d->groups[d->ngroups++];
-		kg->name = xstrdup(name);
-		kg->versions = strv_new();
+		kg = group_add(d, gcap, name);
 		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(g,
 		    "versions")) {
 			const char *ver = json_str(v, "version");
@@ -512,16 +661,22 @@ disc_load(struct kube *k, const struct kube_discovery *prev,
 		    "preferredVersion.version", kg->versions[0] ?
 		    kg->versions[0] : ""));
 	}
-	for (i = 0; i < d->ngroups; i++)
-		js.n += strv_len(d->groups[i].versions);
-	js.v = xcalloc(js.n ? js.n : 1, sizeof *js.v);
-	nj = 0;
-	for (i = 0; i < d->ngroups; i++) {
+}
+
+/*
+ * A job to ask for each version of the groups from index first on (unless
+ * it failed a moment ago in prev).
+ */
+static void
+plain_jobs(struct kube_discovery *d, size_t first, struct gv_jobs *js,
+    size_t *jcap, const struct kube_discovery *prev)
+{
+	for (size_t i = first; i < d->ngroups; i++) {
 		struct kube_group *kg = &d->groups[i];
 
-		for (j = 0; kg->versions[j] != NULL; j++) {
+		for (size_t j = 0; kg->versions[j] != NULL; j++) {
 			const struct kube_disc_failure *pf;
-			struct gv_job *gj = &js.v[nj++];
+			struct gv_job *gj = job_add(js, jcap);
 
 			gj->group = kg->name;
 			gj->version = kg->versions[j];
@@ -531,6 +686,53 @@ disc_load(struct kube *k, const struct kube_discovery *prev,
 			    time_mono_us() - pf->at_us < DISC_FAIL_TTL_US;
 		}
 	}
+}
+
+/* The groups of /api (core) or /apis from its answer, and their jobs. */
+static void
+root_groups(struct kube_discovery *d, size_t *gcap, struct gv_jobs *js,
+    size_t *jcap, const cJSON *doc, int core,
+    const struct kube_discovery *prev)
+{
+	size_t first = d->ngroups;
+
+	if (is_aggregated(doc)) {
+		agg_groups(d, gcap, js, jcap, doc, core);
+		if (core && d->ngroups == first)	/* core comes first */
+			group_add(d, gcap, "")->preferred = xstrdup("v1");
+		return;
+	}
+	plain_groups(d, gcap, doc, core);
+	plain_jobs(d, first, js, jcap, prev);
+}
+
+/* Load a snapshot; prev (may be NULL): the one it replaces. */
+static int
+disc_load(struct kube *k, const struct kube_discovery *prev,
+    struct kube_discovery **out, struct cairn_err *err)
+{
+	struct kube_discovery *d = xcalloc(1, sizeof *d);
+	struct req_job aj = { k, "/api", NULL, 0, CAIRN_ERR_INIT };
+	struct req_job gr = { k, "/apis", NULL, 0, CAIRN_ERR_INIT };
+	struct gv_jobs js = { k, NULL, 0, 0 };
+	pthread_t ath;
+	size_t i, gcap = 0, jcap = 0;
+	int rc, athr;
+
+	atomic_init(&d->refs, 1);
+	/* /api and /apis at once */
+	athr = pthread_create(&ath, NULL, req_thread, &aj) == 0;
+	if (!athr)
+		req_worker(&aj);
+	req_worker(&gr);
+	if (athr)
+		pthread_join(ath, NULL);
+	rc = aj.rc < 0 ? cairn_err_copy(err, &aj.err) : gr.rc < 0 ?
+	    cairn_err_copy(err, &gr.err) : 0;
+	if (rc < 0)
+		goto fail;
+	root_groups(d, &gcap, &js, &jcap, aj.out, 1, prev);
+	root_groups(d, &gcap, &js, &jcap, gr.out, 0, prev);
 	gv_run(&js);
 	/* in server order, as one request after the other would have */
 	rc = 0;
@@ -558,20 +760,22 @@ disc_load(struct kube *k, const struct kube_discovery *prev,
 			    gj->preferred, gj->list);
 		}
 	}
-	for (i = 0; i < js.n; i++)
-		cJSON_Delete(js.v[i].list);
-	free(js.v);
 	if (rc < 0)
 		goto fail;
 	choose_versions(d);
-	cJSON_Delete(api);
-	cJSON_Delete(apis);
-	log_debug("discovered %zu groups, %zu resources", d->ngroups, d->nres);
+	log_debug("discovered %zu groups, %zu resources (%s discovery)",
+	    d->ngroups, d->nres, is_aggregated(gr.out) ? "aggregated" :
+	    "plain");
 	*out = d;
-	return 0;
+	d = NULL;
 fail:
-	cJSON_Delete(api);
-	cJSON_Delete(apis);
+	for (i = 0; i < js.n; i++)
+		cJSON_Delete(js.v[i].list);
+	free(js.v);
+	cJSON_Delete(aj.out);
+	cJSON_Delete(gr.out);
+	if (d == NULL)
+		return 0;
 	disc_free(d);
 	cairn_err_prefix(err, "discovery");
 	return rc;

@@ -92,6 +92,7 @@ struct kube_call {
 	const char *method;
 	const char *path;		/* path and query */
 	const char *content_type;	/* of body; NULL: application/json */
+	const char *accept;		/* NULL: application/json */
 	const char *body;
 	size_t body_len;
 	int idempotent;			/* may be re-sent after a connection failure */

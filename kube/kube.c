@@ -841,7 +841,10 @@ make_headers(struct kube_call *c, const char *tok)
 	struct curl_slist *h = NULL;
 	char *line;
 
-	h = curl_slist_append(h, "Accept: application/json");
+	line = xasprintf("Accept: %s", c->accept != NULL ? c->accept :
+	    "application/json");
+	h = curl_slist_append(h, line);
+	free(line);
 	h = curl_slist_append(h, "Accept-Encoding: gzip");
 	h = curl_slist_append(h, "Expect:");
 	if (c->body != NULL) {

@@ -11,6 +11,9 @@
  *     olds only in v1beta1;
  *   metrics.k8s.io v1beta1: 503 ServiceUnavailable, always;
  *   gone.io v1: 404 (a CRD deleted between /apis and /apis/G/V).
+ * With `aggregated` set, /api and /apis answer the same as aggregated
+ * discovery (apidiscovery.k8s.io/v2) would, metrics.k8s.io Stale, and
+ * widgets with a status subresource, short names and a category.
  */
 #include "config.h"
 
@@ -31,6 +34,48 @@
 	"\"list\",\"create\",\"delete\"]}"
 
 static atomic_int hiccups;	/* two.io/v2 answers 500 this many times */
+static atomic_int aggregated;	/* /api and /apis: APIGroupDiscoveryList */
+
+#define AGG_RES(name, kind, group, version, extra) "{\"resource\":\"" \
+	name "\",\"responseKind\":{\"group\":\"" group "\",\"version\":\"" \
+	version "\",\"kind\":\"" kind "\"},\"scope\":\"Namespaced\"," \
+	"\"singularResource\":\"\",\"verbs\":[\"get\",\"list\",\"create\"," \
+	"\"delete\"]" extra "}"
+#define AGG_WIDGETS(version) AGG_RES("widgets", "Widget", "example.io", \
+	version, ",\"shortNames\":[\"wd\"],\"categories\":[\"all\"]," \
+	"\"subresources\":[{\"subresource\":\"status\",\"responseKind\":" \
+	"{\"group\":\"example.io\",\"version\":\"" version "\",\"kind\":" \
+	"\"Widget\"},\"verbs\":[\"get\",\"patch\",\"update\"]}]")
+
+/* What aggregated discovery answers for /api (core) or /apis. */
+static void
+agg_body(struct uh_resp *rs, int core)
+{
+	if (core) {
+		uh_body(rs, "{\"kind\":\"APIGroupDiscoveryList\",\"apiVersion\":"
+		    "\"apidiscovery.k8s.io/v2\",\"metadata\":{},\"items\":["
+		    "{\"metadata\":{\"creationTimestamp\":null},\"versions\":"
+		    "[{\"version\":\"v1\",\"resources\":[" AGG_RES("configmaps",
+		    "ConfigMap", "", "v1", "") "],\"freshness\":\"Current\"}]}]}");
+		return;
+	}
+	uh_body(rs, "{\"kind\":\"APIGroupDiscoveryList\",\"apiVersion\":"
+	    "\"apidiscovery.k8s.io/v2\",\"metadata\":{},\"items\":["
+	    "{\"metadata\":{\"name\":\"example.io\"},\"versions\":["
+	    "{\"version\":\"v1\",\"resources\":[" AGG_WIDGETS("v1") "],"
+	    "\"freshness\":\"Current\"},"
+	    "{\"version\":\"v1alpha1\",\"resources\":[" AGG_WIDGETS("v1alpha1")
+	    "," AGG_RES("envoyfilters", "EnvoyFilter", "example.io", "v1alpha1",
+	    "") "],\"freshness\":\"Current\"}]},"
+	    "{\"metadata\":{\"name\":\"two.io\"},\"versions\":["
+	    "{\"version\":\"v2\",\"resources\":[" AGG_RES("things", "Thing",
+	    "two.io", "v2", "") "],\"freshness\":\"Current\"},"
+	    "{\"version\":\"v1beta1\",\"resources\":[" AGG_RES("things",
+	    "Thing", "two.io", "v1beta1", "") "," AGG_RES("olds", "Old",
+	    "two.io", "v1beta1", "") "],\"freshness\":\"Current\"}]},"
+	    "{\"metadata\":{\"name\":\"metrics.k8s.io\"},\"versions\":["
+	    "{\"version\":\"v1beta1\",\"freshness\":\"Stale\"}]}]}");
+}
 
 static void
 handler(void *arg, const struct uh_req *rq, struct uh_resp *rs)
@@ -45,6 +90,9 @@ handler(void *arg, const struct uh_req *rq, struct uh_resp *rs)
 		uh_body(rs, "{\"kind\":\"Status\",\"apiVersion\":\"v1\","
 		    "\"status\":\"Failure\",\"reason\":\"InternalError\","
 		    "\"code\":500}");
+	} else if (atomic_load(&aggregated) && (strcmp(p, "/api") == 0 ||
+	    strcmp(p, "/apis") == 0)) {
+		agg_body(rs, strcmp(p, "/api") == 0);
 	} else if (strcmp(p, "/api") == 0)
 		uh_body(rs, "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"]}");
 	else if (strcmp(p, "/api/v1") == 0)
@@ -207,6 +255,59 @@ test_hiccup_does_not_drop_a_group(void)
 	kube_discovery_release(d);
 }
 
+/*
+ * Aggregated discovery: the same snapshot from /api and /apis alone (no
+ * group-version asked), subresources folded in, the Stale group-version a
+ * failure as a 503 is; a server that answers the plain documents to the
+ * same Accept header (every test above) gets plain discovery.
+ */
+static void
+test_aggregated(void)
+{
+	struct kube_discovery *d;
+	const struct kube_resource *r;
+	const struct kube_disc_failure *f;
+	struct cairn_err err = CAIRN_ERR_INIT;
+	int n = 0;
+
+	atomic_store(&aggregated, 1);
+	uh_log_clear();
+	REQUIRE(kube_discovery_get(kube_, 1, &d, &err) == 0);
+	CHECK_INT(uh_log_total(), 2);
+	CHECK_INT(uh_log_count("GET /apis/"), 0);
+	CHECK_STR(chosen(d, "", "configmaps"), "v1");
+	CHECK_STR(chosen(d, "example.io", "widgets"), "v1");
+	CHECK_STR(chosen(d, "example.io", "envoyfilters"), "v1alpha1");
+	CHECK_STR(chosen(d, "two.io", "things"), "v2");
+	CHECK_STR(chosen(d, "two.io", "olds"), "v1beta1");
+	kube_discovery_foreach_listable(d, count_listable, &n);
+	CHECK_INT(n, 5);
+	r = kube_discovery_lookup(d, "wd");
+	REQUIRE(r != NULL);
+	CHECK_STR(r->resource, "widgets");
+	CHECK_STR(r->kind, "Widget");
+	CHECK(r->namespaced);
+	CHECK(kube_resource_has_sub(r, "status"));
+	CHECK(r->verbs & KUBE_VERB_LIST);
+	REQUIRE(kube_discovery_failed_count(d) == 1);
+	f = kube_discovery_failed_at(d, 0);
+	CHECK_STR(f->group, "metrics.k8s.io");
+	CHECK_STR(f->version, "v1beta1");
+	CHECK(strstr(f->message, "Stale") != NULL);
+	/* the stale version is not the group's: as client-go */
+	for (size_t i = 0; i < kube_discovery_group_count(d); i++) {
+		const struct kube_group *g = kube_discovery_group_at(d, i);
+
+		if (strcmp(g->name, "metrics.k8s.io") == 0)
+			CHECK(g->versions[0] == NULL);
+		if (strcmp(g->name, "two.io") == 0)
+			CHECK_STR(g->preferred, "v2");
+	}
+	CHECK_STR(kube_discovery_group_at(d, 0)->name, "");
+	kube_discovery_release(d);
+	atomic_store(&aggregated, 0);
+}
+
 int
 main(void)
 {
@@ -223,6 +324,7 @@ main(void)
 	RUN(test_chosen_versions);
 	RUN(test_failed_group_quick_and_cached);
 	RUN(test_hiccup_does_not_drop_a_group);
+	RUN(test_aggregated);
 	kube_free(kube_);
 	uh_stop();
 	return unit_done();
