@@ -623,10 +623,12 @@ agg_groups(struct kube_discovery *d, size_t *gcap, struct gv_jobs *js,
 		}
 		kg->preferred = xstrdup(kg->versions[0] ? kg->versions[0] :
 		    "");
+		if (core)
+			break;		/* /api has the core group alone */
 	}
 }
 
-/* The groups of a plain answer (/api's APIVersions: core; /apis's APIGroupList). */
+/* The groups of a plain answer: /api's APIVersions, /apis's APIGroupList. */
 static void
 plain_groups(struct kube_discovery *d, size_t *gcap, const cJSON *doc,
     int core)
