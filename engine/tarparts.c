@@ -544,7 +544,8 @@ tp_crew_free(struct tp_crew *c)
 
 /*
  * Under mu: take the oldest queued batch, deflate it with crew c (mu not
- * held meanwhile), mark it done and hand out what is in order.
+ * held meanwhile; after an error, or when dropping, it is only consumed),
+ * mark it done and hand out what is in order.
  */
 static void
 tp_run_one(struct tarparts *tp, struct tp_crew *c)
@@ -582,14 +583,7 @@ tp_thread(void *arg)
 			pthread_cond_wait(&tp->work_cv, &tp->mu);
 		if (tp->qlen == 0)
 			break;
-		if (c != NULL)
-			tp_run_one(tp, c);
-		else {			/* consume: the error is set */
-			tp->slots[tp->queue[tp->qhead]].done = 1;
-			tp->qhead = (tp->qhead + 1) % tp->nbatch;
-			tp->qlen--;
-			tp_emit(tp);
-		}
+		tp_run_one(tp, c);	/* c NULL: trc is set, it skips */
 	}
 	pthread_mutex_unlock(&tp->mu);
 	tp_crew_free(c);
