@@ -185,8 +185,6 @@ struct tarparts {
 	int drop;			/* threads: consume without deflating */
 	int trc;			/* threads' sticky error ... */
 	struct cairn_err terr;		/* ... and its detail */
-	struct tp_crew *caller;		/* the caller's, when it deflates a
-					   batch itself (tp_handoff) */
 	/* total_bytes after batch s was written: csum[s % TP_CSUM_RING] */
 	uint64_t csum[TP_CSUM_RING];
 	uint64_t part_seq;		/* first batch of the open part */
@@ -375,9 +373,6 @@ rec_get32(const unsigned char *p)
 	return u;
 }
 
-struct tp_crew;
-static void tp_crew_free(struct tp_crew *c);
-
 /* A compression thread's tar writer: a batch's records to tar bytes. */
 struct tp_fmt {
 	struct archive *a;		/* ustar, into buf */
@@ -505,88 +500,50 @@ tp_emit(struct tarparts *tp)
 	tp->writing = 0;
 }
 
-/* What deflates batches: a compression thread's, or the caller's. */
-struct tp_crew {
-	struct gzmember *g;
-	struct tp_fmt f;
-};
-
-/* A crew for tp (NULL, e set, when libarchive cannot make its writer). */
-static struct tp_crew *
-tp_crew_new(const struct tarparts *tp, struct cairn_err *e)
-{
-	struct tp_crew *c = xcalloc(1, sizeof *c);
-
-	c->g = gzmember_new(tp->level);
-	c->f.a = la_writer(0, &c->f, fmt_cb, e);
-	c->f.entry = tp_entry_new(tp->mtime);
-	if (c->f.a != NULL && c->f.entry != NULL)
-		return c;
-	if (c->f.a != NULL)
-		cairn_err_set(e, CAIRN_EFAIL, "libarchive: out of memory");
-	tp_crew_free(c);
-	return NULL;
-}
-
-static void
-tp_crew_free(struct tp_crew *c)
-{
-	if (c == NULL)
-		return;
-	gzmember_free(c->g);
-	if (c->f.a != NULL)
-		archive_write_free(c->f.a);	/* its end blocks: into buf */
-	if (c->f.entry != NULL)
-		archive_entry_free(c->f.entry);
-	free(c->f.buf);
-	free(c);
-}
-
-/*
- * Under mu: take the oldest queued batch, deflate it with crew c (mu not
- * held meanwhile; after an error, or when dropping, it is only consumed),
- * mark it done and hand out what is in order.
- */
-static void
-tp_run_one(struct tarparts *tp, struct tp_crew *c)
-{
-	struct cairn_err e = CAIRN_ERR_INIT;
-	int idx = tp->queue[tp->qhead], skip, rc = 0;
-
-	tp->qhead = (tp->qhead + 1) % tp->nbatch;
-	tp->qlen--;
-	skip = tp->drop || tp->trc < 0;
-	pthread_mutex_unlock(&tp->mu);
-	if (!skip)
-		rc = tp_member(c->g, &c->f, &tp->slots[idx], &e);
-	pthread_mutex_lock(&tp->mu);
-	tp_thread_error(tp, rc, &e);
-	tp->slots[idx].done = 1;
-	tp_emit(tp);
-}
-
 /* A compression thread: deflate the oldest queued batch, hand out, again. */
 static void *
 tp_thread(void *arg)
 {
 	struct tarparts *tp = arg;
 	struct cairn_err e = CAIRN_ERR_INIT;
-	struct tp_crew *c;
+	struct gzmember *g = gzmember_new(tp->level);
+	struct tp_fmt f;
+	int idx, skip, rc = 0;
 
 	util_thread_name("gzip");
-	c = tp_crew_new(tp, &e);
+	memset(&f, 0, sizeof f);
+	f.a = la_writer(0, &f, fmt_cb, &e);
+	f.entry = tp_entry_new(tp->mtime);
+	if (f.a != NULL && f.entry == NULL)
+		cairn_err_set(&e, CAIRN_EFAIL, "libarchive: out of memory");
 	pthread_mutex_lock(&tp->mu);
-	if (c == NULL)
+	if (f.a == NULL || f.entry == NULL)
 		tp_thread_error(tp, CAIRN_EFAIL, &e);	/* skips batches */
 	for (;;) {
 		while (tp->qlen == 0 && !tp->quit)
 			pthread_cond_wait(&tp->work_cv, &tp->mu);
 		if (tp->qlen == 0)
 			break;
-		tp_run_one(tp, c);	/* c NULL: trc is set, it skips */
+		idx = tp->queue[tp->qhead];
+		tp->qhead = (tp->qhead + 1) % tp->nbatch;
+		tp->qlen--;
+		skip = tp->drop || tp->trc < 0;
+		pthread_mutex_unlock(&tp->mu);
+		rc = 0;
+		if (!skip)
+			rc = tp_member(g, &f, &tp->slots[idx], &e);
+		pthread_mutex_lock(&tp->mu);
+		tp_thread_error(tp, rc, &e);
+		tp->slots[idx].done = 1;
+		tp_emit(tp);
 	}
 	pthread_mutex_unlock(&tp->mu);
-	tp_crew_free(c);
+	gzmember_free(g);
+	if (f.a != NULL)
+		archive_write_free(f.a);	/* its end blocks: into f.buf */
+	if (f.entry != NULL)
+		archive_entry_free(f.entry);
+	free(f.buf);
 	return NULL;
 }
 
@@ -615,21 +572,8 @@ tp_handoff(struct tarparts *tp)
 	tp->queue[(tp->qhead + tp->qlen) % tp->nbatch] = tp->fill_idx;
 	tp->qlen++;
 	pthread_cond_signal(&tp->work_cv);
-	/*
-	 * Every slot in flight: deflate a queued batch here rather than
-	 * sleep until a thread frees one (on a busy machine the walk
-	 * otherwise slept and was woken again for about every batch).
-	 */
-	while (tp->nfree == 0) {
-		struct cairn_err e = CAIRN_ERR_INIT;
-
-		if (tp->qlen > 0 && tp->caller == NULL)	/* else: sleep */
-			tp->caller = tp_crew_new(tp, &e);
-		if (tp->qlen > 0 && tp->caller != NULL)
-			tp_run_one(tp, tp->caller);
-		else
-			pthread_cond_wait(&tp->idle_cv, &tp->mu);
-	}
+	while (tp->nfree == 0)
+		pthread_cond_wait(&tp->idle_cv, &tp->mu);
 	tp->fill_idx = tp->freeq[--tp->nfree];
 	tp->fill = tp->slots[tp->fill_idx].in;
 	tp->fill_len = tp->fill_tar = tp->raw_at = 0;
@@ -900,8 +844,6 @@ tp_stop_thread(struct tarparts *tp, int drop)
 		pthread_join(tp->thr[i], NULL);
 	/* Keep a late error; the fill buffer stays valid (slots). */
 	tp_merge(tp);
-	tp_crew_free(tp->caller);
-	tp->caller = NULL;
 	tp->threaded = 0;
 	tp->nthreads = 0;
 	FREE_NULL(tp->thr);

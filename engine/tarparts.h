@@ -34,14 +34,12 @@
  * threads deflate several batches at once); the parts are still whole
  * members, and the stream reads as before. The bytes written, and where
  * parts end, are the same whatever the number of threads and however
- * fast they go (see tarparts_start_thread()). When every batch is in
- * flight, the caller deflates a queued one itself instead of sleeping
- * until a thread frees one. The sink's write() is then called on one
- * thread at a time, in order: a compression thread, or the caller's
- * inside tarparts_add() and the like; begin() and end() are always
- * called on the caller's thread while no write() is in flight (every
- * batch is written out before a part is closed), so a sink needs no lock
- * as long as write() only touches state that begin() and end() also own.
+ * fast they go (see tarparts_start_thread()). The sink's write() is
+ * then called on one compression thread at a time, in order; begin() and
+ * end() are always called on the caller's thread while no write() is in
+ * flight (every batch is written out before a part is closed), so a sink
+ * needs no lock as long as write() only touches state that begin() and
+ * end() also own.
  */
 #ifndef CAIRN_TARPARTS_H
 #define CAIRN_TARPARTS_H
