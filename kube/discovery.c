@@ -75,7 +75,7 @@ struct kube_discovery {
 	struct kube_resource **res;	/* owned, subresources folded in */
 	size_t nres, ares;
 	struct kube_group *groups;	/* owned; core ("") first */
-	size_t ngroups;
+	size_t ngroups, agroups;
 	struct kube_disc_failure *failed;	/* owned */
 	size_t nfailed;
 };
@@ -400,7 +400,7 @@ struct gv_job {
 struct gv_jobs {
 	struct kube *k;
 	struct gv_job *v;
-	size_t n;
+	size_t n, a;
 	atomic_size_t next;
 };
 
@@ -480,13 +480,14 @@ req_thread(void *arg)
 
 /* A new group of d, named name (copied), no versions yet. */
 static struct kube_group *
-group_add(struct kube_discovery *d, size_t *cap, const char *name)
+group_add(struct kube_discovery *d, const char *name)
 {
 	struct kube_group *kg;
 
-	if (d->ngroups == *cap) {
-		*cap = *cap ? 2 * *cap : 16;
-		d->groups = xreallocarray(d->groups, *cap, sizeof *d->groups);
+	if (d->ngroups == d->agroups) {
+		d->agroups = d->agroups ? 2 * d->agroups : 16;
+		d->groups = xreallocarray(d->groups, d->agroups,
+		    sizeof *d->groups);
 	}
 	kg = &d->groups[d->ngroups++];
 	memset(kg, 0, sizeof *kg);
@@ -497,11 +498,11 @@ group_add(struct kube_discovery *d, size_t *cap, const char *name)
 
 /* A new job of js, zeroed. */
 static struct gv_job *
-job_add(struct gv_jobs *js, size_t *cap)
+job_add(struct gv_jobs *js)
 {
-	if (js->n == *cap) {
-		*cap = *cap ? 2 * *cap : 32;
-		js->v = xreallocarray(js->v, *cap, sizeof *js->v);
+	if (js->n == js->a) {
+		js->a = js->a ? 2 * js->a : 32;
+		js->v = xreallocarray(js->v, js->a, sizeof *js->v);
 	}
 	memset(&js->v[js->n], 0, sizeof js->v[0]);
 	return &js->v[js->n++];
@@ -583,8 +584,8 @@ agg_resource_list(const cJSON *version)
  * preferred version is its first version not Stale.
  */
 static void
-agg_groups(struct kube_discovery *d, size_t *gcap, struct gv_jobs *js,
-    size_t *jcap, const cJSON *doc, int core)
+agg_groups(struct kube_discovery *d, struct gv_jobs *js, const cJSON *doc,
+    int core)
 {
 	const cJSON *it, *v;
 
@@ -595,7 +596,7 @@ agg_groups(struct kube_discovery *d, size_t *gcap, struct gv_jobs *js,
 
 		if (name == NULL || (!core && *name == '\0'))
 			continue;
-		kg = group_add(d, gcap, name);
+		kg = group_add(d, name);
 		/* in order of preference */
 		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(it,
 		    "versions")) {
@@ -604,7 +605,7 @@ agg_groups(struct kube_discovery *d, size_t *gcap, struct gv_jobs *js,
 
 			if (ver == NULL)
 				continue;
-			gj = job_add(js, jcap);
+			gj = job_add(js);
 			gj->group = kg->name;
 			gj->version = ver;	/* doc outlives the jobs */
 			gj->answered = 1;
@@ -630,13 +631,12 @@ agg_groups(struct kube_discovery *d, size_t *gcap, struct gv_jobs *js,
 
 /* The groups of a plain answer: /api's APIVersions, /apis's APIGroupList. */
 static void
-plain_groups(struct kube_discovery *d, size_t *gcap, const cJSON *doc,
-    int core)
+plain_groups(struct kube_discovery *d, const cJSON *doc, int core)
 {
 	const cJSON *g, *v;
 
 	if (core) {
-		struct kube_group *kg = group_add(d, gcap, "");
+		struct kube_group *kg = group_add(d, "");
 
 		strv_free(kg->versions);
 		kg->versions = parse_strv(
@@ -651,7 +651,7 @@ plain_groups(struct kube_discovery *d, size_t *gcap, const cJSON *doc,
 
 		if (name == NULL)
 			continue;
-		kg = group_add(d, gcap, name);
+		kg = group_add(d, name);
 		cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(g,
 		    "versions")) {
 			const char *ver = json_str(v, "version");
@@ -671,14 +671,14 @@ plain_groups(struct kube_discovery *d, size_t *gcap, const cJSON *doc,
  */
 static void
 plain_jobs(struct kube_discovery *d, size_t first, struct gv_jobs *js,
-    size_t *jcap, const struct kube_discovery *prev)
+    const struct kube_discovery *prev)
 {
 	for (size_t i = first; i < d->ngroups; i++) {
 		struct kube_group *kg = &d->groups[i];
 
 		for (size_t j = 0; kg->versions[j] != NULL; j++) {
 			const struct kube_disc_failure *pf;
-			struct gv_job *gj = job_add(js, jcap);
+			struct gv_job *gj = job_add(js);
 
 			gj->group = kg->name;
 			gj->version = kg->versions[j];
@@ -692,20 +692,19 @@ plain_jobs(struct kube_discovery *d, size_t first, struct gv_jobs *js,
 
 /* The groups of /api (core) or /apis from its answer, and their jobs. */
 static void
-root_groups(struct kube_discovery *d, size_t *gcap, struct gv_jobs *js,
-    size_t *jcap, const cJSON *doc, int core,
-    const struct kube_discovery *prev)
+root_groups(struct kube_discovery *d, struct gv_jobs *js, const cJSON *doc,
+    int core, const struct kube_discovery *prev)
 {
 	size_t first = d->ngroups;
 
 	if (is_aggregated(doc)) {
-		agg_groups(d, gcap, js, jcap, doc, core);
+		agg_groups(d, js, doc, core);
 		if (core && d->ngroups == first)	/* core comes first */
-			group_add(d, gcap, "")->preferred = xstrdup("v1");
+			group_add(d, "")->preferred = xstrdup("v1");
 		return;
 	}
-	plain_groups(d, gcap, doc, core);
-	plain_jobs(d, first, js, jcap, prev);
+	plain_groups(d, doc, core);
+	plain_jobs(d, first, js, prev);
 }
 
 /* Load a snapshot; prev (may be NULL): the one it replaces. */
@@ -716,9 +715,9 @@ disc_load(struct kube *k, const struct kube_discovery *prev,
 	struct kube_discovery *d = xcalloc(1, sizeof *d);
 	struct req_job aj = { k, "/api", NULL, 0, CAIRN_ERR_INIT };
 	struct req_job gr = { k, "/apis", NULL, 0, CAIRN_ERR_INIT };
-	struct gv_jobs js = { k, NULL, 0, 0 };
+	struct gv_jobs js = { k, NULL, 0, 0, 0 };
 	pthread_t ath;
-	size_t i, gcap = 0, jcap = 0;
+	size_t i;
 	int rc, athr;
 
 	atomic_init(&d->refs, 1);
@@ -733,8 +732,8 @@ disc_load(struct kube *k, const struct kube_discovery *prev,
 	    cairn_err_copy(err, &gr.err) : 0;
 	if (rc < 0)
 		goto fail;
-	root_groups(d, &gcap, &js, &jcap, aj.out, 1, prev);
-	root_groups(d, &gcap, &js, &jcap, gr.out, 0, prev);
+	root_groups(d, &js, aj.out, 1, prev);
+	root_groups(d, &js, gr.out, 0, prev);
 	gv_run(&js);
 	/* in server order, as one request after the other would have */
 	rc = 0;
