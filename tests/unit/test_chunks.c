@@ -518,7 +518,7 @@ test_encrypted_location(void)
 	memset(key, 7, sizeof key);
 	REQUIRE(crypt_keyring_add(kr, "k1", key, &err) == 0);
 	REQUIRE(crypt_keyring_set_current(kr, "k1", &err) == 0);
-	REQUIRE(sh("mkdir -p '%s' && head -c 300000 /dev/urandom > '%s/small' "
+	REQUIRE(sh("mkdir -p '%s' && head -c 200000 /dev/urandom > '%s/small' "
 	    "&& head -c 3000000 /dev/urandom > '%s/big'", src, src, src) == 0);
 	world_open(&w, "store-enc", kr);
 	CHECK_INT(copy(&w, src, "e1", NULL, &s1), 0);
