@@ -11,7 +11,7 @@ import subprocess
 import tarfile
 
 from bkworld import World
-from cairntest import case, main
+from cairntest import case, main, wait_for
 from faultproxy import FaultProxy
 from s3rver import S3rver
 
@@ -85,8 +85,12 @@ def failed_backup_aborts_its_upload(t):
             b["status"].get("failureReason", ""), "reason: %s" % b["status"].get("failureReason"))
     t.check([q for q in proxy.requests if q["method"] == "PUT" and "partNumber=1&" in q["query"]
              and q["status"] == 200], "part 1 was stored first")
-    aborts = [q for q in proxy.requests if q["method"] == "DELETE" and "uploadId=" in q["query"]]
-    t.eq(len(aborts), 1, "one AbortMultipartUpload")
+    # the abort follows the Failed status (bk_fail), which the watch may
+    # deliver first
+    def aborts():
+        return [q for q in proxy.requests if q["method"] == "DELETE" and "uploadId=" in q["query"]]
+    wait_for(aborts, 10, "the AbortMultipartUpload")
+    t.eq(len(aborts()), 1, "one AbortMultipartUpload")
     t.eq(uploads_left(s3), [], "multipart uploads left behind")
 
 
